@@ -1,0 +1,69 @@
+# scratch2cuda: `make` lists the targets. Everything runs from the repository root, in .venv.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON_SYSTEM ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+STAGE ?= 2
+WEEK ?=
+# `make grade` grades the learner workspace when it exists, the reference otherwise.
+IMPL ?= $(if $(wildcard workspace/stage$(STAGE)_*),workspace,)
+WORKSPACE ?= workspace
+ARGS ?=
+
+.PHONY: help setup build data test grade bench train exercises notebooks asan lint clean
+
+help: ## list the targets
+	@echo "scratch2cuda -- targets (run from the repository root):"
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 24
+	@echo
+	@echo "variables: STAGE=1..4  WEEK=k  IMPL=DIR (graded code: workspace or reference)  ARGS='...'"
+
+$(STAMP): requirements.txt
+	@test -x $(PY) || $(PYTHON_SYSTEM) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	@touch $(STAMP)
+
+setup: $(STAMP) build ## create .venv with the pinned dependencies and build the C tier
+
+build: $(STAMP) ## build the C tier's extension (cffi, -O3, OpenMP)
+	@if [ -f stage3_c/build.py ]; then $(PY) -m stage3_c.build; fi
+
+data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
+	$(PY) -m datasets fetch mnist
+	$(PY) -m datasets fetch fashion-mnist
+
+test: setup ## run the project's tests (GPU checks run under the CUDA simulator)
+	NUMBA_ENABLE_CUDASIM=$${NUMBA_ENABLE_CUDASIM:-1} $(PY) -m pytest -q $(ARGS)
+
+grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace]
+	$(PY) -m grader --stage $(STAGE) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+
+bench: setup ## benchmark a tier (ops, matmul ladder, training epochs): make bench STAGE=3
+	$(PY) -m grader bench --stage $(STAGE) $(ARGS)
+
+train: setup ## train a model: make train ARGS='--stage 2 --model lenet5 --data mnist --epochs 10'
+	$(PY) -m nn.train $(ARGS)
+
+exercises: $(STAMP) ## write the learner workspace (solution regions become stubs): make exercises [WORKSPACE=dir]
+	$(PY) -m tools.exercises --out $(WORKSPACE)
+
+notebooks: setup ## execute the curriculum notebooks and keep their outputs
+	$(PY) -m pytest -q --nbmake --overwrite curriculum/notebooks
+
+asan: $(STAMP) ## build the C tier with AddressSanitizer and run its grader and tests
+	$(PY) -m stage3_c.build --asan
+	ASAN_OPTIONS=detect_leaks=1 LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
+		$(PY) -m pytest -q -p no:cacheprovider tests -k "stage3 or c_tier"
+	$(PY) -m stage3_c.build
+
+lint: $(STAMP) ## ruff over the project
+	$(PY) -m ruff check .
+
+clean: ## remove build outputs (keeps .venv and data)
+	rm -rf stage3_c/_build workspace .pytest_cache
+	find . -name __pycache__ -prune -exec rm -rf {} +

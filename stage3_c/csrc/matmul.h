@@ -1,0 +1,29 @@
+/* matmul.h -- the matmul ladder (kernels 1..5, each in csrc/matmul.c with what it changes and why)
+ * and the general GEMM that dense and conv layers build on. All matrices are row-major float32 and
+ * the output is fully overwritten. Each function returns an s2c_status. */
+#ifndef S2C_MATMUL_H
+#define S2C_MATMUL_H
+
+#include <stdint.h>
+
+/* c[n, m] = a[n, k] @ b[k, m] */
+int s2c_matmul_naive(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);      /* 1 */
+int s2c_matmul_loop_order(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m); /* 2 */
+int s2c_matmul_blocked(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);    /* 3 */
+int s2c_matmul_register(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);   /* 4 */
+int s2c_matmul_simd(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);       /* 5 */
+
+/* c[m, n] = op(a) @ op(b), plus the old c when accumulate != 0. op(a) is [m, k]: a is stored
+ * [m, k], or [k, m] when trans_a != 0; op(b) is [k, n]: b is stored [k, n], or [n, k] when
+ * trans_b != 0. The fastest kernel the machine supports; OpenMP threads as set below. */
+int s2c_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+             const float *a, const float *b, float *c, int accumulate);
+
+/* 1 when the CPU running this supports the simd kernel's instructions (AVX2 and FMA). */
+int s2c_simd_supported(void);
+
+/* OpenMP threads used by kernels 3..5 and s2c_gemm (and by the other ops' parallel loops). */
+void s2c_set_num_threads(int n);
+int s2c_get_num_threads(void);
+
+#endif
