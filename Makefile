@@ -49,8 +49,8 @@ bench: setup ## benchmark a tier (ops, matmul ladder, training epochs): make ben
 train: setup ## train a model: make train ARGS='--stage 2 --model lenet5 --data mnist --epochs 10'
 	$(PY) -m nn.train $(ARGS)
 
-exercises: $(STAMP) ## write the learner workspace (solution regions become stubs): make exercises [WORKSPACE=dir]
-	$(PY) -m tools.exercises --out $(WORKSPACE)
+exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
+	$(PY) -m tools.exercises --out $(WORKSPACE) $(ARGS)
 
 notebooks: setup ## execute the curriculum notebooks and keep their outputs
 	$(PY) -m pytest -q --nbmake --overwrite curriculum/notebooks

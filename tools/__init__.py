@@ -1,0 +1,1 @@
+"""Project tools that are not part of any tier: `python -m tools.exercises` writes the workspace."""

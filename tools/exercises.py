@@ -1,0 +1,252 @@
+"""Write the learner workspace: the tier packages with every solution region replaced by a stub.
+
+    python -m tools.exercises --out workspace [--tiers stage1_python,stage2_numpy] [--force]
+
+Reference code marks each exercise body (grader/CONTRACT.md, "Weeks and exercise markers"):
+
+    # BEGIN SOLUTION week 1, task matmul           Python
+    /* BEGIN SOLUTION week 12, task relu */         C and CUDA (`// BEGIN SOLUTION ...` works too)
+    ...
+    # END SOLUTION                                 (`/* END SOLUTION */`, `// END SOLUTION`)
+
+In the workspace a Python region becomes, at the region's indentation,
+`raise NotImplementedError("week 1, task matmul: not implemented yet (stage1_python/linalg.py)")`
+and a C or CUDA region `return S2C_NOT_IMPLEMENTED;`, which the C tier's wrapper turns into the same
+NotImplementedError. Broken markers (unbalanced, nested, without week and task) stop the tool before
+it writes anything, and a tier already in the workspace is never overwritten without --force: it
+may hold the learner's work.
+"""
+
+import argparse
+import fnmatch
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+TIER_GLOB = "stage[0-9]_*"
+# Build outputs stay behind (the workspace builds its own); the names follow .gitignore.
+SKIPPED_NAMES = ("__pycache__", "_build", "*.so", "*.o", "*.pyc", "_s2c_native*")
+LANGUAGE_OF_SUFFIX = {".py": "python", ".c": "c", ".h": "c", ".cu": "c", ".cuh": "c"}
+WEEKS = range(1, 19)
+
+_WEEK_AND_TASK = r"week\s+(?P<week>\d+)\s*,\s*task\s+(?P<task>[A-Za-z_][\w.-]*)"
+BEGIN_MARKER = {
+    "python": re.compile(rf"^(?P<indent>[ \t]*)#\s*BEGIN SOLUTION\s+{_WEEK_AND_TASK}\s*$"),
+    "c": re.compile(
+        r"^(?P<indent>[ \t]*)(?P<open>/\*|//)\s*BEGIN SOLUTION\s+"
+        rf"{_WEEK_AND_TASK}\s*(?P<close>\*/)?\s*$"
+    ),
+}
+END_MARKER = {
+    "python": re.compile(r"^[ \t]*#\s*END SOLUTION\s*$"),
+    "c": re.compile(r"^[ \t]*(?:/\*\s*END SOLUTION\s*\*/|//\s*END SOLUTION)\s*$"),
+}
+BEGIN_EXAMPLE = {
+    "python": "# BEGIN SOLUTION week N, task NAME",
+    "c": "/* BEGIN SOLUTION week N, task NAME */",
+}
+
+
+class MarkerError(ValueError):
+    """A solution marker the tool cannot turn into a stub; the message gives file and line."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """One solution region: where it is and which exercise it is."""
+
+    path: str  # relative to the workspace, e.g. "stage1_python/linalg.py"
+    week: int
+    task: str
+    begin_line: int
+    end_line: int
+
+
+def stub_line(language, indent, week, task, path, newline):
+    """The line that replaces a region: it fails loudly, naming the exercise."""
+    if language == "python":
+        message = f"week {week}, task {task}: not implemented yet ({path})"
+        return f'{indent}raise NotImplementedError("{message}"){newline}'
+    return f"{indent}return S2C_NOT_IMPLEMENTED; /* week {week}, task {task} */{newline}"
+
+
+def match_begin(language, line):
+    """The BEGIN marker's match (indent, week, task), or None when `line` is malformed."""
+    match = BEGIN_MARKER[language].match(line)
+    if match and language == "c" and (match["open"] == "/*") != (match["close"] is not None):
+        return None  # "/*" without "*/", or "//" with one
+    return match
+
+
+def stub_regions(text, language, path):
+    """Replace each solution region of `text` by its stub.
+
+    `language` is "python" or "c"; `path` names the file in messages and in the stubs.
+    Returns (new_text, [Region, ...]); raises MarkerError on any malformed marker.
+    """
+    kept, regions = [], []
+    open_region = None  # (begin_line, week, task) while inside a region
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        bare = line.rstrip("\r\n")
+        where = f"{path}:{number}"
+        if "BEGIN SOLUTION" in line:
+            match = match_begin(language, bare)
+            if match is None:
+                raise MarkerError(
+                    f"{where}: malformed marker {bare.strip()!r}; "
+                    f"write it as '{BEGIN_EXAMPLE[language]}' alone on its line"
+                )
+            if open_region is not None:
+                raise MarkerError(
+                    f"{where}: nested BEGIN SOLUTION; the region opened on line "
+                    f"{open_region[0]} is not closed yet"
+                )
+            week, task = int(match["week"]), match["task"]
+            if week not in WEEKS:
+                raise MarkerError(f"{where}: week {week} is not a week of the course (1..18)")
+            open_region = (number, week, task)
+            newline = line[len(bare) :]
+            kept.append(stub_line(language, match["indent"], week, task, path, newline))
+        elif "END SOLUTION" in line:
+            if END_MARKER[language].match(bare) is None:
+                raise MarkerError(f"{where}: malformed END SOLUTION marker {bare.strip()!r}")
+            if open_region is None:
+                raise MarkerError(f"{where}: END SOLUTION without a BEGIN SOLUTION before it")
+            begin_line, week, task = open_region
+            regions.append(Region(path, week, task, begin_line, number))
+            open_region = None
+        elif open_region is None:
+            kept.append(line)
+    if open_region is not None:
+        raise MarkerError(f"{path}:{open_region[0]}: BEGIN SOLUTION never closed by END SOLUTION")
+    return "".join(kept), regions
+
+
+def is_skipped(relative):
+    """True for build outputs, which the workspace must not inherit."""
+    return any(
+        fnmatch.fnmatch(part, pattern) for part in relative.parts for pattern in SKIPPED_NAMES
+    )
+
+
+def plan_tier(root, tier):
+    """Read one tier package and return ([(relative path, bytes), ...], [Region, ...])."""
+    files, regions = [], []
+    for source in sorted((root / tier).rglob("*")):
+        relative = source.relative_to(root)
+        if source.is_dir() or is_skipped(relative):
+            continue
+        path = relative.as_posix()
+        language = LANGUAGE_OF_SUFFIX.get(source.suffix)
+        if language is None:
+            content = source.read_bytes()
+            if re.search(rb"(BEGIN|END) SOLUTION", content):
+                raise MarkerError(f"{path}: solution markers in a file the tool cannot stub")
+        else:
+            text, found = stub_regions(source.read_text(encoding="utf-8"), language, path)
+            content = text.encode("utf-8")
+            regions += found
+        files.append((relative, content))
+    return files, regions
+
+
+def available_tiers(root):
+    """The tier packages of `root` (folders named stageN_* holding an __init__.py)."""
+    return sorted(p.name for p in root.glob(TIER_GLOB) if (p / "__init__.py").is_file())
+
+
+def check_destination(out, tiers, root, force):
+    """Refuse to write into the reference, or over a tier without --force."""
+    if out.resolve() == root.resolve():
+        raise SystemExit("error: --out is the repository itself; choose a folder such as workspace")
+    existing = [tier for tier in tiers if (out / tier).exists()]
+    if existing and not force:
+        names = ", ".join(f"{out}/{tier}" for tier in existing)
+        raise SystemExit(
+            f"error: {names} already exists and may hold your work; nothing was written.\n"
+            f"  Keep it and write elsewhere: make exercises WORKSPACE=another_folder "
+            f"(then grade it with IMPL=another_folder).\n"
+            f"  Or replace it, losing its changes: make exercises ARGS=--force "
+            f"(python -m tools.exercises --out {out} --force)."
+        )
+
+
+def write_workspace(out, plans, root, force):
+    """Write the planned files; with --force the listed tiers are replaced whole."""
+    for tier, (files, _regions) in plans.items():
+        if force and (out / tier).exists():
+            shutil.rmtree(out / tier)
+        for relative, content in files:
+            target = out / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+            shutil.copymode(root / relative, target)
+
+
+def build_c_tier(out):
+    """Compile the workspace's copy of the C tier, as `make build` does for the reference."""
+    print(f"building {out}/stage3_c (python -m stage3_c.build) ...", flush=True)
+    result = subprocess.run([sys.executable, "-m", "stage3_c.build"], cwd=out)
+    if result.returncode != 0:
+        raise SystemExit(f"error: building {out}/stage3_c failed (exit {result.returncode})")
+
+
+def print_summary(out, plans):
+    """Files written and exercise regions per week."""
+    regions = [region for _files, found in plans.values() for region in found]
+    file_count = sum(len(files) for files, _found in plans.values())
+    print(
+        f"wrote {out}/: {len(plans)} tier(s), {file_count} files, {len(regions)} exercise regions"
+    )
+    per_week = Counter(region.week for region in regions)
+    tiers_of_week = defaultdict(set)
+    for region in regions:
+        tiers_of_week[region.week].add(region.path.split("/")[0])
+    for week in sorted(per_week):
+        tiers = ", ".join(sorted(tiers_of_week[week]))
+        print(f"  week {week:2d}: {per_week[week]:3d} regions  ({tiers})")
+    print("grade a week with e.g. `make grade STAGE=1 WEEK=1` (the workspace, when it exists)")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.exercises", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--out", type=Path, default=Path("workspace"), help="workspace folder")
+    parser.add_argument(
+        "--tiers", help="comma-separated tier packages (default: every stageN_* package)"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace tiers already in the workspace (loses edits)"
+    )
+    parser.add_argument(
+        "--root", type=Path, default=REPO_ROOT, help="reference code to read (default: this repo)"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    known = available_tiers(args.root)
+    tiers = args.tiers.split(",") if args.tiers else known
+    unknown = [tier for tier in tiers if tier not in known]
+    if unknown or not tiers:
+        raise SystemExit(f"error: unknown tier(s) {unknown}; available: {', '.join(known)}")
+    check_destination(args.out, tiers, args.root, args.force)
+    try:
+        plans = {tier: plan_tier(args.root, tier) for tier in tiers}
+    except MarkerError as error:
+        raise SystemExit(f"error: {error}; nothing was written") from None
+    write_workspace(args.out, plans, args.root, args.force)
+    if "stage3_c" in plans:
+        build_c_tier(args.out)
+    print_summary(args.out, plans)
+
+
+if __name__ == "__main__":
+    main()
