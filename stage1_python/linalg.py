@@ -1,0 +1,92 @@
+"""Linear algebra on nested lists (week 1): matmul, transpose, add, mul, scale, sum_rows."""
+
+import operator
+
+from ._checks import expect_real, expect_tensor, fail, format_shape
+from ._tensor import map_elements
+
+
+def matmul(a, b):
+    """The matrix product: a [N, K] @ b [K, M] -> [N, M]."""
+    _, k = expect_tensor("matmul", "a", a, "N, K")
+    expect_tensor("matmul", "b", b, "K, M", hint=" (K: a's columns)", K=k)
+    # BEGIN SOLUTION week 1, task matmul
+    # Element [i][j] is row i of a dotted with column j of b. zip(*b) gives b's columns, so both
+    # operands are walked along Python lists instead of indexing b down its columns.
+    b_columns = list(zip(*b, strict=True))
+    return [
+        [
+            sum(a_ik * b_kj for a_ik, b_kj in zip(a_row, b_column, strict=True))
+            for b_column in b_columns
+        ]
+        for a_row in a
+    ]
+    # END SOLUTION
+
+
+def transpose(a):
+    """a [N, M] -> [M, N], element [j][i] = a[i][j]."""
+    n, m = expect_tensor("transpose", "a", a, "N, M")
+    # BEGIN SOLUTION week 1, task transpose
+    return [[a[i][j] for i in range(n)] for j in range(m)]
+    # END SOLUTION
+
+
+def _check_broadcast(op, a, b):
+    """Shapes of a (any) and b: a's shape, or [a's last dim] (one row added to every row)."""
+    a_shape = expect_tensor(op, "a", a)
+    b_shape = expect_tensor(op, "b", b)
+    if b_shape != a_shape and b_shape != a_shape[-1:]:
+        fail(
+            op,
+            f"b must have a's shape {format_shape(a_shape)} or be one row of length "
+            f"{a_shape[-1]}, got {format_shape(b_shape)}",
+        )
+    return a_shape, b_shape
+
+
+def _elementwise(fn, a, b, a_shape, b_shape):
+    """fn(a element, b element) over a's shape; a b of shape [a's last dim] serves every row."""
+    # BEGIN SOLUTION week 1, task elementwise
+    if len(a_shape) == 1:  # a is one row; b is a row of the same length either way
+        return [fn(a_j, b_j) for a_j, b_j in zip(a, b, strict=True)]
+    if b_shape == a_shape:  # walk down both lists together
+        return [
+            _elementwise(fn, a_i, b_i, a_shape[1:], b_shape[1:])
+            for a_i, b_i in zip(a, b, strict=True)
+        ]
+    return [_elementwise(fn, a_i, b, a_shape[1:], b_shape) for a_i in a]  # b is one row
+    # END SOLUTION
+
+
+def add(a, b):
+    """a + b: a any shape; b the same shape, or [a's last dim] added to every row."""
+    a_shape, b_shape = _check_broadcast("add", a, b)
+    # BEGIN SOLUTION week 1, task add
+    return _elementwise(operator.add, a, b, a_shape, b_shape)
+    # END SOLUTION
+
+
+def mul(a, b):
+    """a * b elementwise: a any shape; b the same shape, or [a's last dim] used for every row."""
+    a_shape, b_shape = _check_broadcast("mul", a, b)
+    # BEGIN SOLUTION week 1, task mul
+    return _elementwise(operator.mul, a, b, a_shape, b_shape)
+    # END SOLUTION
+
+
+def scale(a, s):
+    """s * a: a any shape, s a number."""
+    expect_tensor("scale", "a", a)
+    s = expect_real("scale", "s", s)
+    # BEGIN SOLUTION week 1, task scale
+    return map_elements(lambda value: s * value, a)
+    # END SOLUTION
+
+
+def sum_rows(x):
+    """Column sums, i.e. the sum over the rows: x [N, M] -> [M] (e.g. a bias gradient)."""
+    n, m = expect_tensor("sum_rows", "x", x, "N, M")
+    # BEGIN SOLUTION week 1, task sum_rows
+    return [sum(x[i][j] for i in range(n)) for j in range(m)]
+    # END SOLUTION

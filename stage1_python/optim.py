@@ -1,0 +1,82 @@
+"""Optimizer steps (week 4). Each updates the parameter p and its state in place (the caller's own
+lists) and returns None. g is the gradient; weight_decay adds weight_decay * p to it first (L2, as
+torch.optim). p, g and the state (v, s, m) have one shape, any rank.
+"""
+
+import math
+
+from ._checks import expect_bool, expect_int, expect_real, expect_same_shape, expect_tensor
+from ._tensor import rows
+
+
+def _check_step(op, p, g, lr, weight_decay, **state):
+    """Check p, g and the state tensors (p's shape), lr >= 0 and weight_decay >= 0."""
+    shape = expect_tensor(op, "p", p)
+    expect_same_shape(op, "g", g, "p", shape)
+    for name, tensor in state.items():
+        expect_same_shape(op, name, tensor, "p", shape)
+    return expect_real(op, "lr", lr, 0), expect_real(op, "weight_decay", weight_decay, 0)
+
+
+def sgd_step(p, g, lr, weight_decay=0):
+    """p -= lr * g."""
+    lr, weight_decay = _check_step("sgd_step", p, g, lr, weight_decay)
+    # BEGIN SOLUTION week 4, task sgd_step
+    for p_row, g_row in zip(rows(p), rows(g), strict=True):  # the innermost lists: assign into them
+        for j, grad in enumerate(g_row):
+            grad += weight_decay * p_row[j]
+            p_row[j] -= lr * grad
+    # END SOLUTION
+
+
+def momentum_step(p, g, v, lr, momentum, nesterov=False, weight_decay=0):
+    """v = momentum * v + g; p -= lr * (g + momentum * v if nesterov else v)."""
+    lr, weight_decay = _check_step("momentum_step", p, g, lr, weight_decay, v=v)
+    momentum = expect_real("momentum_step", "momentum", momentum, 0)
+    nesterov = expect_bool("momentum_step", "nesterov", nesterov)
+    # BEGIN SOLUTION week 4, task momentum_step
+    for p_row, g_row, v_row in zip(rows(p), rows(g), rows(v), strict=True):
+        for j, grad in enumerate(g_row):
+            grad += weight_decay * p_row[j]
+            v_row[j] = momentum * v_row[j] + grad
+            # Nesterov steps with the gradient plus the velocity it is about to reach.
+            p_row[j] -= lr * (grad + momentum * v_row[j] if nesterov else v_row[j])
+    # END SOLUTION
+
+
+def rmsprop_step(p, g, s, lr, alpha=0.99, eps=1e-8, weight_decay=0):
+    """s = alpha * s + (1 - alpha) * g^2; p -= lr * g / (sqrt(s) + eps)."""
+    lr, weight_decay = _check_step("rmsprop_step", p, g, lr, weight_decay, s=s)
+    alpha = expect_real("rmsprop_step", "alpha", alpha, 0, 1)
+    eps = expect_real("rmsprop_step", "eps", eps, 0, low_open=True)
+    # BEGIN SOLUTION week 4, task rmsprop_step
+    for p_row, g_row, s_row in zip(rows(p), rows(g), rows(s), strict=True):
+        for j, grad in enumerate(g_row):
+            grad += weight_decay * p_row[j]
+            s_row[j] = alpha * s_row[j] + (1 - alpha) * grad * grad
+            p_row[j] -= lr * grad / (math.sqrt(s_row[j]) + eps)
+    # END SOLUTION
+
+
+def adam_step(p, g, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0):
+    """Adam, step t (from 1): m and v are running averages of g and g^2, bias-corrected.
+
+    m = beta1*m + (1-beta1)*g; v = beta2*v + (1-beta2)*g^2;
+    p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps).
+    """
+    lr, weight_decay = _check_step("adam_step", p, g, lr, weight_decay, m=m, v=v)
+    t = expect_int("adam_step", "t", t, 1)
+    beta1 = expect_real("adam_step", "beta1", beta1, 0, 1, high_open=True)
+    beta2 = expect_real("adam_step", "beta2", beta2, 0, 1, high_open=True)
+    eps = expect_real("adam_step", "eps", eps, 0, low_open=True)
+    # BEGIN SOLUTION week 4, task adam_step
+    # m and v start at 0, so early averages are too small by (1 - beta^t): divide it out.
+    m_correction = 1 - beta1**t
+    v_correction = 1 - beta2**t
+    for p_row, g_row, m_row, v_row in zip(rows(p), rows(g), rows(m), rows(v), strict=True):
+        for j, grad in enumerate(g_row):
+            grad += weight_decay * p_row[j]
+            m_row[j] = beta1 * m_row[j] + (1 - beta1) * grad
+            v_row[j] = beta2 * v_row[j] + (1 - beta2) * grad * grad
+            p_row[j] -= lr * (m_row[j] / m_correction) / (math.sqrt(v_row[j] / v_correction) + eps)
+    # END SOLUTION

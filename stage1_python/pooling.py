@@ -1,0 +1,114 @@
+"""Max and average pooling over k x k windows, without padding (week 6).
+
+Output size: OH = (H - k) // stride + 1, likewise OW. Windows overlap when stride < k; their
+gradients then add up in the backward.
+"""
+
+from ._checks import expect_int, expect_shape_argument, expect_tensor, fail, output_size
+from ._tensor import flatten, full, planes, zeros
+
+
+def _check_pool(op, h, w, k, stride):
+    """Validate the window arguments; returns (k, stride, oh, ow)."""
+    k = expect_int(op, "k", k, 1)
+    stride = expect_int(op, "stride", stride, 1)
+    return (
+        k,
+        stride,
+        output_size(op, "height", h, k, stride),
+        output_size(op, "width", w, k, stride),
+    )
+
+
+def _check_pool_backward(op, dy, x_shape, k, stride):
+    """x_shape (N, C, H, W) and dy [N, C, OH, OW]; returns (n, c, h, w, k, stride, oh, ow)."""
+    n, c, h, w = expect_shape_argument(op, "x_shape", x_shape, "N, C, H, W")
+    k, stride, oh, ow = _check_pool(op, h, w, k, stride)
+    expect_tensor(op, "dy", dy, "N, C, OH, OW", N=n, C=c, OH=oh, OW=ow)
+    return n, c, h, w, k, stride, oh, ow
+
+
+def maxpool2d_forward(x, k, stride):
+    """x [N, C, H, W] -> (y [N, C, OH, OW], argmax [N, C, OH, OW]).
+
+    argmax holds, for each output, the flat index h*W + w of the chosen input in its [H, W]
+    plane (Python ints, as PyTorch's return_indices=True); a tie keeps the first in row-major
+    window order.
+    """
+    n, c, h, w = expect_tensor("maxpool2d_forward", "x", x, "N, C, H, W")
+    k, stride, oh, ow = _check_pool("maxpool2d_forward", h, w, k, stride)
+    # BEGIN SOLUTION week 6, task maxpool2d_forward
+    y = zeros((n, c, oh, ow))
+    argmax = full((n, c, oh, ow), 0)
+    for plane, y_plane, argmax_plane in zip(planes(x), planes(y), planes(argmax), strict=True):
+        for out_y in range(oh):
+            for out_x in range(ow):
+                top, left = out_y * stride, out_x * stride
+                best_value, best_index = plane[top][left], top * w + left
+                for in_y in range(top, top + k):
+                    for in_x in range(left, left + k):
+                        if plane[in_y][in_x] > best_value:  # strict: a tie keeps the first
+                            best_value, best_index = plane[in_y][in_x], in_y * w + in_x
+                y_plane[out_y][out_x] = best_value
+                argmax_plane[out_y][out_x] = best_index
+    return y, argmax
+    # END SOLUTION
+
+
+def maxpool2d_backward(dy, argmax, x_shape, k, stride):
+    """dy [N, C, OH, OW], argmax [N, C, OH, OW] from the forward -> dx [N, C, H, W].
+
+    Each dy goes to the input its window chose; an input chosen by several windows sums them.
+    """
+    op = "maxpool2d_backward"
+    n, c, h, w, _, _, oh, ow = _check_pool_backward(op, dy, x_shape, k, stride)
+    expect_tensor(op, "argmax", argmax, "N, C, OH, OW", integers=True, N=n, C=c, OH=oh, OW=ow)
+    outside = [index for index in flatten(argmax) if not 0 <= index < h * w]
+    if outside:
+        fail(op, f"argmax must hold flat indices h*W + w in [0, H*W={h * w}), got {outside[0]}")
+    # BEGIN SOLUTION week 6, task maxpool2d_backward
+    dx = zeros((n, c, h, w))
+    for dy_plane, argmax_plane, dx_plane in zip(
+        planes(dy), planes(argmax), planes(dx), strict=True
+    ):
+        for dy_row, argmax_row in zip(dy_plane, argmax_plane, strict=True):
+            for grad, index in zip(dy_row, argmax_row, strict=True):
+                dx_plane[index // w][index % w] += grad
+    return dx
+    # END SOLUTION
+
+
+def avgpool2d_forward(x, k, stride):
+    """x [N, C, H, W] -> y [N, C, OH, OW], the mean of each k x k window."""
+    n, c, h, w = expect_tensor("avgpool2d_forward", "x", x, "N, C, H, W")
+    k, stride, oh, ow = _check_pool("avgpool2d_forward", h, w, k, stride)
+    # BEGIN SOLUTION week 6, task avgpool2d_forward
+    y = zeros((n, c, oh, ow))
+    for plane, y_plane in zip(planes(x), planes(y), strict=True):
+        for out_y in range(oh):
+            for out_x in range(ow):
+                top, left = out_y * stride, out_x * stride
+                window_sum = sum(
+                    plane[in_y][in_x]
+                    for in_y in range(top, top + k)
+                    for in_x in range(left, left + k)
+                )
+                y_plane[out_y][out_x] = window_sum / (k * k)
+    return y
+    # END SOLUTION
+
+
+def avgpool2d_backward(dy, x_shape, k, stride):
+    """dy [N, C, OH, OW] -> dx [N, C, H, W]: each dy shared equally by its window's k*k inputs."""
+    n, c, h, w, k, stride, _, _ = _check_pool_backward("avgpool2d_backward", dy, x_shape, k, stride)
+    # BEGIN SOLUTION week 6, task avgpool2d_backward
+    dx = zeros((n, c, h, w))
+    for dy_plane, dx_plane in zip(planes(dy), planes(dx), strict=True):
+        for out_y, dy_row in enumerate(dy_plane):
+            for out_x, grad in enumerate(dy_row):
+                top, left = out_y * stride, out_x * stride
+                for in_y in range(top, top + k):
+                    for in_x in range(left, left + k):
+                        dx_plane[in_y][in_x] += grad / (k * k)
+    return dx
+    # END SOLUTION
