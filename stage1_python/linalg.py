@@ -11,8 +11,8 @@ def matmul(a, b):
     _, k = expect_tensor("matmul", "a", a, "N, K")
     expect_tensor("matmul", "b", b, "K, M", hint=" (K: a's columns)", K=k)
     # BEGIN SOLUTION week 1, task matmul
-    # Element [i][j] is row i of a dotted with column j of b. zip(*b) gives b's columns, so both
-    # operands are walked along Python lists instead of indexing b down its columns.
+    # Element [i][j] is row i of a dotted with column j of b. zip(*b) gives b's columns once, so
+    # the inner loop walks two sequences side by side instead of indexing b[k][j] down a column.
     b_columns = list(zip(*b, strict=True))
     return [
         [
