@@ -1,0 +1,81 @@
+"""Layers made of layers: a chain (Sequential) and a block with a skip connection (Residual)."""
+
+from nn.layers.base import Layer
+
+
+class Sequential(Layer):
+    """Apply layers in order; backward runs them in reverse. Children are named '0', '1', ..."""
+
+    def __init__(self, *layers):
+        super().__init__()
+        self.layers = list(layers)
+
+    def children(self):
+        return {str(index): layer for index, layer in enumerate(self.layers)}
+
+    def build(self, tier, in_shape, seeds):
+        self.tier = tier
+        shape = tuple(in_shape)
+        for index, layer in enumerate(self.layers):
+            try:
+                shape = layer.build(tier, shape, seeds)
+            except ValueError as error:
+                raise ValueError(f"layer {index}: {error}") from None
+            layer.output_shape = shape
+        return shape
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.forward(x)
+        return x
+
+    def backward(self, dout):
+        for layer in reversed(self.layers):
+            dout = layer.backward(dout)
+        return dout
+
+    def describe(self):
+        return f"Sequential({len(self.layers)} layers)"
+
+
+class Residual(Layer):
+    """out = body(x) + shortcut(x): the skip gives the gradient a path that bypasses the body.
+
+    `shortcut` is None for the identity (then body must keep the shape), or a layer (e.g. a 1x1
+    strided convolution) that maps x to the body's output shape.
+    """
+
+    def __init__(self, body, shortcut=None):
+        super().__init__()
+        self.body = body
+        self.shortcut = shortcut
+
+    def children(self):
+        found = {"body": self.body}
+        if self.shortcut is not None:
+            found["shortcut"] = self.shortcut
+        return found
+
+    def build(self, tier, in_shape, seeds):
+        self.tier = tier
+        body_shape = self.body.output_shape = self.body.build(tier, in_shape, seeds)
+        skip_shape = tuple(in_shape)
+        if self.shortcut is not None:
+            skip_shape = self.shortcut.output_shape = self.shortcut.build(tier, in_shape, seeds)
+        if body_shape != skip_shape:
+            raise ValueError(
+                f"Residual: the body gives {body_shape} but the shortcut gives {skip_shape}"
+            )
+        return body_shape
+
+    def forward(self, x):
+        skip = x if self.shortcut is None else self.shortcut.forward(x)
+        return self.tier.add(self.body.forward(x), skip)
+
+    def backward(self, dout):
+        # The sum's gradient reaches both branches unchanged; their input gradients add up.
+        dskip = dout if self.shortcut is None else self.shortcut.backward(dout)
+        return self.tier.add(self.body.backward(dout), dskip)
+
+    def describe(self):
+        return "Residual(identity)" if self.shortcut is None else "Residual(projection)"

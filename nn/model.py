@@ -1,0 +1,90 @@
+"""A built network with what the trainer needs to know: its name, input shape, classes, loss."""
+
+from itertools import count
+from math import prod
+
+from nn.layers import Sequential
+from nn.losses import LOSSES
+from nn.seeds import derive_seed
+from nn.tensor import shape_of
+
+
+class Model:
+    """`net` (a Sequential) bound to a tier, with initial weights drawn from `seed`.
+
+    `input_shape` is one example's shape, e.g. (1, 28, 28); `options` are the builder's keyword
+    arguments (kept so a checkpoint can rebuild the same model).
+    """
+
+    def __init__(self, name, net, input_shape, num_classes, loss, options=None):
+        if not isinstance(net, Sequential):
+            raise TypeError("Model: net must be a Sequential")
+        self.name = name
+        self.net = net
+        self.input_shape = tuple(input_shape)
+        self.num_classes = num_classes
+        self.loss = LOSSES[loss]
+        self.options = dict(options or {})
+        self.tier = None
+
+    def build(self, tier, seed):
+        """Allocate every parameter on `tier`; parameter k gets init seed derive_seed(seed, k)."""
+        seeds = (derive_seed(seed, index) for index in count())
+        output_shape = self.net.build(tier, self.input_shape, seeds)
+        expected = (self.loss.outputs_for(self.num_classes),)
+        if output_shape != expected:
+            raise ValueError(
+                f"model {self.name!r} outputs {output_shape} per example, but its loss "
+                f"{self.loss.name} needs {expected}"
+            )
+        self.tier = tier
+        self.seed = seed
+        return self
+
+    def forward(self, x):
+        return self.net.forward(x)
+
+    def backward(self, dout):
+        return self.net.backward(dout)
+
+    def parameters(self):
+        return self.net.parameters()
+
+    def buffers(self):
+        return self.net.buffers()
+
+    def load_buffer(self, name, value):
+        self.net.load_buffer(name, value)
+
+    def train(self, mode=True):
+        self.net.train(mode)
+
+    def eval(self):
+        self.net.train(False)
+
+    def parameter_count(self):
+        return sum(prod(shape_of(p.value)) for p in self.parameters().values())
+
+    def summary(self):
+        """A table of layers (nested ones indented), output shapes and parameter counts."""
+        rows = [("layer", "output shape", "parameters")]
+        _summary_rows(self.net, 0, rows)
+        widths = [max(len(row[column]) for row in rows) for column in range(3)]
+        lines = [f"model {self.name}: input {self.input_shape}, {self.num_classes} classes"]
+        for index, row in enumerate(rows):
+            lines.append(
+                f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}"
+            )
+            if index == 0:
+                lines.append("-" * (sum(widths) + 4))
+        lines.append(f"total parameters: {self.parameter_count():,}")
+        return "\n".join(lines)
+
+
+def _summary_rows(layer, depth, rows):
+    """Append one row per child of `layer` (recursively), indented by depth."""
+    for child in layer.children().values():
+        count_here = sum(prod(shape_of(p.value)) for p in child.parameters().values())
+        shape = "" if child.output_shape is None else str(tuple(child.output_shape))
+        rows.append(("  " * depth + child.describe(), shape, f"{count_here:,}"))
+        _summary_rows(child, depth + 1, rows)

@@ -1,0 +1,179 @@
+"""The curriculum's models by name. `build_model(name, ...)` returns an unbuilt `Model`.
+
+Image models declare the input they were designed for (a mismatch with the data is an error before
+the first step); `perceptron` and `mlp` size their first layer from the data instead.
+"""
+
+from math import prod
+
+from nn.layers import (
+    BatchNorm,
+    Conv2d,
+    Dropout,
+    Flatten,
+    Linear,
+    MaxPool2d,
+    ReLU,
+    Residual,
+    Sequential,
+    Tanh,
+)
+from nn.model import Model
+
+MNIST_SHAPE = (1, 28, 28)
+
+
+def perceptron(input_shape=(2,), num_classes=2):
+    """One linear layer trained with the multiclass hinge loss (Rosenblatt's idea with a margin)."""
+    layers = [Flatten()] if len(input_shape) > 1 else []
+    layers.append(Linear(prod(input_shape), num_classes, init="xavier"))
+    return Model("perceptron", Sequential(*layers), input_shape, num_classes, "hinge")
+
+
+def xor(input_shape=(2,), num_classes=2):
+    """The 2-4-1 network that solves XOR: one tanh hidden layer, one logit."""
+    net = Sequential(Linear(2, 4, init="xavier"), Tanh(), Linear(4, 1, init="xavier"))
+    return Model("xor", net, (2,), 2, "binary_cross_entropy")
+
+
+def mlp(input_shape=MNIST_SHAPE, num_classes=10, hidden=128):
+    """Flatten, one hidden ReLU layer: 784-128-10 on MNIST."""
+    net = Sequential(
+        Flatten(),
+        Linear(prod(input_shape), hidden),
+        ReLU(),
+        Linear(hidden, num_classes),
+    )
+    return Model("mlp", net, input_shape, num_classes, "cross_entropy", {"hidden": hidden})
+
+
+def lenet5(input_shape=MNIST_SHAPE, num_classes=10):
+    """LeCun et al. (1998), modern variant: ReLU and max-pooling instead of scaled tanh and
+    trainable subsampling, a fully connected C3 and a linear output instead of RBF units.
+
+    Conv 1->6 k5 (padding 2 keeps 28x28, as the original's 32x32 input), pool, Conv 6->16 k5,
+    pool, 400-120-84-10: 61,706 parameters.
+    """
+    net = Sequential(
+        Conv2d(1, 6, 5, padding=2),
+        ReLU(),
+        MaxPool2d(2),
+        Conv2d(6, 16, 5),
+        ReLU(),
+        MaxPool2d(2),
+        Flatten(),
+        Linear(16 * 5 * 5, 120),
+        ReLU(),
+        Linear(120, 84),
+        ReLU(),
+        Linear(84, num_classes),
+    )
+    return Model("lenet5", net, MNIST_SHAPE, num_classes, "cross_entropy")
+
+
+def fashion_cnn(input_shape=MNIST_SHAPE, num_classes=10, dropout=0.0):
+    """The Fashion-MNIST CNN of DESIGN.md: 896,522 parameters.
+
+    Conv 1->64 k3, MaxPool 2, ReLU, Conv 64->128 k3, MaxPool 2, ReLU, Linear 3200->256, ReLU,
+    Linear 256->10. `dropout` > 0 adds a Dropout before the last layer (no parameters).
+    """
+    layers = [
+        Conv2d(1, 64, 3),
+        MaxPool2d(2),
+        ReLU(),
+        Conv2d(64, 128, 3),
+        MaxPool2d(2),
+        ReLU(),
+        Flatten(),
+        Linear(128 * 5 * 5, 256),
+        ReLU(),
+    ]
+    if dropout:
+        layers.append(Dropout(dropout))
+    layers.append(Linear(256, num_classes))
+    return Model(
+        "fashion_cnn", Sequential(*layers), MNIST_SHAPE, num_classes, "cross_entropy",
+        {"dropout": dropout},
+    )
+
+
+def conv_bn_relu(in_channels, out_channels):
+    """Conv 3x3 (padding 1 keeps the size), BatchNorm, ReLU: the basic block of the CNNs below."""
+    return [Conv2d(in_channels, out_channels, 3, padding=1), BatchNorm(out_channels), ReLU()]
+
+
+def residual_block(channels):
+    """Two 3x3 conv-BN layers around an identity skip, then ReLU (He et al., 2016, 'basic')."""
+    body = Sequential(
+        *conv_bn_relu(channels, channels),
+        Conv2d(channels, channels, 3, padding=1),
+        BatchNorm(channels),
+    )
+    return [Residual(body), ReLU()]
+
+
+def resnet_mini(input_shape=MNIST_SHAPE, num_classes=10, width=16):
+    """A small residual CNN with batchnorm for 28x28 digits (width=16: 43,914 parameters).
+
+    Stem conv-BN-ReLU at 28x28, pool to 14x14, a residual block; conv-BN-ReLU doubling the
+    channels, pool to 7x7, a residual block; a linear classifier on the 7x7 maps.
+    """
+    wide = 2 * width
+    net = Sequential(
+        *conv_bn_relu(1, width),
+        MaxPool2d(2),
+        *residual_block(width),
+        *conv_bn_relu(width, wide),
+        MaxPool2d(2),
+        *residual_block(wide),
+        Flatten(),
+        Linear(wide * 7 * 7, num_classes),
+    )
+    return Model("resnet_mini", net, MNIST_SHAPE, num_classes, "cross_entropy", {"width": width})
+
+
+def tiny_imagenet_cnn(input_shape=(3, 64, 64), num_classes=200, dropout=0.5):
+    """For Tiny-ImageNet (64x64 colour, 200 classes): three conv-BN-ReLU-pool blocks
+    (32, 64, 128 channels), Linear 8192->512, ReLU, Dropout, Linear 512->200."""
+    net = Sequential(
+        *conv_bn_relu(3, 32),
+        MaxPool2d(2),
+        *conv_bn_relu(32, 64),
+        MaxPool2d(2),
+        *conv_bn_relu(64, 128),
+        MaxPool2d(2),
+        Flatten(),
+        Linear(128 * 8 * 8, 512),
+        ReLU(),
+        Dropout(dropout),
+        Linear(512, num_classes),
+    )
+    return Model(
+        "tiny_imagenet_cnn", net, (3, 64, 64), num_classes, "cross_entropy", {"dropout": dropout}
+    )
+
+
+MODELS = {
+    builder.__name__: builder
+    for builder in (perceptron, xor, mlp, lenet5, fashion_cnn, resnet_mini, tiny_imagenet_cnn)
+}
+
+
+def build_model(name, input_shape, num_classes, **options):
+    """The unbuilt Model `name` for data of `input_shape` with `num_classes` classes.
+
+    Raises ValueError when the model cannot take that data (checked before any training step).
+    """
+    if name not in MODELS:
+        raise ValueError(f"model must be one of {sorted(MODELS)}, got {name!r}")
+    model = MODELS[name](tuple(input_shape), num_classes, **options)
+    if model.input_shape != tuple(input_shape):
+        raise ValueError(
+            f"model {name!r} takes inputs of shape {model.input_shape}, but the data's examples "
+            f"have shape {tuple(input_shape)}"
+        )
+    if model.num_classes != num_classes:
+        raise ValueError(
+            f"model {name!r} predicts {model.num_classes} classes, but the data has {num_classes}"
+        )
+    return model

@@ -1,0 +1,98 @@
+"""Classify one image with a trained model: the top-K classes and their probabilities.
+
+    python -m nn.predict --checkpoint runs/lenet5-mnist-stage2/best.npz digit.png
+    python -m nn.predict --checkpoint runs/lenet5-mnist-stage2/best.npz --index 7
+
+An image file is converted to the model's channels and size (MNIST digits are white on black:
+use --invert for a dark digit on a light background). --index takes example i of the test split of
+the data set the model was trained on.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from datasets import DatasetError
+from nn.checkpoint import CheckpointError, read_checkpoint, restore
+from nn.data import Normalizer, load_data
+from nn.models import build_model
+from nn.recipes import Recipe
+from nn.tiers import STAGE_MODULES, TierError, load_tier
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m nn.predict", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--checkpoint", type=Path, required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("image", nargs="?", type=Path, help="an image file (PNG, JPEG, ...)")
+    source.add_argument("--index", type=int, help="example i of the test split")
+    parser.add_argument("--top-k", type=int, default=3)
+    parser.add_argument("--stage", type=int, default=2, choices=sorted(STAGE_MODULES))
+    parser.add_argument("--data-dir", help="where the data set lives (for --index)")
+    parser.add_argument("--invert", action="store_true", help="invert the image's brightness")
+    return parser.parse_args(argv)
+
+
+def load_model(path, tier):
+    """(model in evaluation mode with the checkpoint's weights, the checkpoint's meta)."""
+    meta, arrays = read_checkpoint(path)
+    model = build_model(
+        meta["model"], meta["input_shape"], meta["num_classes"], **meta["model_options"]
+    )
+    model.build(tier, seed=0)  # initial weights are replaced by the checkpoint's
+    restore(path, meta, arrays, model)
+    model.eval()
+    return model, meta
+
+
+def read_image(path, input_shape, invert=False):
+    """An image file as uint8 [1, C, H, W] in the model's channels and size."""
+    from PIL import Image  # Pillow comes with matplotlib
+
+    if len(input_shape) != 3:
+        raise ValueError(f"the model takes points of shape {tuple(input_shape)}, not images: "
+                         "use --index")
+    channels, height, width = input_shape
+    try:
+        image = Image.open(path)
+        image = image.convert("L" if channels == 1 else "RGB").resize((width, height))
+    except OSError as error:
+        raise ValueError(f"cannot read image {path}: {error}") from None
+    pixels = np.asarray(image, dtype=np.uint8).reshape(height, width, channels)
+    if invert:
+        pixels = 255 - pixels
+    return pixels.transpose(2, 0, 1)[None]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        tier = load_tier(args.stage)
+        model, meta = load_model(args.checkpoint, tier)
+        if args.index is not None:
+            recipe = Recipe.from_json(meta["recipe"])
+            test = load_data(meta["data"], args.data_dir, 0, recipe.synthetic_size).test
+            if not 0 <= args.index < len(test):
+                raise ValueError(f"--index must be in [0, {len(test)}), got {args.index}")
+            inputs = test.inputs[args.index:args.index + 1]
+            print(f"{meta['data']} test example {args.index}: true class "
+                  f"{meta['class_names'][test.labels[args.index]]}")
+        else:
+            inputs = read_image(args.image, meta["input_shape"], args.invert)
+    except (TierError, DatasetError, CheckpointError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    normalized = Normalizer.from_json(meta["normalizer"])(inputs)
+    logits = model.forward(tier.from_numpy(normalized))
+    probabilities = model.loss.probabilities(tier, logits)[0]
+    for rank, label in enumerate(np.argsort(-probabilities)[: args.top_k], start=1):
+        print(f"{rank}. {meta['class_names'][label]:<12} {probabilities[label]:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

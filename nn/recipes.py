@@ -1,0 +1,72 @@
+"""Training recipes: every setting a run needs, in one place.
+
+`make train ARGS='--model lenet5 --data mnist'` (or `python -m nn.train ...`) uses the recipe below
+for that model and data; any flag of nn.train overrides one field. The recipes for the curriculum's
+targets are the ones the committed results in curriculum/results/train-*.json were produced with.
+"""
+
+from dataclasses import asdict, dataclass, field, fields, replace
+
+
+@dataclass(frozen=True)
+class Recipe:
+    epochs: int = 10
+    batch_size: int = 128
+    optimizer: str = "adam"  # sgd, momentum, nesterov, rmsprop, adam
+    lr: float = 1e-3
+    momentum: float = 0.9  # for momentum and nesterov
+    weight_decay: float = 0.0  # L2, on weights only (not biases, not batchnorm)
+    schedule: str = "cosine"  # constant, step, exponential, cosine
+    warmup_epochs: float = 0.0
+    gamma: float = 0.1  # step: factor every step_epochs; exponential: factor per epoch
+    step_epochs: int = 1
+    min_lr_factor: float = 0.0  # cosine ends at lr * min_lr_factor
+    shift: int = 0  # augmentation: random shifts of up to this many pixels
+    flip: bool = False  # augmentation: random horizontal flips
+    val_size: int = 5000  # examples of the training set held out for validation
+    train_size: int = 0  # train on only this many of the rest (0: all), for quick trials
+    patience: int = 5  # early stopping: epochs without a better validation loss (0: never)
+    seed: int = 0  # initial weights, shuffling, augmentation and dropout all derive from it
+    synthetic_size: int = 1000  # points per split of blobs and spirals
+    model_options: dict = field(default_factory=dict)  # keyword arguments of the model builder
+
+    def with_overrides(self, **overrides):
+        """A copy with the given fields replaced (None values are ignored)."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    def optimizer_options(self):
+        return {"momentum": self.momentum} if self.optimizer in ("momentum", "nesterov") else {}
+
+    def to_json(self):
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, values):
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown recipe fields {unknown}")
+        return cls(**values)
+
+
+SYNTHETIC = Recipe(batch_size=32, lr=0.05, val_size=0, patience=0, schedule="constant")
+
+RECIPES = {
+    ("perceptron", "blobs"): replace(SYNTHETIC, epochs=10, optimizer="sgd", lr=0.1),
+    ("xor", "xor"): replace(SYNTHETIC, epochs=300, batch_size=4, lr=0.05),
+    ("mlp", "spirals"): replace(SYNTHETIC, epochs=100, lr=0.01, schedule="cosine"),
+    ("mlp", "mnist"): Recipe(epochs=15, lr=1e-3, shift=1),
+    ("lenet5", "mnist"): Recipe(epochs=10, lr=2e-3, shift=2),
+    ("resnet_mini", "mnist"): Recipe(epochs=3, lr=3e-3, warmup_epochs=0.3, shift=2),
+    ("fashion_cnn", "fashion-mnist"): Recipe(
+        epochs=5, lr=1e-3, shift=2, flip=True, model_options={"dropout": 0.3}
+    ),
+}
+
+
+def recipe_for(model, data):
+    """The recipe for `model` on `data`: the tuned one if there is one, else the defaults
+    (with the synthetic defaults for point data)."""
+    if (model, data) in RECIPES:
+        return RECIPES[model, data]
+    return SYNTHETIC if data in ("xor", "blobs", "spirals") else Recipe()

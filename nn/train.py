@@ -1,0 +1,165 @@
+"""Train a model on a tier: `python -m nn.train --stage 2 --model lenet5 --data mnist`.
+
+Settings come from the recipe for the model and data (nn/recipes.py); flags override them. The
+last line printed is `test_accuracy=0.XXXX` so that scripts can read the result.
+Exit status: 0 done, 1 training diverged, 2 bad arguments or data, 130 interrupted (resumable).
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from datasets import DatasetError
+from nn.checkpoint import CheckpointError, read_checkpoint
+from nn.data import DATA_NAMES, load_data
+from nn.models import MODELS, build_model
+from nn.recipes import Recipe, recipe_for
+from nn.report import command_line, machine, save_pictures, write_results
+from nn.schedules import Schedule
+from nn.tiers import STAGE_MODULES, TierError, load_tier
+from nn.trainer import Trainer, TrainingDiverged
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m nn.train", description=__doc__.split("\n")[0])
+    parser.add_argument("--stage", type=int, default=2, choices=sorted(STAGE_MODULES))
+    parser.add_argument("--model", required=True, choices=sorted(MODELS))
+    parser.add_argument("--data", choices=DATA_NAMES, help="required unless --summary")
+    parser.add_argument("--data-dir", help="folder holding mnist/ and fashion-mnist/ "
+                        "(default: NN_DATA_DIR, the cache, the system's data sets)")
+    recipe = parser.add_argument_group("recipe overrides (defaults: nn/recipes.py)")
+    recipe.add_argument("--epochs", type=int)
+    recipe.add_argument("--batch-size", type=int)
+    recipe.add_argument("--optimizer", choices=["sgd", "momentum", "nesterov", "rmsprop", "adam"])
+    recipe.add_argument("--lr", type=float)
+    recipe.add_argument("--momentum", type=float)
+    recipe.add_argument("--weight-decay", type=float)
+    recipe.add_argument("--schedule", choices=Schedule.KINDS)
+    recipe.add_argument("--warmup-epochs", type=float)
+    recipe.add_argument("--shift", type=int, help="augmentation: random shifts of up to N pixels")
+    recipe.add_argument("--flip", action=argparse.BooleanOptionalAction,
+                        help="augmentation: random horizontal flips")
+    recipe.add_argument("--val-size", type=int, help="training examples held out for validation")
+    recipe.add_argument("--train-size", type=int, help="train on only N examples (0: all)")
+    recipe.add_argument("--patience", type=int, help="early stopping patience in epochs (0: off)")
+    recipe.add_argument("--seed", type=int)
+    parser.add_argument("--run-dir", type=Path,
+                        help="checkpoints, logs and pictures (default: runs/MODEL-DATA-stageN)")
+    parser.add_argument("--resume", nargs="?", const="last", metavar="CHECKPOINT",
+                        help="continue from the run's last.npz (or the checkpoint given)")
+    parser.add_argument("--results", type=Path, metavar="DIR",
+                        help="also write DIR/train-MODEL-DATA-stageN.{json,md,png}")
+    parser.add_argument("--summary", action="store_true",
+                        help="print the model's layers and parameters, then exit")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser.parse_args(argv)
+
+
+RECIPE_FLAGS = (
+    "epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay", "schedule",
+    "warmup_epochs", "shift", "flip", "val_size", "train_size", "patience", "seed",
+)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        tier = load_tier(args.stage)
+        if args.summary:
+            print(MODELS[args.model]().build(tier, seed=0).summary())
+            return 0
+        if args.data is None:
+            raise ValueError("--data is required (one of " + ", ".join(DATA_NAMES) + ")")
+        return train(args, tier)
+    except (TierError, DatasetError, CheckpointError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def train(args, tier):
+    """Build everything from the arguments, train, evaluate on the test split, report."""
+    run_dir = args.run_dir or Path("runs") / f"{args.model}-{args.data}-stage{args.stage}"
+    overrides = {name: getattr(args, name) for name in RECIPE_FLAGS}
+    checkpoint = None
+    if args.resume:
+        checkpoint = run_dir / "last.npz" if args.resume == "last" else Path(args.resume)
+        meta, _ = read_checkpoint(checkpoint)
+        if (meta["model"], meta["data"]) != (args.model, args.data):
+            raise CheckpointError(
+                f"checkpoint {checkpoint} is of {meta['model']} on {meta['data']}, "
+                f"not {args.model} on {args.data}"
+            )
+        recipe = Recipe.from_json(meta["recipe"]).with_overrides(**overrides)
+    else:
+        recipe = recipe_for(args.model, args.data).with_overrides(**overrides)
+
+    data = load_data(
+        args.data, args.data_dir, recipe.val_size, recipe.synthetic_size, recipe.train_size
+    )
+    model = build_model(args.model, data.input_shape, data.num_classes, **recipe.model_options)
+    model.build(tier, recipe.seed)
+    print(model.summary())
+    print(f"stage {args.stage} ({tier.NAME}); data {args.data}: {len(data.train)} train, "
+          f"{len(data.val) if data.val else 0} validation, {len(data.test)} test")
+    print(f"recipe: {recipe.to_json()}")
+    record = {
+        "data": args.data,
+        "class_names": data.class_names,
+        "normalizer": data.normalizer.to_json(),
+        "model_options": recipe.model_options,
+        "input_shape": list(data.input_shape),
+        "num_classes": data.num_classes,
+    }
+    trainer = Trainer(model, data, recipe, run_dir, record, progress_bar=not args.no_progress)
+    if checkpoint:
+        trainer.resume(checkpoint)
+        print(f"resumed from {checkpoint}: {trainer.progress.epoch} epochs and "
+              f"{trainer.progress.batch} batches done")
+
+    started = time.perf_counter()
+    try:
+        history = trainer.fit()
+    except TrainingDiverged as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: checkpoint saved to {trainer.last_path}; continue with the same "
+              "command and --resume", file=sys.stderr)
+        return 130
+    wall_seconds = time.perf_counter() - started
+
+    evaluated_epoch = trainer.restore_best()
+    test_loss, test_accuracy, predictions = trainer.evaluate(data.test)
+    title = f"{args.model} on {args.data}, stage {args.stage}"
+    save_pictures(run_dir, model, data, history, data.test.labels, predictions, title)
+    print(f"pictures and checkpoints in {run_dir}/; evaluated the weights of epoch "
+          f"{evaluated_epoch}: test loss {test_loss:.4f}")
+    if args.results:
+        results = {
+            "model": args.model,
+            "data": args.data,
+            "stage": args.stage,
+            "tier": tier.NAME,
+            "command": command_line(),
+            "recipe": recipe.to_json(),
+            "parameters": model.parameter_count(),
+            "epochs_run": len(history),
+            "evaluated_epoch": evaluated_epoch,
+            "test_accuracy": test_accuracy,
+            "test_loss": test_loss,
+            "test_examples": len(data.test),
+            "seconds_per_epoch": [m["seconds"] for m in history],
+            "wall_seconds": wall_seconds,
+            "history": history,
+            "machine": machine(),
+        }
+        stem = f"train-{args.model}-{args.data}-stage{args.stage}"
+        write_results(args.results, stem, results, run_dir)
+        print(f"results written to {args.results}/{stem}.json")
+    print(f"test_accuracy={test_accuracy:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

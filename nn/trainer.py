@@ -1,0 +1,273 @@
+"""The training loop: epochs of shuffled mini-batches, validation, early stopping, checkpoints.
+
+Everything random is derived from the recipe's seed and a position (epoch, batch), never from a
+running generator, so a run resumed from a checkpoint (even one written by Ctrl-C in the middle of
+an epoch) continues exactly as the uninterrupted run would have.
+"""
+
+import json
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from nn.augment import augment
+from nn.checkpoint import read_checkpoint, restore, save_checkpoint
+from nn.optimizers import make_optimizer
+from nn.schedules import Schedule
+
+EVAL_BATCH = 500  # examples per forward pass when evaluating (memory, not results, depends on it)
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or Inf; the last checkpoint on disk is the last good one."""
+
+
+@dataclass
+class Progress:
+    """Where training stands; saved in every checkpoint."""
+
+    epoch: int = 0  # completed epochs
+    batch: int = 0  # batches done in the current epoch (non-zero only after an interruption)
+    step: int = 0  # batches done in all
+    best_val_loss: float = math.inf
+    best_epoch: int = 0
+    epochs_without_improvement: int = 0
+    stopped_early: bool = False
+    # running sums of the current epoch: loss * examples, correct predictions, examples, seconds
+    loss_sum: float = 0.0
+    correct: int = 0
+    seen: int = 0
+    seconds: float = 0.0
+    history: list = field(default_factory=list)  # one dict of metrics per completed epoch
+
+
+class Trainer:
+    """Trains `model` (built on its tier) on `data` (an nn.data.DataSet) following `recipe`.
+
+    Writes into `run_dir`: last.npz (every epoch and on Ctrl-C), best.npz (best validation loss),
+    metrics.jsonl (one line per epoch). `record` is extra JSON saved in checkpoints (the data
+    set's name, class names, normalizer) so prediction can rebuild everything from a checkpoint.
+    """
+
+    def __init__(self, model, data, recipe, run_dir, record=None, progress_bar=True, echo=print):
+        self.model = model
+        self.tier = model.tier
+        self.data = data
+        self.recipe = recipe
+        self.run_dir = Path(run_dir)
+        self.record = dict(record or {})
+        self.progress_bar = progress_bar
+        self.echo = echo
+        self.steps_per_epoch = math.ceil(len(data.train) / recipe.batch_size)
+        self.optimizer = make_optimizer(
+            recipe.optimizer, self.tier, model.parameters(), recipe.weight_decay,
+            **recipe.optimizer_options(),
+        )
+        self.schedule = Schedule(
+            recipe.lr,
+            recipe.schedule,
+            total_steps=recipe.epochs * self.steps_per_epoch,
+            steps_per_epoch=self.steps_per_epoch,
+            warmup_steps=round(recipe.warmup_epochs * self.steps_per_epoch),
+            gamma=recipe.gamma,
+            step_epochs=recipe.step_epochs,
+            min_factor=recipe.min_lr_factor,
+        )
+        self.progress = Progress()
+
+    @property
+    def last_path(self):
+        return self.run_dir / "last.npz"
+
+    @property
+    def best_path(self):
+        return self.run_dir / "best.npz"
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def fit(self):
+        """Train until the recipe's epochs are done or early stopping triggers.
+
+        Ctrl-C saves a checkpoint of the exact position, then re-raises KeyboardInterrupt.
+        A NaN or Inf loss raises TrainingDiverged without touching the checkpoints.
+        """
+        progress = self.progress
+        try:
+            while progress.epoch < self.recipe.epochs and not progress.stopped_early:
+                self._train_epoch()
+                self._end_epoch()
+        except KeyboardInterrupt:
+            self.save(self.last_path)
+            raise
+        return progress.history
+
+    def _train_epoch(self):
+        recipe, progress, train = self.recipe, self.progress, self.data.train
+        # Shuffle from (seed, epoch): the same order on every tier and after a resume.
+        order = np.random.default_rng([recipe.seed, progress.epoch]).permutation(len(train))
+        self.model.train()
+        bar = tqdm(
+            total=self.steps_per_epoch,
+            initial=progress.batch,
+            desc=f"epoch {progress.epoch + 1}/{recipe.epochs}",
+            disable=None if self.progress_bar else True,  # None: shown only on a terminal
+            leave=False,
+        )
+        last_refresh = 0.0
+        while progress.batch < self.steps_per_epoch:
+            started = time.perf_counter()
+            chosen = order[progress.batch * recipe.batch_size:][: recipe.batch_size]
+            loss, correct = self.train_step(chosen)
+            progress.seconds += time.perf_counter() - started
+            progress.loss_sum += loss * len(chosen)
+            progress.correct += correct
+            progress.seen += len(chosen)
+            progress.batch += 1
+            progress.step += 1
+            bar.update()
+            if time.perf_counter() - last_refresh > 0.5:
+                last_refresh = time.perf_counter()
+                bar.set_postfix_str(self._running_metrics(), refresh=False)
+        bar.close()
+
+    def train_step(self, indices):
+        """One optimizer step on training examples `indices`; returns (loss, correct count)."""
+        recipe, progress, tier, model = self.recipe, self.progress, self.tier, self.model
+        images = self.data.train.inputs[indices]
+        if images.ndim == 4 and (recipe.shift or recipe.flip):
+            rng = np.random.default_rng([recipe.seed, progress.epoch, progress.batch, 1])
+            images = augment(images, rng, recipe.shift, recipe.flip)
+        labels = self.data.train.labels[indices]
+        logits = model.forward(tier.from_numpy(self.data.normalizer(images)))
+        targets = tier.from_numpy(model.loss.targets(labels))
+        loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
+        if not math.isfinite(loss):
+            raise TrainingDiverged(
+                f"the loss became {loss} at step {progress.step + 1} (epoch {progress.epoch + 1}, "
+                f"batch {progress.batch + 1}); training stopped. The last good checkpoint is "
+                f"{self.last_path} ({progress.epoch} epochs done); try a lower --lr."
+            )
+        model.backward(dlogits)
+        self.optimizer.step(self.schedule(progress.step))
+        correct = int((model.loss.predict(tier.to_numpy(logits)) == labels).sum())
+        return loss, correct
+
+    def _running_metrics(self):
+        progress = self.progress
+        seen = max(progress.seen, 1)
+        rate = progress.seen / max(progress.seconds, 1e-9)
+        return (
+            f"loss={progress.loss_sum / seen:.4f} acc={progress.correct / seen:.4f} "
+            f"img/s={rate:.0f}"
+        )
+
+    def _end_epoch(self):
+        """Validate, log, checkpoint, and decide on early stopping."""
+        progress, recipe = self.progress, self.recipe
+        metrics = {
+            "epoch": progress.epoch + 1,
+            "train_loss": progress.loss_sum / progress.seen,
+            "train_accuracy": progress.correct / progress.seen,
+            "lr": self.schedule(max(progress.step - 1, 0)),
+            "seconds": progress.seconds,
+            "images_per_second": progress.seen / progress.seconds,
+        }
+        started = time.perf_counter()
+        if self.data.val is not None:
+            metrics["val_loss"], metrics["val_accuracy"], _ = self.evaluate(self.data.val)
+        metrics["eval_seconds"] = time.perf_counter() - started
+        progress.history.append(metrics)
+        progress.epoch += 1
+        progress.batch = progress.seen = progress.correct = 0
+        progress.loss_sum = progress.seconds = 0.0
+
+        improved = "val_loss" in metrics and metrics["val_loss"] < progress.best_val_loss
+        if improved:
+            progress.best_val_loss = metrics["val_loss"]
+            progress.best_epoch = progress.epoch
+            progress.epochs_without_improvement = 0
+        elif "val_loss" in metrics:
+            progress.epochs_without_improvement += 1
+            if recipe.patience and progress.epochs_without_improvement >= recipe.patience:
+                progress.stopped_early = True
+        self.save(self.last_path)
+        if improved:
+            self.save(self.best_path)
+        self._write_metrics_log()
+        # Long runs of tiny epochs (XOR: 300) print about 20 lines, not one per epoch.
+        every = max(1, recipe.epochs // 20)
+        if progress.epoch % every == 0 or progress.epoch == 1 or progress.stopped_early:
+            self.echo(_epoch_line(metrics, recipe.epochs))
+        if progress.stopped_early:
+            self.echo(
+                f"early stopping: no better validation loss for {recipe.patience} epochs "
+                f"(best: epoch {progress.best_epoch})"
+            )
+
+    def evaluate(self, split):
+        """(mean loss, accuracy, predicted classes) of the model in evaluation mode on `split`."""
+        tier, model = self.tier, self.model
+        model.eval()
+        loss_sum, predictions = 0.0, []
+        for start in range(0, len(split), EVAL_BATCH):
+            inputs = split.inputs[start:start + EVAL_BATCH]
+            labels = split.labels[start:start + EVAL_BATCH]
+            logits = model.forward(tier.from_numpy(self.data.normalizer(inputs)))
+            targets = tier.from_numpy(model.loss.targets(labels))
+            loss_sum += model.loss.value_and_grad(tier, logits, targets)[0] * len(labels)
+            predictions.append(model.loss.predict(tier.to_numpy(logits)))
+        model.train()
+        predictions = np.concatenate(predictions)
+        return loss_sum / len(split), float((predictions == split.labels).mean()), predictions
+
+    # -- checkpoints and logs -----------------------------------------------------------------
+
+    def save(self, path):
+        record = {
+            **self.record,
+            "recipe": self.recipe.to_json(),
+            "progress": asdict(self.progress),
+        }
+        save_checkpoint(path, self.model, self.optimizer, record)
+
+    def resume(self, path=None):
+        """Continue from checkpoint `path` (default: this run's last.npz)."""
+        path = Path(path or self.last_path)
+        meta, arrays = read_checkpoint(path)
+        restore(path, meta, arrays, self.model, self.optimizer)
+        self.progress = Progress(**meta["progress"])
+        return meta
+
+    def restore_best(self):
+        """Load the weights of the epoch with the best validation loss, if one was saved."""
+        if self.progress.best_epoch and self.best_path.is_file():
+            meta, arrays = read_checkpoint(self.best_path)
+            restore(self.best_path, meta, arrays, self.model)
+            return self.progress.best_epoch
+        return self.progress.epoch
+
+    def _write_metrics_log(self):
+        """metrics.jsonl: one JSON object per completed epoch, rewritten whole each epoch so it
+        always matches the checkpoint (a resumed run neither repeats nor loses a line)."""
+        path = self.run_dir / "metrics.jsonl"
+        temporary = path.with_suffix(".jsonl.tmp")
+        temporary.write_text("".join(json.dumps(m) + "\n" for m in self.progress.history))
+        os.replace(temporary, path)
+
+
+def _epoch_line(metrics, epochs):
+    line = (
+        f"epoch {metrics['epoch']}/{epochs}: train loss {metrics['train_loss']:.4f} "
+        f"acc {metrics['train_accuracy']:.4f}"
+    )
+    if "val_loss" in metrics:
+        line += f" | val loss {metrics['val_loss']:.4f} acc {metrics['val_accuracy']:.4f}"
+    return line + (
+        f" | lr {metrics['lr']:.2e} | {metrics['seconds']:.1f} s, "
+        f"{metrics['images_per_second']:.0f} img/s"
+    )
