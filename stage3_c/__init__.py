@@ -1,0 +1,155 @@
+"""Stage 3: every op of the contract (grader/CONTRACT.md) in C99, weeks 11-13.
+
+The kernels are in csrc/ (one header, s2c.h, and a file per concept), compiled with -O3 and
+OpenMP into the extension module stage3_c._s2c_native by cffi: `make build`, or
+`python -m stage3_c.build`. The Python files here are thin wrappers: they check every argument
+(C would not survive a wrong size), allocate the outputs and turn the C status into an exception.
+Native arrays are C-contiguous NumPy arrays: float32 data, int64 labels and argmax.
+
+    import stage3_c as c
+    y = c.conv2d_forward(x, w, b, stride=1, padding=2)        # im2col + the best GEMM
+    y = c.conv2d_forward(x, w, b, 1, 2, algorithm="direct")   # the definition, as loops
+    c.matmul(a, b, kernel="blocked")                          # a rung of the matmul ladder
+    c.set_num_threads(1)                                      # OpenMP threads for every op
+"""
+
+import numpy as np
+
+from . import _native
+from .activations import (
+    leaky_relu,
+    leaky_relu_backward,
+    log_softmax,
+    log_softmax_backward,
+    relu,
+    relu_backward,
+    sigmoid,
+    sigmoid_backward,
+    softmax,
+    softmax_backward,
+    tanh,
+    tanh_backward,
+)
+from .conv import col2im, conv2d_backward, conv2d_forward, im2col
+from .dense import linear_backward, linear_forward
+from .dropout import dropout_backward, dropout_forward
+from .init import he_normal, xavier_uniform
+from .linalg import MATMUL_KERNELS, add, best_kernel, matmul, mul, scale, sum_rows, transpose
+from .losses import (
+    bce_with_logits_loss,
+    bce_with_logits_loss_backward,
+    cross_entropy_loss,
+    cross_entropy_loss_backward,
+    hinge_loss,
+    hinge_loss_backward,
+    mse_loss,
+    mse_loss_backward,
+)
+from .norm import batchnorm_backward, batchnorm_forward
+from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
+from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+
+NAME = "c"
+
+
+def available():
+    """(True, "") when the C extension is built, else (False, how to build it)."""
+    if _native.lib is None:
+        return False, _native.NOT_BUILT
+    return True, ""
+
+
+def from_numpy(a):
+    """A NumPy array as this tier's native array: a C-contiguous copy, float32 for floating (and
+    bool) data, int64 for integers; a 0-d array becomes a Python scalar."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return a.item()
+    if np.issubdtype(a.dtype, np.integer):
+        return np.array(a, dtype=np.int64, order="C")
+    if not (np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_):
+        raise ValueError(f"from_numpy: expected a floating or integer array, got {a.dtype}")
+    return np.array(a, dtype=np.float32, order="C")
+
+
+def to_numpy(x):
+    """A native array (or a Python scalar) as a NumPy array of its own."""
+    return np.array(x)
+
+
+def synchronize():
+    """Nothing to wait for: the C ops have finished when they return."""
+
+
+def set_num_threads(n):
+    """Use n OpenMP threads in every op (n >= 1); 0 restores OpenMP's default."""
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"set_num_threads: n must be >= 0, got {n}")
+    _native.require_built()
+    _native.lib.s2c_set_num_threads(n)
+
+
+def get_num_threads():
+    """The number of OpenMP threads the ops use."""
+    _native.require_built()
+    return _native.lib.s2c_get_num_threads()
+
+
+__all__ = [
+    "NAME",
+    "MATMUL_KERNELS",
+    "available",
+    "from_numpy",
+    "to_numpy",
+    "synchronize",
+    "set_num_threads",
+    "get_num_threads",
+    "best_kernel",
+    "matmul",
+    "transpose",
+    "add",
+    "mul",
+    "scale",
+    "sum_rows",
+    "linear_forward",
+    "linear_backward",
+    "relu",
+    "relu_backward",
+    "leaky_relu",
+    "leaky_relu_backward",
+    "sigmoid",
+    "sigmoid_backward",
+    "tanh",
+    "tanh_backward",
+    "softmax",
+    "softmax_backward",
+    "log_softmax",
+    "log_softmax_backward",
+    "mse_loss",
+    "mse_loss_backward",
+    "cross_entropy_loss",
+    "cross_entropy_loss_backward",
+    "bce_with_logits_loss",
+    "bce_with_logits_loss_backward",
+    "hinge_loss",
+    "hinge_loss_backward",
+    "im2col",
+    "col2im",
+    "conv2d_forward",
+    "conv2d_backward",
+    "maxpool2d_forward",
+    "maxpool2d_backward",
+    "avgpool2d_forward",
+    "avgpool2d_backward",
+    "batchnorm_forward",
+    "batchnorm_backward",
+    "dropout_forward",
+    "dropout_backward",
+    "sgd_step",
+    "momentum_step",
+    "rmsprop_step",
+    "adam_step",
+    "xavier_uniform",
+    "he_normal",
+]

@@ -1,0 +1,39 @@
+/* internal.h -- small helpers the C files share; not part of the API (that is s2c.h). */
+#ifndef S2C_INTERNAL_H
+#define S2C_INTERNAL_H
+
+#include <stdint.h>
+
+#include "s2c.h"
+
+/* Below this many elements, waking OpenMP's threads costs more than the work they would share.
+ * Parallel loops run on s2c_get_num_threads() threads, which stage3_c.set_num_threads sets. */
+#define S2C_PARALLEL_MIN 65536
+
+/* An argument check the Python wrapper has already made, repeated so that a direct call with
+ * nonsense sizes returns S2C_BAD_ARGUMENT instead of walking through memory. */
+#define S2C_REQUIRE(condition)              \
+    do {                                    \
+        if (!(condition))                   \
+            return S2C_BAD_ARGUMENT;        \
+    } while (0)
+
+static inline int64_t s2c_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* The largest of row[0 .. c-1] (c >= 1): softmax and the losses subtract it before exp. */
+static inline float s2c_row_max(const float *row, int64_t c)
+{
+    float max = row[0];
+    for (int64_t j = 1; j < c; j++)
+        max = row[j] > max ? row[j] : max;
+    return max;
+}
+
+/* Output size of a convolution or pooling window sliding along one axis. */
+static inline int64_t s2c_out_size(int64_t in_size, int64_t window, int64_t stride,
+                                   int64_t padding)
+{
+    return (in_size + 2 * padding - window) / stride + 1;
+}
+
+#endif
