@@ -1,0 +1,111 @@
+"""The command line: `python -m grader --stage N ...` and `python -m grader bench --stage N ...`.
+
+    python -m grader --stage 2                    grade stage 2 against stage 1
+    python -m grader --stage 2 --week 7 --quick   only week 7's ops, fewer sizes and repeats
+    python -m grader --stage 2 --impl workspace   grade a learner's workspace/stage2_numpy
+    python -m grader bench --stage 3              the speed ladders at larger sizes, matmul kernels
+
+The last line printed is `N passed, N failed` (`, N skipped` may follow); the exit status is 1
+when a check failed, 2 for a usage error.
+"""
+
+import argparse
+import shlex
+import sys
+
+from . import contract
+from .run import Options, grade
+
+
+def parse(argv):
+    bench = bool(argv) and argv[0] == "bench"
+    parser = argparse.ArgumentParser(
+        prog="python -m grader" + (" bench" if bench else ""),
+        description="Benchmark a tier."
+        if bench
+        else "Grade a tier of scratch2cuda: correctness "
+        "against an earlier tier, gradients by finite differences, speed.",
+    )
+    parser.add_argument("--stage", type=int, required=True, choices=(1, 2, 3, 4))
+    parser.add_argument("--variant", choices=("numba", "nvcc"), help="stage 4 only (default: both)")
+    parser.add_argument(
+        "--impl",
+        metavar="DIR",
+        help="grade the tier found in DIR (a workspace "
+        "holding stage2_numpy/, or the package folder itself)",
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run checks in a child process (always for stages 3 and 4)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="seconds a check may take before it counts as a hang (default 20)",
+    )
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help="where the JSON record goes (default: curriculum/results/grade-stageN[...].json)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    if not bench:
+        parser.add_argument("--week", type=int, metavar="K", help="only the ops week K teaches")
+        parser.add_argument("--ops", metavar="NAMES", help="only these ops, comma-separated")
+        parser.add_argument(
+            "--against",
+            type=int,
+            choices=(1, 2, 3),
+            metavar="M",
+            help="reference stage (default N-1; stage 1: stage 2)",
+        )
+    args = parser.parse_args(argv[1:] if bench else argv)
+    options = Options(
+        stage=args.stage,
+        variant=args.variant,
+        impl=args.impl,
+        quick=args.quick,
+        isolate=args.isolate,
+        timeout=args.timeout,
+        json=args.json,
+        seed=args.seed,
+        command=shlex.join(["python", "-m", "grader", *argv]),
+    )
+    if not bench:
+        options.week, options.against = args.week, args.against
+        options.ops = tuple(args.ops.split(",")) if args.ops else ()
+        if args.week is not None and not contract.ops_for_week(args.stage, args.week):
+            parser.error(
+                f"week {args.week} has no ops of stage {args.stage} to grade "
+                f"(stage {args.stage} weeks: {_weeks(args.stage)}); weeks 9-10 teach nn/: "
+                f"run `pytest -m week{args.week:02d}`"
+            )
+    return bench, options
+
+
+def _weeks(stage):
+    return ", ".join(map(str, sorted(set(contract.WEEKS[stage].values()))))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    bench, options = parse(argv)
+    if bench:
+        from .bench import bench as run_bench
+
+        status, _ = run_bench(options)
+    else:
+        try:
+            status, _ = grade(options)
+        except ValueError as error:  # an unknown --ops name
+            print(f"python -m grader: error: {error}", file=sys.stderr)
+            return 2
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Elementwise comparison with a tolerance, and the failure message a learner reads.
+
+An element passes when |received - expected| <= atol + rtol * |expected|, computed in float64.
+NaN and Inf never pass: the comparison is false for NaN, and an infinite difference is never
+within tolerance (even Inf against Inf, whose difference is NaN).
+"""
+
+import numpy as np
+
+
+def format_index(name, index):
+    """'dw[3, 1, 0, 2]', or just 'loss' for a scalar."""
+    return f"{name}[{', '.join(map(str, index))}]" if index else name
+
+
+def format_value(value):
+    return f"{value:.6g}" if np.issubdtype(type(value), np.floating) else str(value)
+
+
+def mismatch(op, name, received, expected, tol=None, how=""):
+    """None when `received` matches `expected`, else a message naming the first bad element.
+
+    `tol` None means exact equality (integer outputs such as argmax). `how` ends the message,
+    e.g. '(central difference, h=1e-6)'. Shapes must match; float outputs of a float32 tier must
+    be float32 and integer outputs integers (the caller checks dtypes, see `dtype_problem`).
+    """
+    received, expected = np.asarray(received), np.asarray(expected)
+    if received.shape != expected.shape:
+        return f"{op}: {name} has shape {list(received.shape)}, expected {list(expected.shape)}"
+    if tol is None:
+        bad = received != expected
+        rule = "(exact match required)"
+    else:
+        r, e = received.astype(np.float64), expected.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            bad = ~(np.abs(r - e) <= tol.atol + tol.rtol * np.abs(e))
+        rule = f"(tolerance {tol.atol:.1e} + {tol.rtol:.1e}*|expected|)"
+    count = int(np.count_nonzero(bad))
+    if count == 0:
+        return None
+    index = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    message = (
+        f"{op}: {format_index(name, index)} expected {format_value(expected[index])}, "
+        f"received {format_value(received[index])}"
+    )
+    if received.size > 1:
+        message += f"; {count} of {received.size} elements differ"
+    return f"{message} {how or rule}"
+
+
+def dtype_problem(op, name, array, float_bits):
+    """A message when an output's dtype breaks the contract, else None.
+
+    Integer outputs (argmax) must be integers; float outputs float32 from a float32 tier and
+    float64 from stage 1. Values are compared separately.
+    """
+    kind = array.dtype.kind
+    if name == "argmax":
+        return None if kind in "iu" else f"{op}: {name} must hold integers, got {array.dtype}"
+    if kind != "f":
+        return f"{op}: {name} must hold floats, got {array.dtype}"
+    if float_bits == 32 and array.dtype != np.float32:
+        return f"{op}: {name} must be float32, got {array.dtype}"
+    return None

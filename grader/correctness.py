@@ -1,0 +1,145 @@
+"""Correctness: the graded tier against the reference tier, and distribution checks.
+
+Every case of an op gets fresh random inputs (grader/contract.py); both tiers receive the same
+values, the graded tier's allocations are NaN-poisoned, and every output (and every argument
+updated in place) must match within the tolerance of the tier pair. Dropout masks come from the
+shared random stream, so they must match exactly; initializers are compared by value here and by
+distribution in `check_distribution`.
+"""
+
+import math
+import time
+
+import numpy as np
+
+from . import contract, tiers
+from .compare import dtype_problem, mismatch
+from .contract import OPS
+from .session import FAILED, PASSED, SKIPPED, Result
+
+
+def check_correct(session, task):
+    """Every correctness case of `task.op`: graded against reference."""
+    op = OPS[task.op]
+    if session.reference is None:
+        return Result(
+            op.name, "correct", SKIPPED, f"no reference tier: {session._reference_reason}"
+        )
+    started = time.perf_counter()
+    reference_bits = contract.FLOAT_BITS[session.reference.stage]
+    for index, size in enumerate(op.cases):
+        rng = session.rng(task, index)
+        args, _ = session.arguments(op, size, rng, session.reference, "reference")
+        expected = session.call(session.reference, op, args, "reference")
+        received = session.call(session.graded, op, args, "graded")
+        tol = contract.tolerance(op, session.graded_bits, reference_bits, args, session.gpu)
+        message = compare_outputs(session, op, received, expected, tol)
+        if message:
+            case = f"case {index + 1} of {len(op.cases)}: {contract.describe_args(args)}"
+            return Result(
+                op.name,
+                "correct",
+                FAILED,
+                f"{message} [{case}]",
+                seconds=time.perf_counter() - started,
+            )
+    return Result(
+        op.name, "correct", PASSED, f"{len(op.cases)} cases", seconds=time.perf_counter() - started
+    )
+
+
+def compare_outputs(session, op, received, expected, tol, how=""):
+    """The first problem among an op's outputs (dtype or values), or None."""
+    structure = op.outputs + op.inplace
+    flat_received = tiers.flatten(received, structure)
+    flat_expected = tiers.flatten(expected, structure)
+    for name, want in flat_expected.items():
+        got = flat_received[name]
+        if name != "loss":
+            problem = dtype_problem(op.name, name, got, session.graded_bits)
+            if problem:
+                return problem
+        exact = want.dtype.kind in "iu" or name == "mask"
+        problem = mismatch(op.name, name, got, want, None if exact else tol, how)
+        if problem:
+            return problem
+    return None
+
+
+def check_distribution(session, task):
+    """Statistics the op must show on its own: initializers' spread, dropout's keep rate."""
+    op = OPS[task.op]
+    started = time.perf_counter()
+    checker = _dropout_problems if op.name == "dropout_forward" else _init_problems
+    for index, size in enumerate(op.dist):
+        rng = session.rng(task, index)
+        args, _ = session.arguments(op, size, rng, session.graded, "graded")
+        problem = checker(session, op, args)
+        if problem:
+            return Result(
+                op.name, "dist", FAILED, f"{op.name}: {problem} [{contract.describe_args(args)}]"
+            )
+    return Result(
+        op.name, "dist", PASSED, f"{len(op.dist)} shapes", seconds=time.perf_counter() - started
+    )
+
+
+def fans(shape):
+    """(fan_in, fan_out) as PyTorch computes them (CONTRACT.md, Initialization)."""
+    if len(shape) == 1:
+        return shape[0], shape[0]
+    receptive = math.prod(shape[2:])
+    return shape[1] * receptive, shape[0] * receptive
+
+
+def _init_problems(session, op, args):
+    weights = session.call(session.graded, op, args, "graded")["w"].astype(np.float64)
+    if weights.shape != args["shape"]:
+        return f"w has shape {list(weights.shape)}, expected {list(args['shape'])}"
+    if not np.all(np.isfinite(weights)):
+        return "w holds NaN or Inf"
+    fan_in, fan_out = fans(args["shape"])
+    if op.name == "xavier_uniform":
+        bound = math.sqrt(6 / (fan_in + fan_out))
+        std, spread_error = bound / math.sqrt(3), 0.45  # sd of a uniform's sample std: 0.45/sqrt(n)
+        if np.abs(weights).max() > bound * (1 + 1e-6):
+            return f"max |w| = {np.abs(weights).max():.6g} exceeds the bound {bound:.6g}"
+    else:
+        std, spread_error = math.sqrt(2 / fan_in), 0.71  # a normal's: 0.71/sqrt(n)
+        if np.abs(weights).max() > 7 * std:
+            return (
+                f"max |w| = {np.abs(weights).max():.6g} is over 7 standard deviations ({std:.4g})"
+            )
+    n = weights.size
+    if abs(weights.mean()) > 5 * std / math.sqrt(n):
+        return f"mean {weights.mean():.4g} is not 0 (standard deviation {std:.4g}, n = {n})"
+    if abs(weights.std() / std - 1) > 5 * spread_error / math.sqrt(n):
+        return f"standard deviation {weights.std():.6g}, expected {std:.6g} (n = {n})"
+    again = session.call(session.graded, op, args, "graded")["w"]
+    other = session.call(session.graded, op, {**args, "seed": args["seed"] + 1}, "graded")["w"]
+    if not np.array_equal(again, weights.astype(again.dtype)):
+        return "the same seed gave different weights"
+    if np.array_equal(other, again):
+        return "seeds seed and seed + 1 gave the same weights"
+    return None
+
+
+def _dropout_problems(session, op, args):
+    out = session.call(session.graded, op, args, "graded")
+    x, p, mask, y = args["x"], args["p"], out["mask"], out["y"]
+    if mask.shape != x.shape or y.shape != x.shape:
+        return f"y and mask must have x's shape {list(x.shape)}"
+    if not np.all((mask == 0) | (mask == 1)):
+        return "mask holds values other than 0.0 and 1.0"
+    kept, n = mask.mean(), mask.size
+    if abs(kept - (1 - p)) > 5 * math.sqrt(p * (1 - p) / n) + 1e-12:
+        return f"keeps {kept:.4f} of the elements, expected {1 - p:.4f} (p = {p}, n = {n})"
+    scaled = x.astype(np.float64) * mask / (1 - p)
+    problem = mismatch(op.name, "y", y, scaled, contract.Tolerance(rtol=1e-6, atol=0.0))
+    if problem:
+        return f"y is not x * mask / (1 - p): {problem.split(': ', 1)[1]}"
+    if 0 < p:
+        other = session.call(session.graded, op, {**args, "seed": args["seed"] + 1}, "graded")
+        if np.array_equal(other["mask"], mask):
+            return "seeds seed and seed + 1 gave the same mask"
+    return None

@@ -1,0 +1,82 @@
+"""The machine a result was measured on, for the JSON records and the benchmark tables."""
+
+import os
+import platform
+import shutil
+import subprocess
+
+import numpy as np
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu_name():
+    """The first GPU's name from nvidia-smi, or None (no NVIDIA driver, no GPU)."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        answer = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = answer.stdout.strip().splitlines()
+    return names[0] if names else None
+
+
+def _blas():
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    return [
+        {
+            "library": pool.get("internal_api"),
+            "version": pool.get("version"),
+            "threads": pool.get("num_threads"),
+            "architecture": pool.get("architecture"),
+        }
+        for pool in threadpool_info()
+        if pool.get("user_api") == "blas"
+    ]
+
+
+def machine_info():
+    """CPU model, cores, OS, Python, NumPy and its BLAS, GPU name (None without one)."""
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas": _blas(),
+        "gpu": _gpu_name(),
+    }
+
+
+def describe_machine(info):
+    """One line: 'AMD EPYC, 2 cores, Linux-6.1, Python 3.11.2, NumPy 2.4.6 (openblas ...)'."""
+    blas = ", ".join(f"{b['library']} {b['version']}, {b['threads']} threads" for b in info["blas"])
+    parts = [
+        info["cpu"],
+        f"{info['cores']} cores",
+        info["os"],
+        f"Python {info['python']}",
+        f"NumPy {info['numpy']}" + (f" ({blas})" if blas else ""),
+    ]
+    if info["gpu"]:
+        parts.append(f"GPU {info['gpu']}")
+    return ", ".join(parts)

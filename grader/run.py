@@ -1,0 +1,203 @@
+"""A grading run: choose the tiers, plan the checks, run them (isolated or not), report.
+
+`grade(options)` is what `python -m grader` does; `grader/bench.py` reuses `execute` with its own
+plan. Both return (exit status, the JSON record).
+"""
+
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import contract, report, tiers
+from .contract import OPS
+from .isolation import InProcessRunner, IsolatedRunner, WorkerGone
+from .machine import machine_info
+from .session import FAILED, SKIPPED, Result, Setup, Task
+
+DEFAULT_AGAINST = {1: (2,), 2: (1,), 3: (2,), 4: (3, 2)}  # stage 1 has no earlier tier: see README
+RESULTS = tiers.REPOSITORY / "curriculum" / "results"
+SPEED_TIME_FACTOR = 6  # a speed task times many calls: its time limit is this many check limits
+
+
+@dataclass
+class Options:
+    """The command line's options (see grader/__main__.py)."""
+
+    stage: int
+    variant: str | None = None
+    week: int | None = None
+    ops: tuple = ()
+    impl: str | None = None
+    against: int | None = None
+    quick: bool = False
+    isolate: bool = False
+    timeout: float = 20.0
+    seed: int = 0
+    json: str | None = None
+    command: str = ""
+
+
+def selected_ops(options):
+    """The ops to grade: those of --week (all without it), narrowed by --ops."""
+    names = (
+        list(OPS) if options.week is None else contract.ops_for_week(options.stage, options.week)
+    )
+    if options.ops:
+        unknown = sorted(set(options.ops) - set(OPS))
+        if unknown:
+            raise ValueError(
+                f"unknown op(s) {', '.join(unknown)}; the contract has: {', '.join(OPS)}"
+            )
+        names = [name for name in names if name in options.ops]
+    return names
+
+
+def plan_grade(options, info):
+    """Correctness, gradient and distribution checks per op, then the speed ladder."""
+    names = selected_ops(options)
+    tasks = []
+    for name in names:
+        op = OPS[name]
+        tasks.append(Task("correct", name))
+        if op.grads:
+            tasks.append(Task("grad", name))
+        if op.dist:
+            tasks.append(Task("dist", name))
+    tier_class = contract.TIER_CLASS[options.stage]
+    for name in names:
+        sizes = contract.ladder(OPS[name], tier_class)
+        tasks += [Task("speed", name, named) for named in sizes[: 1 if options.quick else None]]
+    return tasks
+
+
+def variants(options):
+    if options.stage != 4:
+        return [None]
+    return [options.variant] if options.variant else list(tiers.VARIANTS)
+
+
+def default_json_path(options, kind="grade"):
+    """curriculum/results/grade-stage2[-numba][-week7][-quick].json"""
+    parts = [f"{kind}-stage{options.stage}"]
+    parts += [options.variant] if options.variant else []
+    parts += [f"week{options.week}"] if options.week else []
+    parts += ["quick"] if options.quick else []
+    return RESULTS / ("-".join(parts) + ".json")
+
+
+def grade(options, out=sys.stdout):
+    """Grade a tier as the options say; returns (exit status, JSON record)."""
+    return execute(options, plan_grade, "grade", out)
+
+
+def execute(options, plan, kind, out):
+    """Run `plan(options, info)`'s tasks for each variant; print, write JSON, return status."""
+    started = time.perf_counter()
+    runs, everything = [], []
+    for variant in variants(options):
+        results, run_record = _run_variant(options, variant, plan, out)
+        runs.append(run_record)
+        everything += results
+    record = {
+        "kind": kind,
+        "command": options.command,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "options": {k: v for k, v in vars(options).items() if k != "command"},
+        "runs": runs,
+        "summary": report.counts(everything) | {"seconds": round(time.perf_counter() - started, 1)},
+    }
+    path = report.write_json(options.json or default_json_path(options, kind), record)
+    print(f"\nresults written to {_display(path)} ({record['summary']['seconds']} s)", file=out)
+    report.print_recap(everything, out)
+    print(report.summary_line(everything), file=out, flush=True)
+    return (1 if report.counts(everything)[FAILED] else 0), record
+
+
+def _display(path):
+    try:
+        return Path(path).resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def _run_variant(options, variant, plan, out):
+    against = (options.against,) if options.against else DEFAULT_AGAINST[options.stage]
+    impl = str(Path(options.impl).resolve()) if options.impl else None
+    setup = Setup(
+        options.stage,
+        variant,
+        impl,
+        against,
+        options.seed,
+        options.quick,
+        bench=plan is not plan_grade,
+    )
+    isolate = options.isolate or options.stage >= 3  # native code may crash or hang
+    runner = IsolatedRunner(setup) if isolate else InProcessRunner(setup)
+    label = tiers.tier_label(options.stage, variant)
+    record = {"tier": label, "impl": impl, "isolated": isolate, "results": []}
+    try:
+        info = runner.describe()
+    except WorkerGone as gone:
+        result = Result("import", "import", FAILED, f"{label}: {gone}")
+        report.print_row(result, out)
+        record["results"] = [result]
+        return [result], record
+    graded = info["graded"]
+    record.update(graded=graded, reference=info["reference"])
+    if not graded["ok"]:
+        status = FAILED if graded["broken"] else SKIPPED
+        result = Result("import", "import", status, f"{label}: {graded['reason']}")
+        print(
+            f"{label} is {'broken' if graded['broken'] else 'unavailable'}: {graded['reason']}",
+            file=out,
+        )
+        runner.close()
+        record["results"] = [result]
+        return [result], record
+    against_text = (
+        f"against {info['reference']['label']}"
+        if info["reference"]
+        else f"with no reference tier ({info['reference_reason']})"
+    )
+    print(
+        f"grading {graded['label']} from {_display(graded['origin'])} {against_text}"
+        f"{', isolated' if isolate else ''}; seed {options.seed}",
+        file=out,
+    )
+    report.print_header(out)
+    results = _run_tasks(options, runner, plan(options, info), out)
+    runner.close()
+    record["results"] = results
+    return results, record
+
+
+def _run_tasks(options, runner, tasks, out):
+    """Run tasks in order. An op whose correctness failed is not timed; an op not implemented
+    is reported once, its other checks skipped."""
+    results, failed_ops, missing_ops = [], set(), set()
+    for task in tasks:
+        if task.op in missing_ops or (task.kind == "speed" and task.op in failed_ops):
+            why = "not implemented" if task.op in missing_ops else "its correctness check failed"
+            result = Result(
+                task.op,
+                task.kind,
+                SKIPPED,
+                f"skipped: {why}",
+                size=task.size.label or "" if task.size else "",
+            )
+        else:
+            limit = options.timeout * (
+                SPEED_TIME_FACTOR if task.kind in ("speed", "kernel", "blas") else 1
+            )
+            result = runner.run(task, limit)
+            if result.status == FAILED:
+                failed_ops.add(task.op)
+                if ": not implemented (" in result.message:
+                    missing_ops.add(task.op)
+        report.print_row(result, out)
+        results.append(result)
+    return results

@@ -1,0 +1,252 @@
+"""A grading session: the tiers involved, how an op is called, and running one check (a Task).
+
+The same Session runs in the grader's process or in an isolated worker (grader/worker.py); tasks
+and results are small picklable records, so the two are interchangeable.
+
+Three tiers take part: the **graded** tier (the repository's or a learner's, `--impl`), the
+**reference** tier it is compared with (`--against`, the repository's), and the **oracle**, the
+repository's stage 1, whose float64 forward ops give the finite-difference gradients.
+"""
+
+import re
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import contract, inputs, tiers
+from .contract import OPS, SOURCES
+from .poison import poisoned_allocations
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What to grade: sent once to a worker. `against` lists reference stages, best first."""
+
+    stage: int
+    variant: str | None = None
+    impl: str | None = None
+    against: tuple = ()
+    seed: int = 0
+    quick: bool = False
+    bench: bool = False
+
+
+@dataclass(frozen=True)
+class Task:
+    """One check: kind is correct, grad, dist, speed, kernel or blas."""
+
+    kind: str
+    op: str
+    size: contract.Named | None = None
+    kernel: str | None = None
+    threads: int | None = None
+
+
+@dataclass
+class Result:
+    """The outcome of one Task, as the report shows it."""
+
+    op: str
+    check: str
+    status: str
+    message: str = ""
+    size: str = ""
+    seconds: float = 0.0
+    timing: dict = field(default_factory=dict)
+
+
+class TierError(Exception):
+    """A tier raised while the grader called it; `role` says which (graded, reference, oracle)."""
+
+    def __init__(self, role, op, error):
+        super().__init__(f"{role} {op}: {error!r}")
+        self.role, self.op, self.error = role, op, error
+
+
+class CheckTimeout(BaseException):
+    """Raised in-process when a check runs past its time limit (BaseException: tiers' `except
+    Exception` cannot swallow it)."""
+
+
+def not_implemented_message(stage, op_name, error):
+    """'not implemented (week 7, task matmul)', from the tier's message or the contract."""
+    found = re.search(r"week (\d+), task ([\w\- ]+)", str(error))
+    if found:
+        return f"not implemented (week {found.group(1)}, task {found.group(2).strip()})"
+    return f"not implemented (week {contract.week_of(stage, op_name)}, task {op_name})"
+
+
+def as_float32(value):
+    """Float arrays (stage 1 answers in float64) as float32 inputs for the next call."""
+    if isinstance(value, tuple):
+        return tuple(as_float32(item) for item in value)
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return value.astype(np.float32)
+    return value
+
+
+class Session:
+    """The tiers of one grading and the checks run on them."""
+
+    def __init__(self, setup):
+        self.setup = setup
+        self.graded = tiers.load(setup.stage, setup.variant, setup.impl)
+        self.reference, reasons = None, []
+        for stage in setup.against:  # the first one available
+            candidate = tiers.load(stage, setup.variant)
+            if candidate.ok:
+                self.reference = candidate
+                break
+            reasons.append(f"{candidate.label}: {candidate.reason}")
+        self._reference_reason = "; ".join(reasons)
+        self.oracle = tiers.load(1)
+        self.graded_bits = contract.FLOAT_BITS[setup.stage]
+        self.gpu = setup.stage == 4
+
+    @property
+    def fast_reference(self):
+        """The repository's stage 2, to validate sizes the reference is too slow for; None when
+        it is the very code being graded (it would only agree with itself) or unavailable."""
+        if not hasattr(self, "_fast_reference"):
+            is_graded = self.setup.stage == 2 and self.setup.impl is None
+            loaded = None if is_graded else tiers.load(2)
+            self._fast_reference = loaded if loaded is not None and loaded.ok else None
+        return self._fast_reference
+
+    def describe(self):
+        """What the parent needs to plan the run: who is graded against whom."""
+        graded = self.graded
+        return {
+            "graded": {
+                "label": graded.label,
+                "ok": graded.ok,
+                "reason": graded.reason,
+                "broken": graded.broken,
+                "origin": graded.origin,
+            },
+            "reference": {
+                "label": self.reference.label,
+                "stage": self.reference.stage,
+                "origin": self.reference.origin,
+            }
+            if self.reference
+            else None,
+            "reference_reason": self._reference_reason,
+            "oracle_ok": self.oracle.ok,
+            "matmul_kernels": tuple(getattr(graded.module, "MATMUL_KERNELS", ()) or ()),
+        }
+
+    # --- calling tiers --------------------------------------------------------------------
+
+    def call(self, tier, op, args, role):
+        """Run `op` on `tier` with `args` (NumPy values); returns {output name: NumPy value}.
+
+        In-place arguments come back under their own names. For the graded tier, outputs it
+        allocates are NaN-poisoned (grader/poison.py), dtypes are checked, and its inputs must
+        come back unchanged.
+        """
+        graded = role == "graded"
+        natives = {name: tiers.to_native(tier.module, args[name]) for name in op.params}
+        try:
+            with poisoned_allocations(enabled=graded):
+                result = getattr(tier.module, op.name)(*natives.values())
+            outputs = tiers.to_numpy_tree(tier.module, result, op.outputs)
+            for name in op.inplace:
+                outputs[name] = np.asarray(tier.module.to_numpy(natives[name]))
+        except tiers.ContractError as error:
+            raise TierError(role, op.name, error) from None
+        except Exception as error:
+            raise TierError(role, op.name, error) from error
+        if graded:
+            self._check_untouched(op, args, natives)
+        return outputs
+
+    def _check_untouched(self, op, args, natives):
+        for name in op.params:
+            if name in op.inplace or not isinstance(args[name], np.ndarray | tuple):
+                continue
+            before = args[name] if isinstance(args[name], tuple) else (args[name],)
+            after = natives[name] if isinstance(args[name], tuple) else (natives[name],)
+            if not isinstance(before[0], np.ndarray):
+                continue  # a shape tuple
+            for original, native in zip(before, after, strict=True):
+                if not np.array_equal(np.asarray(self.graded.module.to_numpy(native)), original):
+                    raise TierError(
+                        "graded",
+                        op.name,
+                        tiers.ContractError(
+                            f"modified its input {name} (only optimizers and batchnorm's running "
+                            "statistics may change their arguments)"
+                        ),
+                    )
+
+    def arguments(self, op, size, rng, tier, role, keep_float64=False):
+        """{param: NumPy value} for `op` at `size`; a derived op runs its forward on `tier`.
+
+        Also returns the forward's arguments (the inputs gradients are taken against). The
+        forward's outputs (y, saved, ...) become float32 inputs, so that both tiers compared
+        receive the same values, unless `keep_float64` (only a float64 tier will read them).
+        """
+        if op.forward is None:
+            args = op.build(rng, size)
+            return {name: args[name] for name in op.params}, args
+        forward = OPS[op.forward]
+        forward_args = forward.build(rng, size)
+        sources = dict(forward_args)
+        if any(name not in forward_args for name in op.params):
+            outputs = self.call(tier, forward, forward_args, role)
+            sources.update(
+                {
+                    name: value if keep_float64 else as_float32(value)
+                    for name, value in outputs.items()
+                }
+            )
+            first = outputs[contract.output_names(forward)[0]]
+            sources["dy"] = inputs.normal(rng, first.shape)
+            sources["x_shape"] = tuple(int(n) for n in forward_args["x"].shape)
+        missing = [name for name in op.params if name not in sources]
+        assert not missing, f"{op.name}: no source for {missing} (known: {SOURCES})"
+        return {name: sources[name] for name in op.params}, forward_args
+
+    def rng(self, task, index=0):
+        """The random generator of one case of one check: reproducible for a given --seed."""
+        key = [self.setup.seed, zlib.crc32(task.op.encode()), zlib.crc32(task.kind.encode()), index]
+        return np.random.default_rng(key)
+
+    # --- running a task -------------------------------------------------------------------
+
+    def run(self, task):
+        """Run one check and return its Result; every failure becomes a message."""
+        from . import correctness, gradients, speed  # the checks, one module per kind
+
+        checks = {
+            "correct": correctness.check_correct,
+            "dist": correctness.check_distribution,
+            "grad": gradients.check_gradients,
+            "speed": speed.check_speed,
+            "kernel": speed.check_kernel,
+            "blas": speed.check_blas,
+        }
+        label = (task.size.label or str(task.size.size)) if task.size else ""
+        try:
+            return checks[task.kind](self, task)
+        except TierError as error:
+            return Result(task.op, task.kind, FAILED, self._explain(error), size=label)
+        except Exception as error:  # a bug of the grader's own: fail this check, say so
+            message = f"{task.op}: grader error, please report: {tiers.describe_exception(error)}"
+            return Result(task.op, task.kind, FAILED, message, size=label)
+
+    def _explain(self, error):
+        if error.role == "graded" and isinstance(error.error, NotImplementedError):
+            return f"{error.op}: {not_implemented_message(self.setup.stage, error.op, error.error)}"
+        if isinstance(error.error, tiers.ContractError):
+            return f"{error.op}: {error.error}"
+        who = {
+            "graded": "",
+            "reference": f"the reference tier ({self.reference.label}) ",
+            "oracle": "the oracle (stage 1) ",
+        }[error.role]
+        return f"{error.op}: {who}raised {tiers.describe_exception(error.error)}"
