@@ -99,14 +99,15 @@ class Trainer:
         progress = self.progress
         try:
             while progress.epoch < self.recipe.epochs and not progress.stopped_early:
-                self._train_epoch()
+                self.train_epoch()
                 self._end_epoch()
         except KeyboardInterrupt:
             self.save(self.last_path)
             raise
         return progress.history
 
-    def _train_epoch(self):
+    def train_epoch(self):
+        """Run the remaining batches of the current epoch (all of them unless resumed mid-way)."""
         recipe, progress, train = self.recipe, self.progress, self.data.train
         # Shuffle from (seed, epoch): the same order on every tier and after a resume.
         order = np.random.default_rng([recipe.seed, progress.epoch]).permutation(len(train))

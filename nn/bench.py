@@ -1,0 +1,150 @@
+"""Time one training epoch on a tier against PyTorch on the CPU, in the same run.
+
+    python -m nn.bench --stage 2 --models mlp lenet5 --output curriculum/results/nn-bench-stage2
+
+Both sides train the same model (PyTorch's copy is translated layer by layer from nn's, with the
+same initial weights) on the same mini-batches of MNIST with the same batch size and optimizer
+(Adam; no augmentation, so only the training step is measured). Needs PyTorch, an optional extra
+(`pip install -r requirements-oracle.txt`).
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from nn.data import load_data
+from nn.layers import Conv2d, Flatten, Linear, MaxPool2d, ReLU
+from nn.models import build_model
+from nn.recipes import Recipe
+from nn.report import machine
+from nn.tiers import STAGE_MODULES, load_tier
+from nn.trainer import Trainer
+
+
+def to_torch(model, torch):
+    """A torch.nn.Sequential with the same layers and weights as `model` (built on its tier)."""
+    modules = []
+    for layer in model.net.layers:
+        if isinstance(layer, Linear):
+            module = torch.nn.Linear(layer.in_features, layer.out_features)
+        elif isinstance(layer, Conv2d):
+            module = torch.nn.Conv2d(
+                layer.in_channels, layer.out_channels, layer.kernel_size, layer.stride,
+                layer.padding,
+            )
+        elif isinstance(layer, MaxPool2d):
+            module = torch.nn.MaxPool2d(layer.kernel_size, layer.stride)
+        elif isinstance(layer, ReLU):
+            module = torch.nn.ReLU()
+        elif isinstance(layer, Flatten):
+            module = torch.nn.Flatten()
+        else:
+            raise ValueError(f"to_torch: no translation for {layer.describe()}")
+        for name, param in layer.params.items():
+            value = torch.from_numpy(np.array(model.tier.to_numpy(param.value)))
+            getattr(module, name).data.copy_(value)
+        modules.append(module)
+    return torch.nn.Sequential(*modules)
+
+
+def torch_epoch(torch, net, data, recipe):
+    """Seconds for one epoch of `net` on the batches the nn trainer uses (same order)."""
+    optimizer = torch.optim.Adam(net.parameters(), lr=recipe.lr)
+    order = np.random.default_rng([recipe.seed, 0]).permutation(len(data.train))
+    started = time.perf_counter()
+    for start in range(0, len(order), recipe.batch_size):
+        chosen = order[start:start + recipe.batch_size]
+        inputs = torch.from_numpy(data.normalizer(data.train.inputs[chosen]))
+        labels = torch.from_numpy(data.train.labels[chosen])
+        loss = torch.nn.functional.cross_entropy(net(inputs), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return time.perf_counter() - started
+
+
+def tier_epoch(tier, model, data, recipe):
+    """Seconds for one epoch of the nn trainer on `tier` (the training steps only)."""
+    trainer = Trainer(model, data, recipe, run_dir="/nonexistent", progress_bar=False)
+    started = time.perf_counter()
+    trainer.train_epoch()
+    return time.perf_counter() - started
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m nn.bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--stage", type=int, default=2, choices=sorted(STAGE_MODULES))
+    parser.add_argument("--models", nargs="+", default=["mlp", "lenet5"])
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--data-dir")
+    parser.add_argument("--output", type=Path, help="write OUTPUT.json and OUTPUT.md")
+    args = parser.parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("error: nn.bench compares with PyTorch: pip install -r requirements-oracle.txt",
+              file=sys.stderr)
+        return 2
+    tier = load_tier(args.stage)
+    recipe = Recipe(epochs=1, batch_size=args.batch_size, optimizer="adam", lr=1e-3,
+                    schedule="constant")
+    data = load_data("mnist", args.data_dir, recipe.val_size)
+    rows = []
+    for name in args.models:
+        model = build_model(name, data.input_shape, data.num_classes).build(tier, recipe.seed)
+        net = to_torch(model, torch)
+        torch_seconds = torch_epoch(torch, net, data, recipe)
+        tier_seconds = tier_epoch(tier, model, data, recipe)
+        row = {
+            "model": name,
+            "images": len(data.train),
+            "batch_size": recipe.batch_size,
+            "optimizer": "adam",
+            "tier_seconds": tier_seconds,
+            "torch_seconds": torch_seconds,
+            "ratio": tier_seconds / torch_seconds,
+        }
+        rows.append(row)
+        print(f"{name}: stage {args.stage} {tier_seconds:.1f} s, PyTorch {torch_seconds:.1f} s "
+              f"per epoch -> ratio {row['ratio']:.2f}", flush=True)
+    if args.output:
+        record = {
+            "stage": args.stage,
+            "tier": tier.NAME,
+            "command": "python -m nn.bench " + " ".join(sys.argv[1:] if argv is None else argv),
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "machine": machine(),
+            "results": rows,
+        }
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
+        args.output.with_suffix(".md").write_text(_markdown(record))
+    return 0
+
+
+def _markdown(record):
+    lines = [
+        f"# One training epoch: stage {record['stage']} ({record['tier']}) vs PyTorch "
+        f"{record['torch']} on the CPU",
+        "",
+        f"Command: `{record['command']}`. Machine: {record['machine']['processor']}, "
+        f"{record['machine']['cpu_count']} CPUs; PyTorch threads: {record['torch_threads']}.",
+        "",
+        "| model | images | batch | optimizer | stage s/epoch | PyTorch s/epoch | ratio |",
+        "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for row in record["results"]:
+        lines.append(
+            f"| {row['model']} | {row['images']} | {row['batch_size']} | {row['optimizer']} | "
+            f"{row['tier_seconds']:.1f} | {row['torch_seconds']:.1f} | {row['ratio']:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
