@@ -134,8 +134,8 @@ def check_flag(op, name, value):
 
 
 def check_shape(op, name, shape, rank=None):
-    """Check a shape argument: a tuple of ints >= 1 (of length `rank` when given)."""
-    if not isinstance(shape, tuple) or not shape or not all(
+    """Check a shape argument: a tuple (or list) of ints >= 1, of length `rank` when given."""
+    if not isinstance(shape, tuple | list) or not shape or not all(
         isinstance(size, numbers.Integral) and not isinstance(size, bool) and size >= 1
         for size in shape
     ):
@@ -155,14 +155,17 @@ def _output_size(op, axis, size, kernel, kernel_name, stride, padding):
     return out
 
 
-def conv_output(op, x_shape, kh, kw, stride, padding):
-    """Check the convolution's geometry; return (OH, OW)."""
-    kh = check_int(op, "kh", kh, 1)
-    kw = check_int(op, "kw", kw, 1)
+def conv_output(op, x_shape, kh, kw, stride, padding, kernel_names=("kh", "kw")):
+    """Check the convolution's geometry; return (OH, OW).
+
+    `kernel_names` name kh and kw in messages (conv2d takes them from w's shape).
+    """
+    kh = check_int(op, kernel_names[0], kh, 1)
+    kw = check_int(op, kernel_names[1], kw, 1)
     stride = check_int(op, "stride", stride, 1)
     padding = check_int(op, "padding", padding, 0)
-    oh = _output_size(op, "H", x_shape[2], kh, "kh", stride, padding)
-    ow = _output_size(op, "W", x_shape[3], kw, "kw", stride, padding)
+    oh = _output_size(op, "H", x_shape[2], kh, kernel_names[0], stride, padding)
+    ow = _output_size(op, "W", x_shape[3], kw, kernel_names[1], stride, padding)
     return oh, ow
 
 

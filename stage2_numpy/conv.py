@@ -19,6 +19,7 @@ from ._checks import (
 )
 
 KCRS = ("K", "C", "R", "S")
+KERNEL_OF_W = ("w's height R", "w's width S")  # how conv2d's messages name kh and kw
 
 
 def kernel_offset_view(x, i, j, stride, oh, ow):
@@ -86,7 +87,7 @@ def conv2d_forward(x, w, b, stride=1, padding=0):
     """Cross-correlation, as F.conv2d: x [N, C, H, W], w [K, C, R, S], b [K] -> y [N, K, OH, OW]."""
     x, w = _check_conv("conv2d_forward", x, w)
     b = check_vector("conv2d_forward", "b", b, w.shape[0], "w's output channels K")
-    oh, ow = conv_output("conv2d_forward", x.shape, w.shape[2], w.shape[3], stride, padding)
+    oh, ow = conv_output("conv2d_forward", x.shape, *w.shape[2:], stride, padding, KERNEL_OF_W)
     # BEGIN SOLUTION week 8, task conv2d_forward
     n, k = x.shape[0], w.shape[0]
     cols = im2col(x, w.shape[2], w.shape[3], stride, padding)  # [N, C*R*S, OH*OW]
@@ -103,7 +104,7 @@ def conv2d_backward(x, w, dy, stride=1, padding=0):
     x [N, C, H, W], w [K, C, R, S], dy [N, K, OH, OW] -> (dx [N, C, H, W], dw [K, C, R, S], db [K]).
     """
     x, w = _check_conv("conv2d_backward", x, w)
-    oh, ow = conv_output("conv2d_backward", x.shape, w.shape[2], w.shape[3], stride, padding)
+    oh, ow = conv_output("conv2d_backward", x.shape, *w.shape[2:], stride, padding, KERNEL_OF_W)
     dy = check_float("conv2d_backward", "dy", dy, ("N", "K", "OH", "OW"))
     if dy.shape != (x.shape[0], w.shape[0], oh, ow):
         fail("conv2d_backward", f"dy must have shape [N, K, OH, OW] = "
