@@ -29,6 +29,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TIER_GLOB = "stage[0-9]_*"
+DEFAULT_OUT = Path("workspace")  # where `make grade` looks for the learner's tiers
 # Build outputs stay behind (the workspace builds its own); the names follow .gitignore.
 SKIPPED_NAMES = ("__pycache__", "_build", "*.so", "*.o", "*.pyc", "_s2c_native*")
 LANGUAGE_OF_SUFFIX = {".py": "python", ".c": "c", ".h": "c", ".cu": "c", ".cuh": "c"}
@@ -189,11 +190,24 @@ def write_workspace(out, plans, root, force):
 
 
 def build_c_tier(out):
-    """Compile the workspace's copy of the C tier, as `make build` does for the reference."""
+    """Compile the workspace's copy of the C tier, as `make build` does for the reference.
+
+    Run inside the workspace so that `stage3_c` is the copy. The compiler's output is shown only
+    on failure: warnings about the stubs (helpers not used yet) are noise at this point.
+    """
     print(f"building {out}/stage3_c (python -m stage3_c.build) ...", flush=True)
-    result = subprocess.run([sys.executable, "-m", "stage3_c.build"], cwd=out)
+    result = subprocess.run(
+        [sys.executable, "-m", "stage3_c.build"],
+        cwd=out,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     if result.returncode != 0:
+        print(result.stdout, file=sys.stderr)
         raise SystemExit(f"error: building {out}/stage3_c failed (exit {result.returncode})")
+    print(f"  {result.stdout.strip().splitlines()[-1]}")
+    print(f"  after editing C, rebuild it: (cd {out} && {sys.executable} -m stage3_c.build)")
 
 
 def print_summary(out, plans):
@@ -210,14 +224,18 @@ def print_summary(out, plans):
     for week in sorted(per_week):
         tiers = ", ".join(sorted(tiers_of_week[week]))
         print(f"  week {week:2d}: {per_week[week]:3d} regions  ({tiers})")
-    print("grade a week with e.g. `make grade STAGE=1 WEEK=1` (the workspace, when it exists)")
+    if regions:
+        first = min(regions, key=lambda region: region.week)
+        stage = first.path[len("stage")]
+        where = "" if out == DEFAULT_OUT else f" IMPL={out}"
+        print(f"next: make grade STAGE={stage} WEEK={first.week}{where}")
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m tools.exercises", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--out", type=Path, default=Path("workspace"), help="workspace folder")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="workspace folder")
     parser.add_argument(
         "--tiers", help="comma-separated tier packages (default: every stageN_* package)"
     )
