@@ -22,9 +22,18 @@ from . import inputs
 # --- weeks ------------------------------------------------------------------------------------
 
 GROUPS = (
-    "linear algebra", "dense", "activations", "softmax", "losses", "optimizers", "init",
-    "conv", "pooling", "normalization", "regularization",
-)  # fmt: skip
+    "linear algebra",
+    "dense",
+    "activations",
+    "softmax",
+    "losses",
+    "optimizers",
+    "init",
+    "conv",
+    "pooling",
+    "normalization",
+    "regularization",
+)
 
 
 def _weeks(*weeks):

@@ -18,7 +18,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from . import worker
+from . import protocol
 from .session import FAILED, CheckTimeout, Result, Session
 from .tiers import REPOSITORY
 
@@ -90,7 +90,7 @@ class IsolatedRunner:
             stdout=subprocess.PIPE,
             stderr=self.errors,
         )
-        worker.send(self.process.stdin, self.setup)
+        protocol.send(self.process.stdin, self.setup)
         self.info = self._receive(STARTUP_SECONDS)
 
     def describe(self):
@@ -103,7 +103,7 @@ class IsolatedRunner:
         try:
             if self.process is None:
                 self._start()
-            worker.send(self.process.stdin, task)
+            protocol.send(self.process.stdin, task)
             return self._receive(timeout)
         except (WorkerGone, BrokenPipeError) as gone:
             message = str(gone) if isinstance(gone, WorkerGone) else "the worker closed its pipe"
@@ -113,8 +113,8 @@ class IsolatedRunner:
         """One answer from the worker within `timeout` seconds, else WorkerGone."""
         deadline = time.monotonic() + timeout
         try:
-            header = self._read(worker.HEADER.size, deadline)
-            body = self._read(worker.HEADER.unpack(header)[0], deadline)
+            header = self._read(protocol.HEADER.size, deadline)
+            body = self._read(protocol.HEADER.unpack(header)[0], deadline)
         except TimeoutError:
             self._stop()
             raise WorkerGone(f"no answer after {timeout:g} s (hang?)") from None
@@ -122,7 +122,7 @@ class IsolatedRunner:
             raise WorkerGone(self._death()) from None
         finally:
             self._relay_errors()
-        return worker.pickle.loads(body)
+        return protocol.decode(body)
 
     def _read(self, count, deadline):
         chunks, fd = [], self.process.stdout.fileno()

@@ -20,6 +20,11 @@ def format_seconds(seconds):
     return f"{seconds / 1e-9:.3g} ns"
 
 
+def format_ratio(ratio):
+    """3360.2 -> '3,360x', 0.512 -> '0.512x'."""
+    return f"{ratio:,.0f}x" if ratio >= 100 else f"{ratio:.3g}x"
+
+
 def print_header(out):
     print(
         COLUMNS.format(
@@ -49,7 +54,7 @@ def print_row(result, out):
             if timing.get("gbps")
             else ""
         )
-        speedup = f"{timing['speedup']:.3g}x" if timing.get("speedup") else ""
+        speedup = format_ratio(timing["speedup"]) if timing.get("speedup") else ""
         library = f"{timing['library_fraction']:.0%}" if timing.get("library_fraction") else ""
     notes = result.size or (result.message if result.status == PASSED else "")
     print(

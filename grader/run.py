@@ -54,7 +54,7 @@ def selected_ops(options):
     return names
 
 
-def plan_grade(options, info):
+def plan_grade(options, info, results):
     """Correctness, gradient and distribution checks per op, then the speed ladder."""
     names = selected_ops(options)
     tasks = []
@@ -93,11 +93,12 @@ def grade(options, out=sys.stdout):
 
 
 def execute(options, plan, kind, out):
-    """Run `plan(options, info)`'s tasks for each variant; print, write JSON, return status."""
+    """Run the tasks `plan(options, info, results so far)` gives, for each variant; print the
+    table, write the JSON record; returns (exit status, record)."""
     started = time.perf_counter()
     runs, everything = [], []
     for variant in variants(options):
-        results, run_record = _run_variant(options, variant, plan, out)
+        results, run_record = _run_variant(options, variant, plan, kind, out)
         runs.append(run_record)
         everything += results
     record = {
@@ -123,7 +124,7 @@ def _display(path):
         return path
 
 
-def _run_variant(options, variant, plan, out):
+def _run_variant(options, variant, plan, kind, out):
     against = (options.against,) if options.against else DEFAULT_AGAINST[options.stage]
     impl = str(Path(options.impl).resolve()) if options.impl else None
     setup = Setup(
@@ -169,16 +170,17 @@ def _run_variant(options, variant, plan, out):
         file=out,
     )
     report.print_header(out)
-    results = _run_tasks(options, runner, plan(options, info), out)
+    results = []
+    _run_tasks(options, runner, plan(options, info, results), results, out)
     runner.close()
     record["results"] = results
     return results, record
 
 
-def _run_tasks(options, runner, tasks, out):
-    """Run tasks in order. An op whose correctness failed is not timed; an op not implemented
-    is reported once, its other checks skipped."""
-    results, failed_ops, missing_ops = [], set(), set()
+def _run_tasks(options, runner, tasks, results, out):
+    """Run tasks in order, appending to `results`. An op whose correctness failed is not timed;
+    an op not implemented is reported once, its other checks skipped."""
+    failed_ops, missing_ops = set(), set()
     for task in tasks:
         if task.op in missing_ops or (task.kind == "speed" and task.op in failed_ops):
             why = "not implemented" if task.op in missing_ops else "its correctness check failed"
@@ -200,4 +202,3 @@ def _run_tasks(options, runner, tasks, out):
                     missing_ops.add(task.op)
         report.print_row(result, out)
         results.append(result)
-    return results

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import contract, tiers
+from . import contract, inputs, tiers
 from .contract import OPS
 from .correctness import compare_outputs
 from .session import FAILED, PASSED, Result, TierError
@@ -172,52 +172,40 @@ def check_speed(session, task):
 
 
 def _square_inputs(session, task):
+    """Random float32 a [n, k] and b [k, m] for the matmul ladder."""
     n, k, m = task.size.size
     rng = session.rng(task)
-    return rng.standard_normal((n, k)).astype(np.float32), rng.standard_normal((k, m)).astype(
-        np.float32
-    )
+    return inputs.normal(rng, (n, k)), inputs.normal(rng, (k, m))
+
+
+def _threads(count):
+    return f"{count} thread" + ("s" if count > 1 else "")
 
 
 def check_kernel(session, task):
     """One of the tier's MATMUL_KERNELS at `task.threads` threads, validated against float64."""
     module = session.graded.module
     a, b = _square_inputs(session, task)
-    if hasattr(module, "set_num_threads"):
-        module.set_num_threads(task.threads)
+    n, k, m = task.size.size
     native_a, native_b = module.from_numpy(a), module.from_numpy(b)
     try:
+        module.set_num_threads(task.threads)
         timing, result = measure(
             lambda: module.matmul(native_a, native_b, kernel=task.kernel),
             module.synchronize,
             session.setup.quick,
         )
+        received = {"y": np.asarray(module.to_numpy(result))}
     except Exception as error:
         raise TierError("graded", f"matmul kernel {task.kernel}", error) from error
-    n, k, m = task.size.size
-    record = timing.as_dict() | {
-        "kernel": task.kernel,
-        "threads": task.threads,
-        "gflops": 2 * n * k * m / timing.median / 1e9,
-    }
+    gflops = 2 * n * k * m / timing.median / 1e9
+    record = timing.as_dict() | {"kernel": task.kernel, "threads": task.threads, "gflops": gflops}
     op = OPS["matmul"]
     tol = contract.tolerance(op, session.graded_bits, 64, {"a": a, "b": b}, session.gpu)
-    problem = compare_outputs(
-        session,
-        op,
-        {"y": np.asarray(module.to_numpy(result))},
-        {"y": a.astype(np.float64) @ b},
-        tol,
-    )
-    status = FAILED if problem else PASSED
-    return Result(
-        "matmul",
-        f"kernel {task.kernel}",
-        status,
-        problem or "",
-        size=f"{n}x{k}x{m}, {task.threads} thread(s)",
-        timing=record,
-    )
+    problem = compare_outputs(session, op, received, {"y": a.astype(np.float64) @ b}, tol)
+    size = f"{task.kernel}, {_threads(task.threads)}, {n}x{k}x{m}"
+    return Result("matmul", "kernel", FAILED if problem else PASSED, problem or "", size=size,
+                  timing=record)  # fmt: skip
 
 
 def check_blas(session, task):
@@ -228,14 +216,7 @@ def check_blas(session, task):
     n, k, m = task.size.size
     with threadpool_limits(limits=task.threads, user_api="blas"):
         timing, _ = measure(lambda: a @ b, lambda: None, session.setup.quick)
-    record = timing.as_dict() | {
-        "threads": task.threads,
-        "gflops": 2 * n * k * m / timing.median / 1e9,
-    }
-    return Result(
-        "matmul",
-        "NumPy/OpenBLAS",
-        PASSED,
-        size=f"{n}x{k}x{m}, {task.threads} thread(s)",
-        timing=record,
-    )
+    gflops = 2 * n * k * m / timing.median / 1e9
+    record = timing.as_dict() | {"threads": task.threads, "gflops": gflops}
+    size = f"NumPy/OpenBLAS, {_threads(task.threads)}, {n}x{k}x{m}"
+    return Result("matmul", "library", PASSED, size=size, timing=record)

@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import sys
 import traceback
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,7 +95,8 @@ def load(stage, variant=None, impl=None):
             if not (directory / "__init__.py").exists():
                 tier.reason = f"no tier package at {directory}"
                 return tier
-            alias = f"graded_{PACKAGES[stage]}"
+            # One module name per folder: graded tiers from two folders never share a module.
+            alias = f"graded_{PACKAGES[stage]}_{zlib.crc32(str(directory).encode()):08x}"
             package = sys.modules.get(alias) or _import_from(directory, alias)
             tier.module = (
                 importlib.import_module(f"{alias}.{name.split('.')[1]}")

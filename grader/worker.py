@@ -1,32 +1,15 @@
 """The isolated worker: `python -m grader.worker`, a child process that runs checks.
 
-It reads pickled messages on stdin (first a Setup, then Tasks) and answers each with a pickled
-message on its original stdout: the Session's description, then one Result per Task. Anything the
+It reads messages (grader/protocol.py) on stdin, first a Setup, then Tasks, and answers on its
+original stdout: the Session's description, then one Result per Task. Anything the
 tiers print goes to stderr instead, so it cannot corrupt the answers. faulthandler prints where a
 native crash happened; the parent (grader/isolation.py) reads that to name the place.
 """
 
 import faulthandler
 import os
-import pickle
-import struct
 
-HEADER = struct.Struct("<Q")  # each message: its length in bytes, then the pickle
-
-
-def send(stream, message):
-    """Write one message to a binary stream."""
-    data = pickle.dumps(message)
-    stream.write(HEADER.pack(len(data)) + data)
-    stream.flush()
-
-
-def receive(stream):
-    """Read one message from a binary stream; EOFError when the other side has closed it."""
-    header = stream.read(HEADER.size)
-    if len(header) < HEADER.size:
-        raise EOFError
-    return pickle.loads(stream.read(HEADER.unpack(header)[0]))
+from .protocol import receive, send
 
 
 def main():

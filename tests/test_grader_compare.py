@@ -1,0 +1,82 @@
+"""The grader's comparison, gradient estimate, poisoning and timing building blocks."""
+
+import time
+
+import numpy as np
+import pytest
+
+from grader import gradients, timing
+from grader.compare import dtype_problem, mismatch
+from grader.contract import Tolerance
+from grader.poison import poisoned_allocations
+
+TOL = Tolerance(rtol=1e-5, atol=1e-6)
+
+
+def test_close_values_pass():
+    expected = np.random.default_rng(0).standard_normal((3, 4))
+    assert mismatch("op", "y", expected * (1 + 1e-7), expected, TOL) is None
+
+
+def test_message_names_op_output_index_values_and_count():
+    expected = np.arange(12.0).reshape(3, 4)
+    received = expected.copy()
+    received[1, 2] = 99.0
+    received[2, 3] = -1.0
+    message = mismatch("matmul", "y", received, expected, TOL)
+    assert message.startswith("matmul: y[1, 2] expected 6, received 99; 2 of 12 elements differ")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_and_inf_never_pass(bad):
+    expected = np.ones(5)
+    received = expected.copy()
+    received[3] = bad
+    assert "y[3]" in mismatch("op", "y", received, expected, TOL)
+    both = np.full(5, bad)
+    assert mismatch("op", "y", both, both, TOL) is not None  # even NaN against NaN, Inf vs Inf
+
+
+def test_shape_and_dtype_problems_are_reported():
+    assert "has shape [3, 2], expected [2, 3]" in mismatch("op", "y", np.ones((3, 2)),
+                                                           np.ones((2, 3)), TOL)  # fmt: skip
+    assert dtype_problem("op", "y", np.ones(2), 32) == "op: y must be float32, got float64"
+    assert dtype_problem("op", "y", np.ones(2), 64) is None
+    assert "integers" in dtype_problem("op", "argmax", np.ones(2, np.float32), 32)
+
+
+def test_integer_outputs_must_match_exactly():
+    assert mismatch("op", "argmax", np.array([0, 2]), np.array([0, 1])).startswith(
+        "op: argmax[1] expected 1, received 2"
+    )
+
+
+def test_central_differences_match_a_known_derivative():
+    arrays = {"x": np.array([0.5, -1.25, 2.0])}
+    estimate = gradients.central_differences(
+        lambda a: float(np.sum(a["x"] ** 3)), arrays, "x", np.arange(3)
+    )
+    np.testing.assert_allclose(estimate, 3 * arrays["x"] ** 2, rtol=1e-8)
+    np.testing.assert_array_equal(arrays["x"], [0.5, -1.25, 2.0])  # restored afterwards
+
+
+def test_sampled_indices_keep_both_ends():
+    indices = gradients.sample_indices(1000, 10, np.random.default_rng(0))
+    assert len(indices) == 10 and indices[0] == 0 and indices[-1] == 999
+    assert list(gradients.sample_indices(5, 10, np.random.default_rng(0))) == [0, 1, 2, 3, 4]
+
+
+def test_poisoned_allocations_fill_floats_with_nan_and_restore_numpy():
+    real_empty = np.empty
+    with poisoned_allocations():
+        assert np.all(np.isnan(np.empty((2, 3), dtype=np.float32)))
+        assert np.all(np.empty_like(np.zeros(4, np.int64)) == np.iinfo(np.int64).min)
+    assert np.empty is real_empty
+
+
+def test_measure_reports_median_and_spread():
+    result_timing, result = timing.measure(lambda: time.sleep(0.002) or 7, lambda: None, quick=True)
+    assert result == 7
+    assert result_timing.repeats >= 3 and result_timing.batch == 1
+    assert 0.002 <= result_timing.min <= result_timing.median <= result_timing.max
+    assert result_timing.q1 <= result_timing.median <= result_timing.q3

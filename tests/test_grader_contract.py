@@ -1,0 +1,106 @@
+"""The contract as data (grader/contract.py): complete, and its inputs are what the checks need."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader import contract
+from grader.contract import OPS
+
+CONTRACT_MD = Path(__file__).parent.parent / "grader" / "CONTRACT.md"
+
+
+def all_cases(op):
+    """(size, built forward arguments) for every correctness case of `op`."""
+    forward = OPS[op.forward] if op.forward else op
+    rng = np.random.default_rng(0)
+    return [(size, forward.build(rng, size)) for size in op.cases]
+
+
+def test_the_table_holds_exactly_the_ops_of_contract_md():
+    text = CONTRACT_MD.read_text()
+    named = set(re.findall(r"`(\w+)\(", text))  # every `name(` written in CONTRACT.md
+    not_ops = {"from_numpy", "to_numpy", "synchronize", "available", "uniform", "normal", "max"}
+    assert named - not_ops <= set(OPS)
+    for name in OPS:  # losses' backwards are described once, as "each `*_backward`"
+        assert name in named or name.removesuffix("_backward") in named, name
+
+
+def test_each_tier_exports_every_op(tier):
+    missing = [name for name in OPS if not callable(getattr(tier, name, None))]
+    assert not missing, f"{tier.NAME} lacks {missing}"
+
+
+def test_weeks_cover_every_group_of_every_stage():
+    for stage, weeks in contract.WEEKS.items():
+        assert set(weeks) == set(contract.GROUPS), stage
+    assert sorted(contract.ops_for_week(2, 7) + contract.ops_for_week(2, 8)) == sorted(OPS)
+    assert contract.ops_for_week(1, 1) == ["matmul", "transpose", "add", "mul", "scale", "sum_rows"]
+    assert contract.week_of(4, "matmul") == 15 and contract.week_of(4, "add") == 14
+    assert contract.ops_for_week(2, 9) == []
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_inputs_are_fresh_float32_random_numbers(name):
+    for _, args in all_cases(OPS[name]):
+        for value in args.values():
+            if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                assert value.dtype == np.float32
+                assert np.all(np.isfinite(value))
+                if value.size > 1:
+                    assert np.unique(value).size > 1, f"{name}: constant input"
+
+
+def test_correctness_cases_include_batch_1_and_sizes_off_every_tile():
+    for name in ("matmul", "linear_forward", "conv2d_forward", "softmax", "cross_entropy_loss"):
+        sizes = [size for size, _ in all_cases(OPS[name])]
+        assert any(size[0] == 1 for size in sizes), name
+        dims = {d for size in sizes for d in size[:4] if isinstance(d, int) and d > 1}
+        assert any(d % 2 for d in dims), name  # odd sizes fit no tile of 8, 16, 32, ...
+
+
+def test_inputs_stay_away_from_kinks():
+    for _, args in all_cases(OPS["relu"]) + all_cases(OPS["leaky_relu"]):
+        assert np.abs(args["x"]).min() >= 0.05
+    for size, args in all_cases(OPS["maxpool2d_forward"]):
+        ties = size[-1]
+        assert (np.unique(args["x"]).size < args["x"].size) == ties
+    for _, args in all_cases(OPS["hinge_loss"]):
+        scores, labels, margin = args["scores"], args["labels"], args["margin"]
+        margins = scores - scores[np.arange(len(labels)), labels][:, None] + margin
+        margins[np.arange(len(labels)), labels] = 1.0
+        assert np.abs(margins).min() >= 0.01
+
+
+def test_statistics_and_labels_are_valid():
+    for _, args in all_cases(OPS["batchnorm_forward"]):
+        assert args["running_var"].min() > 0
+        x = args["x"]
+        assert x.size // x.shape[1] > 1  # a batch variance needs more than one value
+    for _, args in all_cases(OPS["cross_entropy_loss"]):
+        assert 0 <= args["labels"].min() and args["labels"].max() < args["logits"].shape[1]
+        assert args["labels"].dtype == np.int64
+
+
+def test_stability_cases_have_large_inputs():
+    for name in ("softmax", "log_softmax", "cross_entropy_loss", "bce_with_logits_loss", "sigmoid"):
+        largest = max(np.abs(args[next(iter(args))]).max() for _, args in all_cases(OPS[name]))
+        assert largest > 89, name  # exp(89) overflows float32
+
+
+def test_tolerance_widens_with_accumulation_length():
+    op = OPS["matmul"]
+    short = contract.tolerance(op, 32, 64, {"a": np.zeros((2, 4)), "b": np.zeros((4, 2))})
+    long = contract.tolerance(op, 32, 64, {"a": np.zeros((2, 400)), "b": np.zeros((400, 2))})
+    assert long.rtol == pytest.approx(10 * short.rtol) and long.atol == pytest.approx(100 * short.atol)
+    gpu = contract.tolerance(op, 32, 32, {"a": np.zeros((2, 4)), "b": np.zeros((4, 2))}, gpu=True)
+    assert gpu.rtol > short.rtol
+
+
+def test_work_counts_flops_and_bytes():
+    matmul = {"a": np.zeros((2, 3)), "b": np.zeros((3, 5))}
+    assert contract.work_matmul(matmul) == (2 * 2 * 3 * 5, 4 * (6 + 15 + 10))
+    conv = {"x": np.zeros((2, 3, 8, 8)), "w": np.zeros((4, 3, 3, 3)), "stride": 1, "padding": 1}
+    assert contract.conv_flops(conv) == 2 * 2 * 4 * 8 * 8 * 3 * 3 * 3
