@@ -54,9 +54,8 @@ NAME = "c"
 
 def available():
     """(True, "") when the C extension is built, else (False, how to build it)."""
-    if _native.lib is None:
-        return False, _native.NOT_BUILT
-    return True, ""
+    reason = _native.unavailable_reason()
+    return not reason, reason
 
 
 def from_numpy(a):
@@ -86,14 +85,12 @@ def set_num_threads(n):
     n = int(n)
     if n < 0:
         raise ValueError(f"set_num_threads: n must be >= 0, got {n}")
-    _native.require_built()
-    _native.lib.s2c_set_num_threads(n)
+    _native.extension().lib.s2c_set_num_threads(n)
 
 
 def get_num_threads():
     """The number of OpenMP threads the ops use."""
-    _native.require_built()
-    return _native.lib.s2c_get_num_threads()
+    return _native.extension().lib.s2c_get_num_threads()
 
 
 __all__ = [

@@ -2,19 +2,12 @@
 
 Every C function returns a status (csrc/s2c.h): S2C_OK, S2C_NOT_IMPLEMENTED (an exercise stub),
 S2C_BAD_ARGUMENT (a check the wrapper should have made) or S2C_OUT_OF_MEMORY. `call` runs one
-function and raises for anything but S2C_OK. The extension is optional at import time: an unbuilt
-tier still imports, and `available()` says how to build it.
+function and raises for anything but S2C_OK. The extension is imported on first use, not with the
+package: an unbuilt tier still imports (`available()` says how to build it), and building never
+loads the old extension (an AddressSanitizer build cannot load without the ASan runtime).
 """
 
 import numpy as np
-
-try:
-    from ._s2c_native import ffi, lib
-except ImportError as error:  # not built yet (or built for another Python)
-    ffi = lib = None
-    LOAD_ERROR = str(error)
-else:
-    LOAD_ERROR = ""
 
 NOT_BUILT = "the C extension is not built: run `make build`"
 PACKAGE = "stage3_c"
@@ -83,10 +76,38 @@ EXERCISES = {
 OK, NOT_IMPLEMENTED, BAD_ARGUMENT, OUT_OF_MEMORY = 0, 1, 2, 3
 
 
-def require_built():
-    """Raise RuntimeError, saying how to build, when the extension is missing."""
-    if lib is None:
-        raise RuntimeError(f"{NOT_BUILT} ({LOAD_ERROR})")
+_extension_module = None  # stage3_c._s2c_native once imported
+LOAD_ERROR = ""
+
+
+def _load():
+    """Import the extension module; None (the reason in LOAD_ERROR) when it is not built."""
+    global LOAD_ERROR
+    try:
+        from . import _s2c_native
+    except ImportError as error:  # not built yet, or built for another Python
+        LOAD_ERROR = str(error)
+        return None
+    return _s2c_native
+
+
+def extension():
+    """The extension module (its `ffi` and `lib`); RuntimeError, saying how to build, without it."""
+    global _extension_module
+    if _extension_module is None:
+        _extension_module = _load()
+        if _extension_module is None:
+            raise RuntimeError(f"{NOT_BUILT} ({LOAD_ERROR})")
+    return _extension_module
+
+
+def unavailable_reason():
+    """The empty string when the extension loads, else why not and how to fix it."""
+    try:
+        extension()
+    except RuntimeError:
+        return NOT_BUILT
+    return ""
 
 
 def check_status(function, status):
@@ -107,20 +128,25 @@ def check_status(function, status):
 
 def call(function, *args):
     """Call C function `function` (a name such as "s2c_relu") and check its status."""
-    require_built()
-    check_status(function, getattr(lib, function)(*args))
+    check_status(function, getattr(extension().lib, function)(*args))
 
 
 def call_for_double(function, *args):
     """Call a C function whose last parameter is a `double *` result; return that double."""
-    require_built()
-    result = ffi.new("double *")
+    result = extension().ffi.new("double *")
     call(function, *args, result)
     return float(result[0])
 
 
 def pointer(array):
     """A C pointer to a C-contiguous float32 or int64 array's data (no copy; keep the array)."""
-    require_built()
     c_type = "int64_t[]" if array.dtype == np.int64 else "float[]"
-    return ffi.from_buffer(c_type, array)
+    return extension().ffi.from_buffer(c_type, array)
+
+
+def __getattr__(name):
+    """`_native.lib` and `_native.ffi`: the extension's C functions and cffi helper, imported on
+    first use (a module-level __getattr__, PEP 562)."""
+    if name in ("lib", "ffi"):
+        return getattr(extension(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,8 +13,10 @@ fuse into FMA) -fopenmp -std=c99. With --asan: AddressSanitizer at -O1, for `mak
 """
 
 import argparse
+import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import cffi
@@ -69,14 +71,19 @@ def build(asan=False, verbose=False):
         extra_link_args=link_flags,
         libraries=["m"],
     )
-    # A fresh build folder each time: distutils skips objects it believes up to date, and an
-    # ASan object must never be mixed into a release build (or the reverse).
-    shutil.rmtree(BUILD_DIR, ignore_errors=True)
-    built = Path(ffi.compile(tmpdir=str(BUILD_DIR), verbose=verbose))
-    for old in PACKAGE_DIR.glob(f"{MODULE}.*.so"):
-        old.unlink()
-    target = PACKAGE_DIR / built.name
-    shutil.copy2(built, target)
+    # A fresh build folder each time, of this build alone: distutils skips objects it believes up
+    # to date (an ASan object must never end up in a release build, or the reverse), and two
+    # builds of one tree at once must not delete each other's files.
+    BUILD_DIR.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=BUILD_DIR) as scratch:
+        built = Path(ffi.compile(tmpdir=scratch, verbose=verbose))
+        target = PACKAGE_DIR / built.name
+        staged = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        shutil.copy2(built, staged)
+    os.replace(staged, target)  # atomic: a process importing now gets the old or the new file
+    for stale in PACKAGE_DIR.glob(f"{MODULE}.*.so"):
+        if stale != target:  # built for another Python version
+            stale.unlink()
     return target
 
 

@@ -2,7 +2,7 @@
 and column sums of csrc/linalg.c."""
 
 from . import _checks as checks
-from ._native import call, lib, pointer, require_built
+from ._native import call, extension, pointer
 
 # The matmul ladder of csrc/matmul.c, slowest first; `matmul(a, b, kernel=...)` takes a name or
 # its number 1..5.
@@ -11,8 +11,7 @@ MATMUL_KERNELS = ("naive", "loop_order", "blocked", "register", "simd")
 
 def best_kernel():
     """The fastest kernel this CPU runs: simd where it has AVX2 and FMA, else register."""
-    require_built()
-    return "simd" if lib.s2c_simd_supported() else "register"
+    return "simd" if extension().lib.s2c_simd_supported() else "register"
 
 
 def _kernel_name(kernel):
