@@ -116,8 +116,9 @@ def conv2d_backward(x, w, dy, stride=1, padding=0):
     cols = im2col(x, kh, kw, stride, padding)  # [N, C*R*S, L] with L = OH*OW
     dy_rows = dy.reshape(n, k, oh * ow)  # [N, K, L]
     db = dy_rows.sum(axis=(0, 2))
-    # dw[k, r] = sum over images n and positions l of dy[n, k, l] * cols[n, r, l]: one GEMM
-    dw = np.tensordot(dy_rows, cols, axes=([0, 2], [0, 2])).reshape(w.shape)
+    # dw = sum over images of dy[n] @ cols[n].T: one GEMM per image ([K, L] @ [L, C*R*S], BLAS
+    # reads the transposed view as is), then the sum over n; cols is never copied
+    dw = np.matmul(dy_rows, cols.transpose(0, 2, 1)).sum(axis=0).reshape(w.shape)
     dcols = w.reshape(k, -1).T @ dy_rows  # [C*R*S, K] @ [N, K, L] -> [N, C*R*S, L]
     dx = col2im(dcols, x.shape, kh, kw, stride, padding)
     return dx, dw, db
