@@ -94,7 +94,8 @@ def test_tolerance_widens_with_accumulation_length():
     op = OPS["matmul"]
     short = contract.tolerance(op, 32, 64, {"a": np.zeros((2, 4)), "b": np.zeros((4, 2))})
     long = contract.tolerance(op, 32, 64, {"a": np.zeros((2, 400)), "b": np.zeros((400, 2))})
-    assert long.rtol == pytest.approx(10 * short.rtol) and long.atol == pytest.approx(100 * short.atol)
+    assert long.rtol == pytest.approx(10 * short.rtol)
+    assert long.atol == pytest.approx(100 * short.atol)
     gpu = contract.tolerance(op, 32, 32, {"a": np.zeros((2, 4)), "b": np.zeros((4, 2))}, gpu=True)
     assert gpu.rtol > short.rtol
 

@@ -22,7 +22,8 @@ BUGS = [
      r"differ .*padding=[12]"),
     ("softmax_overflow", "softmax", "correct",
      r"softmax: y\[[\d, ]+\] expected [\d.e-]+, received nan; .*\|x\| up to"),
-    ("unwritten", "matmul", "correct", r"matmul: y\[0, 4\] expected -?[\d.]+, received nan; 1 of 5"),
+    ("unwritten", "matmul", "correct",
+     r"matmul: y\[0, 4\] expected -?[\d.]+, received nan; 1 of 5"),
     ("nan_output", "sigmoid", "correct", r"sigmoid: y\[[\d, ]+\] expected 1, received nan"),
     ("sigmoid_gradient", "sigmoid_backward", "grad",
      r"sigmoid_backward: dx\[0, 0\] expected -?[\d.]+, received -?[\d.]+; \d+ of \d+ elements "
