@@ -1,6 +1,8 @@
-/* matmul.h -- the matmul ladder (kernels 1..5, each in csrc/matmul.c with what it changes and why)
- * and the general GEMM that dense and conv layers build on. All matrices are row-major float32 and
- * the output is fully overwritten. Each function returns an s2c_status. */
+/* matmul.h -- the matmul ladder (kernels 1..5, each in csrc/matmul.c with what it changes and why;
+ * MATMUL.md has the story and the measurements) and the general GEMM that dense and conv layers
+ * build on. All matrices are row-major float32; sizes are >= 1 (else S2C_BAD_ARGUMENT). The output
+ * is overwritten without being read first, so it may hold NaN (except by s2c_gemm's accumulate).
+ * Each function returns an s2c_status; kernels 4, 5 and s2c_gemm may return S2C_OUT_OF_MEMORY. */
 #ifndef S2C_MATMUL_H
 #define S2C_MATMUL_H
 
@@ -15,14 +17,17 @@ int s2c_matmul_simd(const float *a, const float *b, float *c, int64_t n, int64_t
 
 /* c[m, n] = op(a) @ op(b), plus the old c when accumulate != 0. op(a) is [m, k]: a is stored
  * [m, k], or [k, m] when trans_a != 0; op(b) is [k, n]: b is stored [k, n], or [n, k] when
- * trans_b != 0. The fastest kernel the machine supports; OpenMP threads as set below. */
+ * trans_b != 0. Kernel 5 (kernel 4's micro-kernel without AVX2), on the OpenMP threads set below;
+ * called from inside a parallel region, it runs on the calling thread alone. Thread-safe. */
 int s2c_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
              const float *a, const float *b, float *c, int accumulate);
 
-/* 1 when the CPU running this supports the simd kernel's instructions (AVX2 and FMA). */
+/* 1 when the CPU running this supports the simd kernel's instructions (AVX2 and FMA); elsewhere
+ * s2c_matmul_simd runs kernel 4's micro-kernel. */
 int s2c_simd_supported(void);
 
-/* OpenMP threads used by kernels 3..5 and s2c_gemm (and by the other ops' parallel loops). */
+/* OpenMP threads used by kernels 3..5 and s2c_gemm (and by the other ops' parallel loops);
+ * n <= 0 restores OpenMP's default (omp_get_max_threads()). Set it between calls, not during. */
 void s2c_set_num_threads(int n);
 int s2c_get_num_threads(void);
 
