@@ -23,6 +23,7 @@ from tools.exercises import (
     MarkerError,
     available_tiers,
     is_skipped,
+    plan_tier,
     stub_regions,
 )
 
@@ -308,3 +309,28 @@ def test_the_tool_refuses_to_write_over_the_reference(tmp_path):
     )
     assert code != 0 and "the repository itself" in output
     assert "2 * v" in (tmp_path / "ref" / "stage1_python" / "ops.py").read_text()
+
+
+# The curriculum names what the code holds -------------------------------------------------------
+CURRICULUM = REPO_ROOT / "curriculum"
+
+
+def test_each_week_page_names_the_files_and_tasks_of_its_exercises():
+    missing = []
+    for tier in TIERS:
+        for region in plan_tier(REPO_ROOT, tier)[1]:
+            page = CURRICULUM / f"week{region.week:02d}.md"
+            text = page.read_text(encoding="utf-8") if page.is_file() else ""
+            missing += [
+                f"{page.name}: {name}"
+                for name in (region.path, region.task)
+                if f"`{name}`" not in text
+            ]
+    assert not missing, f"week pages lack exercises of the code: {sorted(set(missing))}"
+
+
+def test_the_learning_path_links_all_eighteen_weeks():
+    path = (CURRICULUM / "LEARNING_PATH.md").read_text(encoding="utf-8")
+    for week in range(1, 19):
+        assert (CURRICULUM / f"week{week:02d}.md").is_file()
+        assert f"(week{week:02d}.md)" in path
