@@ -30,8 +30,10 @@ FLOAT64_TOLERANCE = {"rtol": 1e-10, "atol": 1e-12}
 
 
 def on_every_tier(group, op=None):
-    """Parametrize the `tier` fixture over every tier, each marked with the week teaching `group`
-    there (or `op`, where the contract teaches it in another week than its group)."""
+    """Parametrize the `tier` fixture over every tier, each marked with the week of `group` there.
+
+    `op` names an op the contract teaches in another week than its group (numba's matmul).
+    """
 
     def week(stage):
         return WEEK_EXCEPTIONS.get((stage, op), WEEKS[stage][group])
