@@ -23,7 +23,7 @@ THREADS = (1, 2)
 
 def plan_bench(options, info, results):
     """The bench's tasks; the 2-thread rung waits for the 1-thread results to pick the best."""
-    tier_class = contract.TIER_CLASS[options.stage]
+    tier_class = contract.tier_class(options.stage)
     for name, op in OPS.items():
         sizes = contract.ladder(op, tier_class, bench=True)
         for named in sizes[: 1 if options.quick else None]:

@@ -65,7 +65,7 @@ def plan_grade(options, info, results):
             tasks.append(Task("grad", name))
         if op.dist:
             tasks.append(Task("dist", name))
-    tier_class = contract.TIER_CLASS[options.stage]
+    tier_class = contract.tier_class(options.stage)
     for name in names:
         sizes = contract.ladder(OPS[name], tier_class)
         tasks += [Task("speed", name, named) for named in sizes[: 1 if options.quick else None]]
@@ -125,54 +125,45 @@ def _display(path):
 
 
 def _run_variant(options, variant, plan, kind, out):
+    """Grade one tier (stage 4 has two variants); returns (results, the run's JSON record)."""
     against = (options.against,) if options.against else DEFAULT_AGAINST[options.stage]
     impl = str(Path(options.impl).resolve()) if options.impl else None
     setup = Setup(
-        options.stage,
-        variant,
-        impl,
-        against,
-        options.seed,
-        options.quick,
-        bench=plan is not plan_grade,
+        options.stage, variant, impl, against, options.seed, options.quick, bench=kind == "bench"
     )
     isolate = options.isolate or options.stage >= 3  # native code may crash or hang
     runner = IsolatedRunner(setup) if isolate else InProcessRunner(setup)
     label = tiers.tier_label(options.stage, variant)
-    record = {"tier": label, "impl": impl, "isolated": isolate, "results": []}
+    record = {"tier": label, "impl": impl, "isolated": isolate}
+    results = []
     try:
         info = runner.describe()
-    except WorkerGone as gone:
-        result = Result("import", "import", FAILED, f"{label}: {gone}")
-        report.print_row(result, out)
-        record["results"] = [result]
-        return [result], record
-    graded = info["graded"]
-    record.update(graded=graded, reference=info["reference"])
-    if not graded["ok"]:
-        status = FAILED if graded["broken"] else SKIPPED
-        result = Result("import", "import", status, f"{label}: {graded['reason']}")
-        print(
-            f"{label} is {'broken' if graded['broken'] else 'unavailable'}: {graded['reason']}",
-            file=out,
-        )
+        graded = info["graded"]
+        record.update(graded=graded, reference=info["reference"])
+        if not graded["ok"]:
+            state = "broken" if graded["broken"] else "unavailable"
+            print(f"{label} is {state}: {graded['reason']}", file=out)
+            status = FAILED if graded["broken"] else SKIPPED
+            results.append(Result("import", "import", status, f"{label}: {graded['reason']}"))
+        else:
+            reference = info["reference"]
+            against_text = f"against {reference['label']}" if reference else "with no reference"
+            if not reference:
+                against_text += f" tier ({info['reference_reason']})"
+            where = _display(graded["origin"])
+            isolated = ", isolated" if isolate else ""
+            print(
+                f"grading {graded['label']} from {where} {against_text}{isolated}; "
+                f"seed {options.seed}",
+                file=out,
+            )
+            report.print_header(out)
+            _run_tasks(options, runner, plan(options, info, results), results, out)
+    except WorkerGone as gone:  # the worker died before it could describe the tiers
+        results.append(Result("import", "import", FAILED, f"{label}: {gone}"))
+        report.print_row(results[-1], out)
+    finally:
         runner.close()
-        record["results"] = [result]
-        return [result], record
-    against_text = (
-        f"against {info['reference']['label']}"
-        if info["reference"]
-        else f"with no reference tier ({info['reference_reason']})"
-    )
-    print(
-        f"grading {graded['label']} from {_display(graded['origin'])} {against_text}"
-        f"{', isolated' if isolate else ''}; seed {options.seed}",
-        file=out,
-    )
-    report.print_header(out)
-    results = []
-    _run_tasks(options, runner, plan(options, info, results), results, out)
-    runner.close()
     record["results"] = results
     return results, record
 
@@ -184,17 +175,11 @@ def _run_tasks(options, runner, tasks, results, out):
     for task in tasks:
         if task.op in missing_ops or (task.kind == "speed" and task.op in failed_ops):
             why = "not implemented" if task.op in missing_ops else "its correctness check failed"
-            result = Result(
-                task.op,
-                task.kind,
-                SKIPPED,
-                f"skipped: {why}",
-                size=task.size.label or "" if task.size else "",
-            )
+            size = (task.size.label or "") if task.size else ""
+            result = Result(task.op, task.kind, SKIPPED, f"skipped: {why}", size=size)
         else:
-            limit = options.timeout * (
-                SPEED_TIME_FACTOR if task.kind in ("speed", "kernel", "blas") else 1
-            )
+            timed = task.kind in ("speed", "kernel", "blas")
+            limit = options.timeout * (SPEED_TIME_FACTOR if timed else 1)
             result = runner.run(task, limit)
             if result.status == FAILED:
                 failed_ops.add(task.op)

@@ -118,7 +118,7 @@ class Session:
 
     def describe(self):
         """What the parent needs to plan the run: who is graded against whom."""
-        graded = self.graded
+        graded, reference = self.graded, self.reference
         return {
             "graded": {
                 "label": graded.label,
@@ -127,16 +127,10 @@ class Session:
                 "broken": graded.broken,
                 "origin": graded.origin,
             },
-            "reference": {
-                "label": self.reference.label,
-                "stage": self.reference.stage,
-                "origin": self.reference.origin,
-            }
-            if self.reference
-            else None,
+            "reference": reference
+            and {"label": reference.label, "stage": reference.stage, "origin": reference.origin},
             "reference_reason": self._reference_reason,
-            "oracle_ok": self.oracle.ok,
-            "matmul_kernels": tuple(getattr(graded.module, "MATMUL_KERNELS", ()) or ()),
+            "matmul_kernels": tuple(getattr(graded.module, "MATMUL_KERNELS", None) or ()),
         }
 
     # --- calling tiers --------------------------------------------------------------------
@@ -165,23 +159,21 @@ class Session:
         return outputs
 
     def _check_untouched(self, op, args, natives):
+        """Raise when the graded op changed an input array it must only read."""
         for name in op.params:
-            if name in op.inplace or not isinstance(args[name], np.ndarray | tuple):
+            if name in op.inplace:
                 continue
-            before = args[name] if isinstance(args[name], tuple) else (args[name],)
-            after = natives[name] if isinstance(args[name], tuple) else (natives[name],)
-            if not isinstance(before[0], np.ndarray):
-                continue  # a shape tuple
-            for original, native in zip(before, after, strict=True):
+            originals = args[name] if isinstance(args[name], tuple) else (args[name],)
+            values = natives[name] if isinstance(args[name], tuple) else (natives[name],)
+            for original, native in zip(originals, values, strict=True):
+                if not isinstance(original, np.ndarray):
+                    break  # a scalar, or a shape such as x_shape
                 if not np.array_equal(np.asarray(self.graded.module.to_numpy(native)), original):
-                    raise TierError(
-                        "graded",
-                        op.name,
-                        tiers.ContractError(
-                            f"modified its input {name} (only optimizers and batchnorm's running "
-                            "statistics may change their arguments)"
-                        ),
+                    problem = tiers.ContractError(
+                        f"modified its input {name} (only optimizers and batchnorm's running "
+                        "statistics may change their arguments)"
                     )
+                    raise TierError("graded", op.name, problem)
 
     def arguments(self, op, size, rng, tier, role, keep_float64=False):
         """{param: NumPy value} for `op` at `size`; a derived op runs its forward on `tier`.
@@ -198,12 +190,8 @@ class Session:
         sources = dict(forward_args)
         if any(name not in forward_args for name in op.params):
             outputs = self.call(tier, forward, forward_args, role)
-            sources.update(
-                {
-                    name: value if keep_float64 else as_float32(value)
-                    for name, value in outputs.items()
-                }
-            )
+            for name, value in outputs.items():
+                sources[name] = value if keep_float64 else as_float32(value)
             first = outputs[contract.output_names(forward)[0]]
             sources["dy"] = inputs.normal(rng, first.shape)
             sources["x_shape"] = tuple(int(n) for n in forward_args["x"].shape)

@@ -129,7 +129,7 @@ def check_speed(session, task):
 
     expected, expected_bits, validated = None, None, "none"
     reference = session.reference
-    if reference and _in_ladder(named, contract.TIER_CLASS[reference.stage], op, bench):
+    if reference and _in_ladder(named, contract.tier_class(reference.stage), op, bench):
         ref_timing, expected = time_op(session, reference, op, args, "reference")
         expected_bits, validated = contract.FLOAT_BITS[reference.stage], reference.label
         record.update(
@@ -144,7 +144,7 @@ def check_speed(session, task):
         validated = "NumPy float64"
     record["validated_against"] = validated
 
-    baseline = library_baseline(op.name, args, contract.TIER_CLASS[session.setup.stage], bench)
+    baseline = library_baseline(op.name, args, contract.tier_class(session.setup.stage), bench)
     if baseline is not None:
         library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
         record.update(
@@ -204,8 +204,9 @@ def check_kernel(session, task):
     tol = contract.tolerance(op, session.graded_bits, 64, {"a": a, "b": b}, session.gpu)
     problem = compare_outputs(session, op, received, {"y": a.astype(np.float64) @ b}, tol)
     size = f"{task.kernel}, {_threads(task.threads)}, {n}x{k}x{m}"
-    return Result("matmul", "kernel", FAILED if problem else PASSED, problem or "", size=size,
-                  timing=record)  # fmt: skip
+    return Result(
+        "matmul", "kernel", FAILED if problem else PASSED, problem or "", size=size, timing=record
+    )
 
 
 def check_blas(session, task):

@@ -92,8 +92,8 @@ def load(stage, variant=None, impl=None):
         else:
             directory = _package_dir(impl, stage)
             tier.origin = str(directory)
-            if not (directory / "__init__.py").exists():
-                tier.reason = f"no tier package at {directory}"
+            if not (directory / "__init__.py").exists():  # a wrong --impl path: a failure
+                tier.reason, tier.broken = f"no tier package at {directory}", True
                 return tier
             # One module name per folder: graded tiers from two folders never share a module.
             alias = f"graded_{PACKAGES[stage]}_{zlib.crc32(str(directory).encode()):08x}"
@@ -105,7 +105,7 @@ def load(stage, variant=None, impl=None):
             )
     except ModuleNotFoundError as error:
         if error.name and name.startswith(error.name):
-            tier.reason = f"{name} is not written yet (no module {error.name})"
+            tier.reason = f"{name} is not written yet"
             return tier
         return _broken(tier, error)
     except Exception as error:  # the tier's own code failed: report it, never crash the grader
