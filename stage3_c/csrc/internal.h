@@ -6,9 +6,10 @@
 
 #include "s2c.h"
 
-/* Below this many elements, waking OpenMP's threads costs more than the work they would share.
+/* Below this many elements, waking OpenMP's threads costs more than the work they would share
+ * (and on a busy machine a thread that is not scheduled at once stalls the whole op).
  * Parallel loops run on s2c_get_num_threads() threads, which stage3_c.set_num_threads sets. */
-#define S2C_PARALLEL_MIN 65536
+#define S2C_PARALLEL_MIN 262144
 
 /* An argument check the Python wrapper has already made, repeated so that a direct call with
  * nonsense sizes returns S2C_BAD_ARGUMENT instead of walking through memory. */
