@@ -47,11 +47,13 @@ def plan_bench(options, info, results):
 def bench(options, out=sys.stdout):
     """Run the bench; returns (exit status, JSON record); writes the Markdown table too."""
     options.json = options.json or str(default_json_path(options, "bench"))
-    status, record = execute(options, plan_bench, "bench", out)
-    markdown = Path(options.json).with_suffix(".md")
-    markdown.write_text(markdown_report(record))
-    print(f"table written to {markdown}", file=out)
-    return status, record
+
+    def write_markdown(record):
+        markdown = Path(options.json).with_suffix(".md")
+        markdown.write_text(markdown_report(record))
+        return markdown
+
+    return execute(options, plan_bench, "bench", out, also_write=write_markdown)
 
 
 def _kernel_rows(results):

@@ -92,9 +92,10 @@ def grade(options, out=sys.stdout):
     return execute(options, plan_grade, "grade", out)
 
 
-def execute(options, plan, kind, out):
+def execute(options, plan, kind, out, also_write=None):
     """Run the tasks `plan(options, info, results so far)` gives, for each variant; print the
-    table, write the JSON record; returns (exit status, record)."""
+    table, write the JSON record (and whatever `also_write(record)` writes, e.g. the bench's
+    Markdown table; it returns the path); returns (exit status, record)."""
     started = time.perf_counter()
     runs, everything = [], []
     for variant in variants(options):
@@ -112,6 +113,8 @@ def execute(options, plan, kind, out):
     }
     path = report.write_json(options.json or default_json_path(options, kind), record)
     print(f"\nresults written to {_display(path)} ({record['summary']['seconds']} s)", file=out)
+    if also_write:
+        print(f"table written to {_display(also_write(record))}", file=out)
     report.print_recap(everything, out)
     print(report.summary_line(everything), file=out, flush=True)
     return (1 if report.counts(everything)[FAILED] else 0), record

@@ -108,12 +108,16 @@ class Session:
 
     @property
     def fast_reference(self):
-        """The repository's stage 2, to validate sizes the reference is too slow for; None when
-        it is the very code being graded (it would only agree with itself) or unavailable."""
+        """A fast repository tier (stage 2, else 3) to validate sizes the reference is too slow
+        for; never the very code being graded (it would only agree with itself)."""
         if not hasattr(self, "_fast_reference"):
-            is_graded = self.setup.stage == 2 and self.setup.impl is None
-            loaded = None if is_graded else tiers.load(2)
-            self._fast_reference = loaded if loaded is not None and loaded.ok else None
+            self._fast_reference = None
+            for stage in (2, 3):
+                if stage != self.setup.stage or self.setup.impl is not None:
+                    loaded = tiers.load(stage)
+                    if loaded.ok:
+                        self._fast_reference = loaded
+                        break
         return self._fast_reference
 
     def describe(self):

@@ -3,8 +3,8 @@ best library on the machine; outputs re-validated after timing. Also the bench's
 
 A ladder size is timed on the reference tier too when that tier's own ladder holds it (stage 1
 only runs the tiny sizes), which gives the speedup. The output of the last timed call is then
-compared with, in this order: the reference tier's output, the repository's stage 2 (fast, when
-it is not itself the graded code), or a float64 NumPy evaluation; `validated_against` records
+compared with, in this order: the reference tier's output, the repository's stage 2 or 3 (fast;
+never the graded code itself), or a float64 NumPy evaluation; `validated_against` records
 which, or "none" when no independent answer exists at that size.
 """
 
@@ -137,8 +137,9 @@ def check_speed(session, task):
             speedup=ref_timing.median / timing.median,
         )
     elif session.fast_reference is not None:
-        expected = session.call(session.fast_reference, op, args, "reference")
-        expected_bits, validated = 32, session.fast_reference.label
+        fast = session.fast_reference
+        expected = session.call(fast, op, args, "reference")
+        expected_bits, validated = contract.FLOAT_BITS[fast.stage], fast.label
     elif numpy_evaluation(op.name, args, np.float64) is not None:
         expected, expected_bits = numpy_evaluation(op.name, args, np.float64), 64
         validated = "NumPy float64"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from grader import Options, grade
 
 ROOT = Path(__file__).parent.parent
@@ -66,3 +68,19 @@ def test_stage2_matmul_64_is_timed_against_stage1(tmp_path):
     assert speed[0].size == "64x64x64"
     assert speed[0].timing["reference"]["tier"].startswith("stage 1")
     assert speed[0].timing["speedup"] >= 100
+
+
+@pytest.mark.slow
+def test_bench_writes_json_and_a_markdown_table_naming_the_machine(tmp_path):
+    path = tmp_path / "bench-stage2.json"
+    done = run_cli("bench", "--stage", "2", "--quick", "--json", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert SUMMARY.fullmatch(done.stdout.splitlines()[-1])
+    record = json.loads(path.read_text())
+    speed = [r for r in record["runs"][0]["results"] if r["check"] == "speed"]
+    assert {r["op"] for r in speed} >= {"matmul", "conv2d_forward", "conv2d_backward"}
+    conv = next(r for r in speed if r["op"] == "conv2d_forward")
+    assert conv["size"].startswith("LeNet-5 conv1") and conv["timing"]["speedup"] > 1
+    table = path.with_suffix(".md").read_text()
+    assert f"Machine: {record['machine']['cpu']}, {record['machine']['cores']} cores" in table
+    assert "| matmul | 64x64x64 |" in table
