@@ -119,6 +119,7 @@ def check_speed(session, task):
     label = contract.size_label(op, named, args)
     timing, received = time_op(session, session.graded, op, args, "graded")
     record = timing.as_dict()
+    record["shapes"] = {n: list(v.shape) for n, v in args.items() if isinstance(v, np.ndarray)}
     flops, moved = op.work(args)
     record.update(
         flops=flops,
