@@ -6,10 +6,12 @@
 
 #include "s2c.h"
 
-/* Below this many elements, waking OpenMP's threads costs more than the work they would share
- * (and on a busy machine a thread that is not scheduled at once stalls the whole op).
- * Parallel loops run on s2c_get_num_threads() threads, which stage3_c.set_num_threads sets. */
-#define S2C_PARALLEL_MIN 262144
+/* Below this many elements, a loop runs on one thread. Elementwise ops are bound by memory
+ * bandwidth, which one core nearly saturates, so threads gain little there; and each parallel
+ * region waits for its slowest thread, which on a busy machine (more runnable processes than
+ * cores) may not be scheduled for milliseconds. Parallel loops run on s2c_get_num_threads()
+ * threads, which stage3_c.set_num_threads sets. */
+#define S2C_PARALLEL_MIN 4194304
 
 /* An argument check the Python wrapper has already made, repeated so that a direct call with
  * nonsense sizes returns S2C_BAD_ARGUMENT instead of walking through memory. */
