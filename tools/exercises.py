@@ -169,7 +169,8 @@ def check_destination(out, tiers, root, force):
     if existing and not force:
         names = ", ".join(f"{out}/{tier}" for tier in existing)
         raise SystemExit(
-            f"error: {names} already exists and may hold your work; nothing was written.\n"
+            f"error: {names} already {'exists' if len(existing) == 1 else 'exist'} and may hold "
+            f"your work; nothing was written.\n"
             f"  Keep it and write elsewhere: make exercises WORKSPACE=another_folder "
             f"(then grade it with IMPL=another_folder).\n"
             f"  Or replace it, losing its changes: make exercises ARGS=--force "
