@@ -7,6 +7,13 @@
 
 #include "internal.h"
 
+/* The batch loops hand out images (or groups of images) one at a time, schedule(dynamic): a
+ * thread that finishes early, or one the OS does not run for a while on a busy machine, then
+ * does not hold up the others, as a fixed half of the batch each would. */
+
+/* The backward pass sums dweights over at most this many groups of consecutive images. */
+#define CONV_GROUPS 16
+
 /* Every size >= 1, stride >= 1, padding >= 0, and the window fits in the padded input. */
 static int window_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t r, int64_t s,
                        int64_t stride, int64_t padding)
@@ -141,7 +148,7 @@ int s2c_conv2d_forward(const float *x, const float *weights, const float *bias, 
     if (scratch == NULL)
         return S2C_OUT_OF_MEMORY;
     int status = S2C_OK;
-    #pragma omp parallel for num_threads(threads) if (n > 1)
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (n > 1)
     for (int64_t image = 0; image < n; image++) {
         float *cols = scratch + (size_t)omp_get_thread_num() * (size_t)(rows * columns);
         float *y_image = y + image * k * columns;
@@ -172,44 +179,54 @@ int s2c_conv2d_backward(const float *x, const float *weights, const float *dy,
     /* Per image, with cols = im2col(image) recomputed (cheaper than keeping the batch's):
      *   dweights [k, rows] += dy_image [k, columns] @ cols.T
      *   dcols [rows, columns] = weights.T @ dy_image, and dx_image = col2im(dcols).
-     * Each thread adds its images' dweights into its own zeroed buffer; the buffers are summed
-     * at the end, so no two threads ever write the same float. */
+     * Every image adds to dweights, so the batch is cut into groups of consecutive images, each
+     * summing into its own zeroed buffer; the groups' buffers are then added in group order. No
+     * two threads write the same float, and the result does not depend on the thread count. */
     int64_t oh = s2c_out_size(h, r, stride, padding), ow = s2c_out_size(w, s, stride, padding);
     int64_t rows = c * r * s, columns = oh * ow, weight_size = k * rows;
+    int64_t groups = s2c_min(n, CONV_GROUPS);
     int threads = s2c_get_num_threads();
-    size_t per_thread = (size_t)(2 * rows * columns + weight_size);
-    float *scratch = calloc((size_t)threads * per_thread, sizeof(float));
-    if (scratch == NULL)
+    float *group_dweights = calloc((size_t)(groups * weight_size), sizeof(float));
+    float *scratch = malloc((size_t)threads * (size_t)(2 * rows * columns) * sizeof(float));
+    if (group_dweights == NULL || scratch == NULL) {
+        free(group_dweights);
+        free(scratch);
         return S2C_OUT_OF_MEMORY;
+    }
     int status = S2C_OK;
-    #pragma omp parallel for num_threads(threads) if (n > 1)
-    for (int64_t image = 0; image < n; image++) {
-        float *cols = scratch + (size_t)omp_get_thread_num() * per_thread;
-        float *dcols = cols + rows * columns, *thread_dweights = dcols + rows * columns;
-        const float *dy_image = dy + image * k * columns;
-        int image_status = s2c_im2col(x + image * c * h * w, cols, 1, c, h, w, r, s, stride,
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (groups > 1)
+    for (int64_t group = 0; group < groups; group++) {
+        float *cols = scratch + (size_t)omp_get_thread_num() * (size_t)(2 * rows * columns);
+        float *dcols = cols + rows * columns;
+        float *dweights_group = group_dweights + group * weight_size;
+        int group_status = S2C_OK;
+        for (int64_t image = group * n / groups;
+             image < (group + 1) * n / groups && group_status == S2C_OK; image++) {
+            const float *dy_image = dy + image * k * columns;
+            group_status = s2c_im2col(x + image * c * h * w, cols, 1, c, h, w, r, s, stride,
                                       padding);
-        if (image_status == S2C_OK)
-            image_status = s2c_gemm(0, 1, k, rows, columns, dy_image, cols, thread_dweights, 1);
-        if (image_status == S2C_OK)
-            image_status = s2c_gemm(1, 0, rows, columns, k, weights, dy_image, dcols, 0);
-        if (image_status == S2C_OK)
-            image_status = s2c_col2im(dcols, dx + image * c * h * w, 1, c, h, w, r, s, stride,
-                                      padding);
-        if (image_status != S2C_OK) {
+            if (group_status == S2C_OK)
+                group_status = s2c_gemm(0, 1, k, rows, columns, dy_image, cols, dweights_group, 1);
+            if (group_status == S2C_OK)
+                group_status = s2c_gemm(1, 0, rows, columns, k, weights, dy_image, dcols, 0);
+            if (group_status == S2C_OK)
+                group_status = s2c_col2im(dcols, dx + image * c * h * w, 1, c, h, w, r, s, stride,
+                                          padding);
+        }
+        if (group_status != S2C_OK) {
             #pragma omp atomic write
-            status = image_status;
+            status = group_status;
         }
     }
     for (int64_t p = 0; p < weight_size; p++) {
         float sum = 0.0f;
-        for (int thread = 0; thread < threads; thread++)
-            sum += scratch[(size_t)thread * per_thread + 2 * rows * columns + p];
+        for (int64_t group = 0; group < groups; group++)
+            sum += group_dweights[group * weight_size + p];
         dweights[p] = sum;
     }
+    free(group_dweights);
     free(scratch);
     bias_gradient(dy, dbias, n, k, columns);
-    return status;
     return status;
     /* END SOLUTION */
 }
