@@ -275,6 +275,14 @@ def test_maxpool_ties_pick_the_first_in_window_order():
     assert argmax.ravel().tolist() == [0, 1, 3, 4]
 
 
+@week("pooling")
+def test_maxpool_lets_the_first_nan_win_as_stage2(rng):
+    x = inputs.distinct(rng, (2, 3, 6, 6))
+    x[0, 0, 0, 1] = x[0, 0, 1, 0] = x[1, 2, 5, 5] = np.nan
+    y, argmax = run_both("maxpool2d_forward", x, 2, 2)
+    assert np.isnan(y[0, 0, 0, 0]) and argmax[0, 0, 0, 0] == 1
+
+
 @week("normalization")
 @pytest.mark.parametrize("shape", [(2, 1), (9, 5), (1, 3, 4, 5), (8, 16, 7, 7)])
 @pytest.mark.parametrize("training", [True, False])
