@@ -216,6 +216,7 @@ CONV_CASES = [  # x shape, w shape, stride, padding
     ((3, 2, 11, 10), (5, 2, 5, 3), 1, 2),
     ((2, 4, 8, 8), (3, 4, 3, 3), 3, 4),
     ((4, 6, 14, 14), (16, 6, 5, 5), 1, 0),
+    ((23, 2, 9, 9), (3, 2, 3, 3), 1, 0),  # groups of 10 images side by side, the last of 3
 ]
 
 

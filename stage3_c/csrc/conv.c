@@ -7,12 +7,14 @@
 
 #include "internal.h"
 
-/* The batch loops hand out images (or groups of images) one at a time, schedule(dynamic): a
- * thread that finishes early, or one the OS does not run for a while on a busy machine, then
- * does not hold up the others, as a fixed half of the batch each would. */
+/* The im2col convolution lays the cols of several images side by side, one wide matrix
+ * [rows, images * columns], so that each GEMM call multiplies wider matrices (and packs the
+ * weights once per group of images, not once per image): enough images for this many columns. */
+#define CONV_GEMM_COLUMNS 512
 
-/* The backward pass sums dweights over at most this many groups of consecutive images. */
-#define CONV_GROUPS 16
+/* The batch loops hand out groups of images one at a time, schedule(dynamic): a thread that
+ * finishes early, or one the OS does not run for a while on a busy machine, then does not hold
+ * up the others, as a fixed half of the batch each would. */
 
 /* Every size >= 1, stride >= 1, padding >= 0, and the window fits in the padded input. */
 static int window_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t r, int64_t s,
@@ -20,6 +22,19 @@ static int window_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t r, in
 {
     return n >= 1 && c >= 1 && h >= 1 && w >= 1 && r >= 1 && s >= 1 && stride >= 1 &&
            padding >= 0 && h + 2 * padding >= r && w + 2 * padding >= s;
+}
+
+/* One image's window geometry: channels, input size, window, stride, padding, output size. */
+struct geometry {
+    int64_t c, h, w, kh, kw, stride, padding, oh, ow;
+};
+
+static struct geometry geometry_of(int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                                   int64_t stride, int64_t padding)
+{
+    struct geometry g = {c, h, w, kh, kw, stride, padding, s2c_out_size(h, kh, stride, padding),
+                         s2c_out_size(w, kw, stride, padding)};
+    return g;
 }
 
 /* Along one axis, the outputs o whose input position o * stride - padding + offset lies inside
@@ -58,42 +73,81 @@ static void bias_gradient(const float *dy, float *dbias, int64_t n, int64_t k, i
     }
 }
 
+/* im2col of one image [c, h, w]: row (channel * kh + i) * kw + j of cols, which starts at
+ * cols + row * ld, holds the input seen at window offset (i, j) by each of the oh * ow outputs
+ * (ld >= oh * ow: the conv passes put several images' columns side by side). */
+static int im2col_image(const float *image, float *cols, int64_t ld, struct geometry g)
+{
+    /* BEGIN SOLUTION week 13, task im2col */
+    for (int64_t row = 0; row < g.c * g.kh * g.kw; row++) {
+        int64_t channel = row / (g.kh * g.kw), i = row / g.kw % g.kh, j = row % g.kw;
+        const float *plane = image + channel * g.h * g.w;
+        int64_t y_first, y_end, x_first, x_end;
+        inside_run(g.h, g.oh, i, g.stride, g.padding, &y_first, &y_end);
+        inside_run(g.w, g.ow, j, g.stride, g.padding, &x_first, &x_end);
+        for (int64_t oy = 0; oy < g.oh; oy++) {
+            float *out_row = cols + row * ld + oy * g.ow;
+            if (oy < y_first || oy >= y_end) {
+                for (int64_t ox = 0; ox < g.ow; ox++)
+                    out_row[ox] = 0.0f;
+                continue;
+            }
+            const float *in_row = plane + (oy * g.stride - g.padding + i) * g.w;
+            for (int64_t ox = 0; ox < x_first; ox++)
+                out_row[ox] = 0.0f;
+            for (int64_t ox = x_first; ox < x_end; ox++)
+                out_row[ox] = in_row[ox * g.stride - g.padding + j];
+            for (int64_t ox = x_end; ox < g.ow; ox++)
+                out_row[ox] = 0.0f;
+        }
+    }
+    return S2C_OK;
+    /* END SOLUTION */
+}
+
+/* col2im of one image, the adjoint of im2col_image: the same walk, adding each entry of cols
+ * back onto the pixel it was copied from (overlapping windows add up; padding is dropped). */
+static int col2im_image(const float *cols, int64_t ld, float *image, struct geometry g)
+{
+    /* BEGIN SOLUTION week 13, task col2im */
+    for (int64_t p = 0; p < g.c * g.h * g.w; p++)
+        image[p] = 0.0f;
+    for (int64_t row = 0; row < g.c * g.kh * g.kw; row++) {
+        int64_t channel = row / (g.kh * g.kw), i = row / g.kw % g.kh, j = row % g.kw;
+        float *plane = image + channel * g.h * g.w;
+        int64_t y_first, y_end, x_first, x_end;
+        inside_run(g.h, g.oh, i, g.stride, g.padding, &y_first, &y_end);
+        inside_run(g.w, g.ow, j, g.stride, g.padding, &x_first, &x_end);
+        for (int64_t oy = y_first; oy < y_end; oy++) {
+            float *out_row = plane + (oy * g.stride - g.padding + i) * g.w;
+            const float *in_row = cols + row * ld + oy * g.ow;
+            for (int64_t ox = x_first; ox < x_end; ox++)
+                out_row[ox * g.stride - g.padding + j] += in_row[ox];
+        }
+    }
+    return S2C_OK;
+    /* END SOLUTION */
+}
+
 int s2c_im2col(const float *x, float *cols, int64_t n, int64_t c, int64_t h, int64_t w,
                int64_t kh, int64_t kw, int64_t stride, int64_t padding)
 {
     S2C_REQUIRE(window_fits(n, c, h, w, kh, kw, stride, padding));
     /* BEGIN SOLUTION week 13, task im2col */
-    int64_t oh = s2c_out_size(h, kh, stride, padding), ow = s2c_out_size(w, kw, stride, padding);
-    int64_t rows = c * kh * kw, columns = oh * ow;
+    struct geometry g = geometry_of(c, h, w, kh, kw, stride, padding);
+    int64_t image_size = c * h * w, cols_size = c * kh * kw * g.oh * g.ow;
+    int status = S2C_OK;
     #pragma omp parallel for num_threads(s2c_get_num_threads()) \
-        if (n > 1 && n * rows * columns >= S2C_PARALLEL_MIN)
+        if (n > 1 && n * cols_size >= S2C_PARALLEL_MIN)
     for (int64_t image = 0; image < n; image++) {
-        for (int64_t row = 0; row < rows; row++) {
-            /* row = (channel * kh + i) * kw + j: the window offset (i, j) in one channel */
-            int64_t channel = row / (kh * kw), i = row / kw % kh, j = row % kw;
-            const float *plane = x + (image * c + channel) * h * w;
-            float *out = cols + (image * rows + row) * columns;
-            int64_t y_first, y_end, x_first, x_end;
-            inside_run(h, oh, i, stride, padding, &y_first, &y_end);
-            inside_run(w, ow, j, stride, padding, &x_first, &x_end);
-            for (int64_t oy = 0; oy < oh; oy++) {
-                float *out_row = out + oy * ow;
-                if (oy < y_first || oy >= y_end) {
-                    for (int64_t ox = 0; ox < ow; ox++)
-                        out_row[ox] = 0.0f;
-                    continue;
-                }
-                const float *in_row = plane + (oy * stride - padding + i) * w;
-                for (int64_t ox = 0; ox < x_first; ox++)
-                    out_row[ox] = 0.0f;
-                for (int64_t ox = x_first; ox < x_end; ox++)
-                    out_row[ox] = in_row[ox * stride - padding + j];
-                for (int64_t ox = x_end; ox < ow; ox++)
-                    out_row[ox] = 0.0f;
-            }
+        int image_status = im2col_image(x + image * image_size, cols + image * cols_size,
+                                        g.oh * g.ow, g);
+        if (image_status != S2C_OK) {
+            #pragma omp atomic write
+            status = image_status;
         }
     }
-    return S2C_OK;
+    return status;
     /* END SOLUTION */
 }
 
@@ -102,33 +156,27 @@ int s2c_col2im(const float *cols, float *x, int64_t n, int64_t c, int64_t h, int
 {
     S2C_REQUIRE(window_fits(n, c, h, w, kh, kw, stride, padding));
     /* BEGIN SOLUTION week 13, task col2im */
-    /* The adjoint of im2col: the same walk, adding each column entry back onto the pixel it
-     * was copied from (overlapping windows add up; padding entries are dropped). */
-    int64_t oh = s2c_out_size(h, kh, stride, padding), ow = s2c_out_size(w, kw, stride, padding);
-    int64_t rows = c * kh * kw, columns = oh * ow;
+    struct geometry g = geometry_of(c, h, w, kh, kw, stride, padding);
+    int64_t image_size = c * h * w, cols_size = c * kh * kw * g.oh * g.ow;
+    int status = S2C_OK;
     #pragma omp parallel for num_threads(s2c_get_num_threads()) \
-        if (n > 1 && n * rows * columns >= S2C_PARALLEL_MIN)
+        if (n > 1 && n * cols_size >= S2C_PARALLEL_MIN)
     for (int64_t image = 0; image < n; image++) {
-        float *image_out = x + image * c * h * w;
-        for (int64_t p = 0; p < c * h * w; p++)
-            image_out[p] = 0.0f;
-        for (int64_t row = 0; row < rows; row++) {
-            int64_t channel = row / (kh * kw), i = row / kw % kh, j = row % kw;
-            float *plane = image_out + channel * h * w;
-            const float *in = cols + (image * rows + row) * columns;
-            int64_t y_first, y_end, x_first, x_end;
-            inside_run(h, oh, i, stride, padding, &y_first, &y_end);
-            inside_run(w, ow, j, stride, padding, &x_first, &x_end);
-            for (int64_t oy = y_first; oy < y_end; oy++) {
-                float *out_row = plane + (oy * stride - padding + i) * w;
-                const float *in_row = in + oy * ow;
-                for (int64_t ox = x_first; ox < x_end; ox++)
-                    out_row[ox * stride - padding + j] += in_row[ox];
-            }
+        int image_status = col2im_image(cols + image * cols_size, g.oh * g.ow,
+                                        x + image * image_size, g);
+        if (image_status != S2C_OK) {
+            #pragma omp atomic write
+            status = image_status;
         }
     }
-    return S2C_OK;
+    return status;
     /* END SOLUTION */
+}
+
+/* How many images the im2col convolution puts side by side in one GEMM (see CONV_GEMM_COLUMNS). */
+static int64_t images_per_gemm(int64_t n, int64_t columns)
+{
+    return s2c_min(n, columns >= CONV_GEMM_COLUMNS ? 1 : CONV_GEMM_COLUMNS / columns);
 }
 
 int s2c_conv2d_forward(const float *x, const float *weights, const float *bias, float *y,
@@ -137,31 +185,39 @@ int s2c_conv2d_forward(const float *x, const float *weights, const float *bias, 
 {
     S2C_REQUIRE(k >= 1 && window_fits(n, c, h, w, r, s, stride, padding));
     /* BEGIN SOLUTION week 13, task conv2d_forward */
-    /* Per image: cols [rows, columns] = im2col(image), then
-     * y_image [k, columns] = bias + weights [k, rows] @ cols: the whole convolution is one GEMM.
-     * Images are independent, so the threads split the batch, each with its own cols buffer
-     * (s2c_gemm called inside the parallel loop then runs on its caller's thread). */
-    int64_t oh = s2c_out_size(h, r, stride, padding), ow = s2c_out_size(w, s, stride, padding);
-    int64_t rows = c * r * s, columns = oh * ow;
+    /* For a group of images: cols [rows, images * columns] holds their im2col side by side, and
+     * one GEMM gives out [k, images * columns] = weights [k, rows] @ cols: the convolution of
+     * the whole group. Each image's [k, columns] block of out, plus the bias, is its y.
+     * Groups are independent, so the threads split them, each with its own buffers (s2c_gemm
+     * called inside the parallel loop then runs on its caller's thread). */
+    struct geometry g = geometry_of(c, h, w, r, s, stride, padding);
+    int64_t rows = c * r * s, columns = g.oh * g.ow;
+    int64_t group_size = images_per_gemm(n, columns), groups = (n + group_size - 1) / group_size;
+    size_t per_thread = (size_t)((rows + k) * group_size * columns); /* cols and out */
     int threads = s2c_get_num_threads();
-    float *scratch = malloc((size_t)threads * (size_t)(rows * columns) * sizeof(float));
+    float *scratch = malloc((size_t)threads * per_thread * sizeof(float));
     if (scratch == NULL)
         return S2C_OUT_OF_MEMORY;
     int status = S2C_OK;
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (n > 1)
-    for (int64_t image = 0; image < n; image++) {
-        float *cols = scratch + (size_t)omp_get_thread_num() * (size_t)(rows * columns);
-        float *y_image = y + image * k * columns;
-        for (int64_t kernel = 0; kernel < k; kernel++)
-            for (int64_t p = 0; p < columns; p++)
-                y_image[kernel * columns + p] = bias[kernel];
-        int image_status = s2c_im2col(x + image * c * h * w, cols, 1, c, h, w, r, s, stride,
-                                      padding);
-        if (image_status == S2C_OK)
-            image_status = s2c_gemm(0, 0, k, columns, rows, weights, cols, y_image, 1);
-        if (image_status != S2C_OK) {
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (groups > 1)
+    for (int64_t group = 0; group < groups; group++) {
+        float *cols = scratch + (size_t)omp_get_thread_num() * per_thread;
+        float *out = cols + rows * group_size * columns;
+        int64_t first = group * group_size, images = s2c_min(group_size, n - first);
+        int64_t wide = images * columns; /* the columns of cols and out */
+        int group_status = S2C_OK;
+        for (int64_t i = 0; i < images && group_status == S2C_OK; i++)
+            group_status = im2col_image(x + (first + i) * c * h * w, cols + i * columns, wide, g);
+        if (group_status == S2C_OK)
+            group_status = s2c_gemm(0, 0, k, wide, rows, weights, cols, out, 0);
+        for (int64_t i = 0; i < images && group_status == S2C_OK; i++)
+            for (int64_t kernel = 0; kernel < k; kernel++)
+                for (int64_t p = 0; p < columns; p++)
+                    y[((first + i) * k + kernel) * columns + p] =
+                        out[kernel * wide + i * columns + p] + bias[kernel];
+        if (group_status != S2C_OK) {
             #pragma omp atomic write
-            status = image_status;
+            status = group_status;
         }
     }
     free(scratch);
@@ -176,43 +232,49 @@ int s2c_conv2d_backward(const float *x, const float *weights, const float *dy,
 {
     S2C_REQUIRE(k >= 1 && window_fits(n, c, h, w, r, s, stride, padding));
     /* BEGIN SOLUTION week 13, task conv2d_backward */
-    /* Per image, with cols = im2col(image) recomputed (cheaper than keeping the batch's):
-     *   dweights [k, rows] += dy_image [k, columns] @ cols.T
-     *   dcols [rows, columns] = weights.T @ dy_image, and dx_image = col2im(dcols).
-     * Every image adds to dweights, so the batch is cut into groups of consecutive images, each
-     * summing into its own zeroed buffer; the groups' buffers are then added in group order. No
-     * two threads write the same float, and the result does not depend on the thread count. */
-    int64_t oh = s2c_out_size(h, r, stride, padding), ow = s2c_out_size(w, s, stride, padding);
-    int64_t rows = c * r * s, columns = oh * ow, weight_size = k * rows;
-    int64_t groups = s2c_min(n, CONV_GROUPS);
+    /* The forward's groups again, with cols recomputed (cheaper than keeping the batch's) and the
+     * group's dy gathered side by side as dy_group [k, images * columns]:
+     *   dweights_group [k, rows] = dy_group @ cols.T
+     *   dcols [rows, images * columns] = weights.T @ dy_group, and dx_image = col2im(its block).
+     * Each group sums its dweights into its own buffer; the buffers are then added in group
+     * order, so no two threads write the same float and the result does not depend on the
+     * number of threads. */
+    struct geometry g = geometry_of(c, h, w, r, s, stride, padding);
+    int64_t rows = c * r * s, columns = g.oh * g.ow, weight_size = k * rows;
+    int64_t group_size = images_per_gemm(n, columns), groups = (n + group_size - 1) / group_size;
+    size_t per_thread = (size_t)((2 * rows + k) * group_size * columns); /* cols, dcols, dy */
     int threads = s2c_get_num_threads();
-    float *group_dweights = calloc((size_t)(groups * weight_size), sizeof(float));
-    float *scratch = malloc((size_t)threads * (size_t)(2 * rows * columns) * sizeof(float));
-    if (group_dweights == NULL || scratch == NULL) {
-        free(group_dweights);
+    float *scratch = malloc((size_t)threads * per_thread * sizeof(float));
+    float *group_dweights = malloc((size_t)(groups * weight_size) * sizeof(float));
+    if (scratch == NULL || group_dweights == NULL) {
         free(scratch);
+        free(group_dweights);
         return S2C_OUT_OF_MEMORY;
     }
     int status = S2C_OK;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (groups > 1)
     for (int64_t group = 0; group < groups; group++) {
-        float *cols = scratch + (size_t)omp_get_thread_num() * (size_t)(2 * rows * columns);
-        float *dcols = cols + rows * columns;
-        float *dweights_group = group_dweights + group * weight_size;
+        float *cols = scratch + (size_t)omp_get_thread_num() * per_thread;
+        float *dcols = cols + rows * group_size * columns;
+        float *dy_group = dcols + rows * group_size * columns;
+        int64_t first = group * group_size, images = s2c_min(group_size, n - first);
+        int64_t wide = images * columns;
         int group_status = S2C_OK;
-        for (int64_t image = group * n / groups;
-             image < (group + 1) * n / groups && group_status == S2C_OK; image++) {
-            const float *dy_image = dy + image * k * columns;
-            group_status = s2c_im2col(x + image * c * h * w, cols, 1, c, h, w, r, s, stride,
-                                      padding);
-            if (group_status == S2C_OK)
-                group_status = s2c_gemm(0, 1, k, rows, columns, dy_image, cols, dweights_group, 1);
-            if (group_status == S2C_OK)
-                group_status = s2c_gemm(1, 0, rows, columns, k, weights, dy_image, dcols, 0);
-            if (group_status == S2C_OK)
-                group_status = s2c_col2im(dcols, dx + image * c * h * w, 1, c, h, w, r, s, stride,
-                                          padding);
+        for (int64_t i = 0; i < images && group_status == S2C_OK; i++) {
+            group_status = im2col_image(x + (first + i) * c * h * w, cols + i * columns, wide, g);
+            for (int64_t kernel = 0; kernel < k; kernel++)
+                for (int64_t p = 0; p < columns; p++)
+                    dy_group[kernel * wide + i * columns + p] =
+                        dy[((first + i) * k + kernel) * columns + p];
         }
+        if (group_status == S2C_OK)
+            group_status = s2c_gemm(0, 1, k, rows, wide, dy_group, cols,
+                                    group_dweights + group * weight_size, 0);
+        if (group_status == S2C_OK)
+            group_status = s2c_gemm(1, 0, rows, wide, k, weights, dy_group, dcols, 0);
+        for (int64_t i = 0; i < images && group_status == S2C_OK; i++)
+            group_status = col2im_image(dcols + i * columns, wide, dx + (first + i) * c * h * w,
+                                        g);
         if (group_status != S2C_OK) {
             #pragma omp atomic write
             status = group_status;
@@ -224,8 +286,8 @@ int s2c_conv2d_backward(const float *x, const float *weights, const float *dy,
             sum += group_dweights[group * weight_size + p];
         dweights[p] = sum;
     }
-    free(group_dweights);
     free(scratch);
+    free(group_dweights);
     bias_gradient(dy, dbias, n, k, columns);
     return status;
     /* END SOLUTION */
