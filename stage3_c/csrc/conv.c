@@ -17,8 +17,8 @@
  * up the others, as a fixed half of the batch each would. */
 
 /* Every size >= 1, stride >= 1, padding >= 0, and the window fits in the padded input. */
-static int window_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t r, int64_t s,
-                       int64_t stride, int64_t padding)
+static inline int window_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t r,
+                              int64_t s, int64_t stride, int64_t padding)
 {
     return n >= 1 && c >= 1 && h >= 1 && w >= 1 && r >= 1 && s >= 1 && stride >= 1 &&
            padding >= 0 && h + 2 * padding >= r && w + 2 * padding >= s;
@@ -29,8 +29,8 @@ struct geometry {
     int64_t c, h, w, kh, kw, stride, padding, oh, ow;
 };
 
-static struct geometry geometry_of(int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw,
-                                   int64_t stride, int64_t padding)
+static inline struct geometry geometry_of(int64_t c, int64_t h, int64_t w, int64_t kh,
+                                          int64_t kw, int64_t stride, int64_t padding)
 {
     struct geometry g = {c, h, w, kh, kw, stride, padding, s2c_out_size(h, kh, stride, padding),
                          s2c_out_size(w, kw, stride, padding)};
@@ -53,7 +53,8 @@ static inline void inside_run(int64_t in_size, int64_t out_size, int64_t offset,
 
 /* dbias [k] (given: both backward passes use it): the bias was added at every position of every
  * image, so its gradient sums dy [n, k, positions] over the images and the positions. */
-static void bias_gradient(const float *dy, float *dbias, int64_t n, int64_t k, int64_t positions)
+static inline void bias_gradient(const float *dy, float *dbias, int64_t n, int64_t k,
+                                 int64_t positions)
 {
     #pragma omp parallel for num_threads(s2c_get_num_threads()) \
         if (n * k * positions >= S2C_PARALLEL_MIN)
@@ -76,7 +77,7 @@ static void bias_gradient(const float *dy, float *dbias, int64_t n, int64_t k, i
 /* im2col of one image [c, h, w]: row (channel * kh + i) * kw + j of cols, which starts at
  * cols + row * ld, holds the input seen at window offset (i, j) by each of the oh * ow outputs
  * (ld >= oh * ow: the conv passes put several images' columns side by side). */
-static int im2col_image(const float *image, float *cols, int64_t ld, struct geometry g)
+static inline int im2col_image(const float *image, float *cols, int64_t ld, struct geometry g)
 {
     /* BEGIN SOLUTION week 13, task im2col */
     for (int64_t row = 0; row < g.c * g.kh * g.kw; row++) {
@@ -107,7 +108,7 @@ static int im2col_image(const float *image, float *cols, int64_t ld, struct geom
 
 /* col2im of one image, the adjoint of im2col_image: the same walk, adding each entry of cols
  * back onto the pixel it was copied from (overlapping windows add up; padding is dropped). */
-static int col2im_image(const float *cols, int64_t ld, float *image, struct geometry g)
+static inline int col2im_image(const float *cols, int64_t ld, float *image, struct geometry g)
 {
     /* BEGIN SOLUTION week 13, task col2im */
     for (int64_t p = 0; p < g.c * g.h * g.w; p++)
@@ -174,7 +175,7 @@ int s2c_col2im(const float *cols, float *x, int64_t n, int64_t c, int64_t h, int
 }
 
 /* How many images the im2col convolution puts side by side in one GEMM (see CONV_GEMM_COLUMNS). */
-static int64_t images_per_gemm(int64_t n, int64_t columns)
+static inline int64_t images_per_gemm(int64_t n, int64_t columns)
 {
     return s2c_min(n, columns >= CONV_GEMM_COLUMNS ? 1 : CONV_GEMM_COLUMNS / columns);
 }

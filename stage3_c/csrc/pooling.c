@@ -4,7 +4,8 @@
 #include "internal.h"
 
 /* Every size >= 1 and the window fits in the plane. */
-static int pool_sizes_ok(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t stride)
+static inline int pool_sizes_ok(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
+                                int64_t stride)
 {
     return n >= 1 && c >= 1 && h >= 1 && w >= 1 && k >= 1 && stride >= 1 && k <= h && k <= w;
 }
