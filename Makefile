@@ -55,11 +55,16 @@ exercises: $(STAMP) ## write the learner workspace (solutions become stubs): mak
 notebooks: setup ## execute the curriculum notebooks and keep their outputs
 	$(PY) -m pytest -q --nbmake --overwrite curriculum/notebooks
 
-asan: $(STAMP) ## build the C tier with AddressSanitizer and run its grader and tests
+asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grader under it, rebuild
 	$(PY) -m stage3_c.build --asan
-	ASAN_OPTIONS=detect_leaks=1 LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
-		$(PY) -m pytest -q -p no:cacheprovider tests -k "stage3 or c_tier"
-	$(PY) -m stage3_c.build
+	status=0; \
+	asan="ASAN_OPTIONS=detect_leaks=1:malloc_context_size=2 LSAN_OPTIONS=suppressions=$(CURDIR)/stage3_c/lsan.supp LD_PRELOAD=$$(gcc -print-file-name=libasan.so)"; \
+	env $$asan $(PY) -m pytest -q -p no:cacheprovider tests/test_stage3_c.py tests/test_stage3_fuzz.py tests/test_stage3_matmul.py || status=1; \
+	env $$asan $(PY) -m grader --stage 3 --quick --json $${TMPDIR:-/tmp}/grade-stage3-asan.json || status=1; \
+	$(PY) -m stage3_c.build; \
+	if [ $$status = 0 ]; then echo "make asan: clean (no AddressSanitizer or LeakSanitizer report)"; \
+	else echo "make asan: FAILED (see the reports above)"; fi; \
+	exit $$status
 
 lint: $(STAMP) ## ruff over the project
 	$(PY) -m ruff check .
