@@ -79,12 +79,14 @@ def variants(options):
 
 
 def default_json_path(options, kind="grade"):
-    """curriculum/results/grade-stage2[-numba][-week7][-quick].json"""
+    """curriculum/results/grade-stage2[-numba][-week7][-quick].json for the reference; a learner's
+    code (`--impl DIR`) gets DIR/results/ instead, so it never overwrites the committed results."""
     parts = [f"{kind}-stage{options.stage}"]
     parts += [options.variant] if options.variant else []
     parts += [f"week{options.week}"] if options.week else []
     parts += ["quick"] if options.quick else []
-    return RESULTS / ("-".join(parts) + ".json")
+    folder = Path(options.impl) / "results" if options.impl else RESULTS
+    return folder / ("-".join(parts) + ".json")
 
 
 def grade(options, out=sys.stdout):
