@@ -1,7 +1,8 @@
 /* optim.c -- the optimizers' update rules, in place (week 12), as torch.optim defines them.
  * weight_decay adds weight_decay * p to the gradient first (L2 regularization). Per-step
- * constants are worked out once in double; the per-element arithmetic is float32, as the
- * arrays are. */
+ * constants are worked out once in double, 1 - beta included (1.0f - 0.999f in float32 would be
+ * 1.3e-5 off, which Adam's division by sqrt(v) then feeds into every step); the per-element
+ * arithmetic is float32, as the arrays are. */
 #include <math.h>
 
 #include "internal.h"
@@ -51,11 +52,11 @@ int s2c_rmsprop_step(float *p, const float *g, float *s, int64_t size, double lr
     /* s tracks the mean square of each weight's gradient; dividing by its root gives every
      * weight a step of about lr, however large or small its gradients are. */
     float rate = (float)lr, decay_rate = (float)alpha, epsilon = (float)eps;
-    float decay = (float)weight_decay;
+    float decay = (float)weight_decay, new_share = (float)(1.0 - alpha);
     #pragma omp parallel for num_threads(s2c_get_num_threads()) if (size >= S2C_PARALLEL_MIN)
     for (int64_t i = 0; i < size; i++) {
         float grad = decayed(g[i], p[i], decay);
-        s[i] = decay_rate * s[i] + (1.0f - decay_rate) * grad * grad;
+        s[i] = decay_rate * s[i] + new_share * (grad * grad);
         p[i] -= rate * grad / (sqrtf(s[i]) + epsilon);
     }
     return S2C_OK;
@@ -70,14 +71,15 @@ int s2c_adam_step(float *p, const float *g, float *m, float *v, int64_t size, in
     /* m and v are running means of g and g^2; both start at 0, so early on they are biased
      * toward 0, and dividing by 1 - beta^t removes that bias. */
     float b1 = (float)beta1, b2 = (float)beta2, epsilon = (float)eps;
+    float new_share1 = (float)(1.0 - beta1), new_share2 = (float)(1.0 - beta2);
     float decay = (float)weight_decay;
     float step_size = (float)(lr / (1.0 - pow(beta1, (double)t)));
     float root_correction = (float)sqrt(1.0 - pow(beta2, (double)t));
     #pragma omp parallel for num_threads(s2c_get_num_threads()) if (size >= S2C_PARALLEL_MIN)
     for (int64_t i = 0; i < size; i++) {
         float grad = decayed(g[i], p[i], decay);
-        m[i] = b1 * m[i] + (1.0f - b1) * grad;
-        v[i] = b2 * v[i] + (1.0f - b2) * grad * grad;
+        m[i] = b1 * m[i] + new_share1 * grad;
+        v[i] = b2 * v[i] + new_share2 * (grad * grad);
         p[i] -= step_size * m[i] / (sqrtf(v[i]) / root_correction + epsilon);
     }
     return S2C_OK;
