@@ -59,16 +59,16 @@ def available():
 
 
 def from_numpy(a):
-    """A NumPy array as this tier's native array: a C-contiguous copy, float32 for floating (and
-    bool) data, int64 for integers; a 0-d array becomes a Python scalar."""
+    """A NumPy array as this tier's native array: a C-contiguous copy, float32 for floating data,
+    int64 for integers (labels, argmax); a 0-d array becomes a Python scalar."""
     a = np.asarray(a)
     if a.ndim == 0:
         return a.item()
-    if np.issubdtype(a.dtype, np.integer):
+    if a.dtype.kind == "f":
+        return np.array(a, dtype=np.float32, order="C")
+    if a.dtype.kind in "iu":
         return np.array(a, dtype=np.int64, order="C")
-    if not (np.issubdtype(a.dtype, np.floating) or a.dtype == np.bool_):
-        raise ValueError(f"from_numpy: expected a floating or integer array, got {a.dtype}")
-    return np.array(a, dtype=np.float32, order="C")
+    raise ValueError(f"from_numpy: a must hold floats or integers, got {a.dtype}")
 
 
 def to_numpy(x):
