@@ -9,12 +9,11 @@
 
 /* The im2col convolution lays the cols of several images side by side, one wide matrix
  * [rows, images * columns], so that each GEMM call multiplies wider matrices (and packs the
- * weights once per group of images, not once per image): enough images for this many columns. */
+ * weights once per group of images, not once per image): enough images for this many columns.
+ * Its batch loops hand out these groups one at a time, schedule(dynamic): a thread that finishes
+ * early, or one the OS does not run for a while on a busy machine, then does not hold up the
+ * others, as a fixed half of the batch each would. */
 #define CONV_GEMM_COLUMNS 512
-
-/* The batch loops hand out groups of images one at a time, schedule(dynamic): a thread that
- * finishes early, or one the OS does not run for a while on a busy machine, then does not hold
- * up the others, as a fixed half of the batch each would. */
 
 /* Every size >= 1, stride >= 1, padding >= 0, and the window fits in the padded input. */
 static inline int window_fits(int64_t n, int64_t c, int64_t h, int64_t w, int64_t r,
