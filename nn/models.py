@@ -71,29 +71,30 @@ def lenet5(input_shape=MNIST_SHAPE, num_classes=10):
     return Model("lenet5", net, MNIST_SHAPE, num_classes, "cross_entropy")
 
 
-def fashion_cnn(input_shape=MNIST_SHAPE, num_classes=10, dropout=0.0):
+def fashion_cnn(input_shape=MNIST_SHAPE, num_classes=10, dropout=0.0, init="he"):
     """The Fashion-MNIST CNN of DESIGN.md: 896,522 parameters.
 
     Conv 1->64 k3, MaxPool 2, ReLU, Conv 64->128 k3, MaxPool 2, ReLU, Linear 3200->256, ReLU,
-    Linear 256->10. `dropout` > 0 adds a Dropout before the last layer (no parameters).
+    Linear 256->10. `dropout` > 0 adds a Dropout before the last layer (no parameters); `init`
+    names the weight initializer ('he' or 'xavier').
     """
     layers = [
-        Conv2d(1, 64, 3),
+        Conv2d(1, 64, 3, init=init),
         MaxPool2d(2),
         ReLU(),
-        Conv2d(64, 128, 3),
+        Conv2d(64, 128, 3, init=init),
         MaxPool2d(2),
         ReLU(),
         Flatten(),
-        Linear(128 * 5 * 5, 256),
+        Linear(128 * 5 * 5, 256, init=init),
         ReLU(),
     ]
     if dropout:
         layers.append(Dropout(dropout))
-    layers.append(Linear(256, num_classes))
+    layers.append(Linear(256, num_classes, init=init))
     return Model(
         "fashion_cnn", Sequential(*layers), MNIST_SHAPE, num_classes, "cross_entropy",
-        {"dropout": dropout},
+        {"dropout": dropout, "init": init},
     )
 
 

@@ -70,8 +70,8 @@ def _markdown(record):
             f"# {record['model']} on {record['data']}, stage {record['stage']} ({record['tier']})",
             "",
             f"**test accuracy {record['test_accuracy']:.4f}** (official test split, "
-            f"{record['test_examples']} images; weights of epoch {record['evaluated_epoch']}, "
-            "chosen by validation loss)",
+            f"{record['test_examples']} images; final weights after {record['epochs_run']} "
+            f"epochs; best validation loss at epoch {record['best_val_epoch']})",
             "",
             f"Command: `{record['command']}`",
             "",

@@ -6,9 +6,12 @@ Exit status: 0 done, 1 training diverged, 2 bad arguments or data, 130 interrupt
 """
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
+
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from datasets import DatasetError
 from nn.checkpoint import CheckpointError, read_checkpoint
@@ -34,6 +37,7 @@ def parse_args(argv=None):
     recipe.add_argument("--optimizer", choices=["sgd", "momentum", "nesterov", "rmsprop", "adam"])
     recipe.add_argument("--lr", type=float)
     recipe.add_argument("--momentum", type=float)
+    recipe.add_argument("--beta2", type=float, help="Adam's second-moment decay")
     recipe.add_argument("--weight-decay", type=float)
     recipe.add_argument("--schedule", choices=Schedule.KINDS)
     recipe.add_argument("--warmup-epochs", type=float)
@@ -44,6 +48,8 @@ def parse_args(argv=None):
     recipe.add_argument("--train-size", type=int, help="train on only N examples (0: all)")
     recipe.add_argument("--patience", type=int, help="early stopping patience in epochs (0: off)")
     recipe.add_argument("--seed", type=int)
+    recipe.add_argument("--model-option", action="append", default=[], metavar="NAME=VALUE",
+                        help="a model builder argument, e.g. dropout=0.3 or width=32")
     parser.add_argument("--run-dir", type=Path,
                         help="checkpoints, logs and pictures (default: runs/MODEL-DATA-stageN)")
     parser.add_argument("--resume", nargs="?", const="last", metavar="CHECKPOINT",
@@ -53,11 +59,27 @@ def parse_args(argv=None):
     parser.add_argument("--summary", action="store_true",
                         help="print the model's layers and parameters, then exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--threads", type=int,
+                        help="BLAS threads (default: the library's, usually one per core)")
     return parser.parse_args(argv)
 
 
+def model_options(pairs):
+    """{'dropout': 0.3} from ['dropout=0.3']: values parsed as JSON numbers/booleans if they can."""
+    options = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        if not equals or not name:
+            raise ValueError(f"--model-option must look like NAME=VALUE, got {pair!r}")
+        try:
+            options[name] = json.loads(value)
+        except json.JSONDecodeError:
+            options[name] = value
+    return options
+
+
 RECIPE_FLAGS = (
-    "epochs", "batch_size", "optimizer", "lr", "momentum", "weight_decay", "schedule",
+    "epochs", "batch_size", "optimizer", "lr", "momentum", "beta2", "weight_decay", "schedule",
     "warmup_epochs", "shift", "flip", "val_size", "train_size", "patience", "seed",
 )
 
@@ -71,6 +93,9 @@ def main(argv=None):
             return 0
         if args.data is None:
             raise ValueError("--data is required (one of " + ", ".join(DATA_NAMES) + ")")
+        if args.threads:
+            # NumPy's BLAS (and any other native thread pool) uses this many threads from here on
+            threadpool_limits(args.threads)
         return train(args, tier)
     except (TierError, DatasetError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -93,6 +118,9 @@ def train(args, tier):
         recipe = Recipe.from_json(meta["recipe"]).with_overrides(**overrides)
     else:
         recipe = recipe_for(args.model, args.data).with_overrides(**overrides)
+    if args.model_option:
+        options = {**recipe.model_options, **model_options(args.model_option)}
+        recipe = recipe.with_overrides(model_options=options)
 
     data = load_data(
         args.data, args.data_dir, recipe.val_size, recipe.synthetic_size, recipe.train_size
@@ -129,12 +157,11 @@ def train(args, tier):
         return 130
     wall_seconds = time.perf_counter() - started
 
-    evaluated_epoch = trainer.restore_best()
     test_loss, test_accuracy, predictions = trainer.evaluate(data.test)
     title = f"{args.model} on {args.data}, stage {args.stage}"
     save_pictures(run_dir, model, data, history, data.test.labels, predictions, title)
-    print(f"pictures and checkpoints in {run_dir}/; evaluated the weights of epoch "
-          f"{evaluated_epoch}: test loss {test_loss:.4f}")
+    print(f"pictures and checkpoints in {run_dir}/ (best.npz: the best validation loss); "
+          f"test loss {test_loss:.4f}")
     if args.results:
         results = {
             "model": args.model,
@@ -145,7 +172,7 @@ def train(args, tier):
             "recipe": recipe.to_json(),
             "parameters": model.parameter_count(),
             "epochs_run": len(history),
-            "evaluated_epoch": evaluated_epoch,
+            "best_val_epoch": trainer.progress.best_epoch,
             "test_accuracy": test_accuracy,
             "test_loss": test_loss,
             "test_examples": len(data.test),
@@ -153,6 +180,7 @@ def train(args, tier):
             "wall_seconds": wall_seconds,
             "history": history,
             "machine": machine(),
+            "blas_threads": [pool["num_threads"] for pool in threadpool_info()],
         }
         stem = f"train-{args.model}-{args.data}-stage{args.stage}"
         write_results(args.results, stem, results, run_dir)

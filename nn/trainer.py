@@ -244,14 +244,6 @@ class Trainer:
         self.progress = Progress(**meta["progress"])
         return meta
 
-    def restore_best(self):
-        """Load the weights of the epoch with the best validation loss, if one was saved."""
-        if self.progress.best_epoch and self.best_path.is_file():
-            meta, arrays = read_checkpoint(self.best_path)
-            restore(self.best_path, meta, arrays, self.model)
-            return self.progress.best_epoch
-        return self.progress.epoch
-
     def _write_metrics_log(self):
         """metrics.jsonl: one JSON object per completed epoch, rewritten whole each epoch so it
         always matches the checkpoint (a resumed run neither repeats nor loses a line)."""
