@@ -46,8 +46,8 @@ grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7]
 bench: setup ## benchmark a tier (ops, matmul ladder, training epochs): make bench STAGE=3
 	$(PY) -m grader bench --stage $(STAGE) $(ARGS)
 
-train: setup ## train a model: make train ARGS='--stage 2 --model lenet5 --data mnist --epochs 10'
-	$(PY) -m nn.train $(ARGS)
+train: setup ## train a model with its recipe (nn/recipes.py): make train ARGS='--model lenet5 --data mnist'
+	$(PY) -m nn.train --stage $(STAGE) $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
 	$(PY) -m tools.exercises --out $(WORKSPACE) $(ARGS)

@@ -57,7 +57,7 @@ SYNTHETIC = Recipe(batch_size=32, lr=0.05, val_size=0, patience=0, schedule="con
 
 RECIPES = {
     ("perceptron", "blobs"): replace(SYNTHETIC, epochs=10, optimizer="sgd", lr=0.1),
-    ("xor", "xor"): replace(SYNTHETIC, epochs=300, batch_size=4, lr=0.05),
+    ("xor", "xor"): replace(SYNTHETIC, epochs=100, batch_size=4, lr=0.1),
     ("mlp", "spirals"): replace(SYNTHETIC, epochs=100, lr=0.01, schedule="cosine"),
     # Adam with cosine decay and 1-pixel shifts: 784-128-10 needs no more.
     ("mlp", "mnist"): Recipe(epochs=15, lr=1e-3, shift=1),

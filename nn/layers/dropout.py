@@ -8,7 +8,7 @@ class Dropout(Layer):
     """Identity in evaluation mode; in training a fresh mask per call, drawn by the tier.
 
     The mask's seed comes from the layer's seed (given at build) and the number of training calls
-    so far, a counter saved in checkpoints, so a resumed run draws the masks it would have drawn.
+    so far; both are saved in checkpoints, so a resumed run draws the masks it would have drawn.
     """
 
     def __init__(self, p=0.5):
@@ -23,12 +23,12 @@ class Dropout(Layer):
         return super().build(tier, in_shape, seeds)
 
     def own_buffers(self):
-        return {"calls": self.calls}
+        return {"seed": self.seed, "calls": self.calls}
 
     def load_buffer(self, name, value):
-        if name != "calls":
+        if name not in ("seed", "calls"):
             super().load_buffer(name, value)
-        self.calls = int(value)
+        setattr(self, name, int(value))
 
     def forward(self, x):
         if not self.training or self.p == 0:

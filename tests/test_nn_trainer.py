@@ -1,0 +1,163 @@
+"""The trainer on the NumPy tier: resuming gives exactly the uninterrupted run, bad checkpoints are
+clear errors, a NaN loss stops training and keeps the last good checkpoint."""
+
+import numpy as np
+import pytest
+from conftest import load_tier
+
+from nn.checkpoint import CheckpointError, read_checkpoint, restore, save_checkpoint
+from nn.data import load_data
+from nn.layers import BatchNorm, Dropout, Linear, ReLU, Sequential
+from nn.model import Model
+from nn.recipes import Recipe
+from nn.trainer import Trainer, TrainingDiverged
+
+RECIPE = Recipe(
+    epochs=3, batch_size=32, optimizer="adam", lr=0.01, schedule="cosine", warmup_epochs=0.5,
+    val_size=60, synthetic_size=240, patience=0,
+)
+
+
+def spiral_model(hidden=16):
+    """Batchnorm (running statistics) and dropout (a call counter) make resuming non-trivial."""
+    net = Sequential(
+        Linear(2, hidden), BatchNorm(hidden), ReLU(), Dropout(0.2), Linear(hidden, 3)
+    )
+    return Model("spiral_net", net, (2,), 3, "cross_entropy")
+
+
+def linear_model():
+    """No batchnorm, no dropout: with a learning rate of 0 nothing at all changes."""
+    return Model("linear", Sequential(Linear(2, 3)), (2,), 3, "cross_entropy")
+
+
+def make_trainer(run_dir, seed=0, recipe=RECIPE, make_model=spiral_model):
+    tier = load_tier("numpy")
+    data = load_data("spirals", val_size=recipe.val_size, synthetic_size=recipe.synthetic_size)
+    model = make_model().build(tier, seed)
+    return Trainer(model, data, recipe, run_dir, progress_bar=False, echo=lambda line: None)
+
+
+def snapshot(trainer):
+    """Every parameter and buffer of the trainer's model as NumPy copies."""
+    model = trainer.model
+    state = {name: np.array(model.tier.to_numpy(p.value)) for name, p in model.parameters().items()}
+    for name, value in model.buffers().items():
+        state[name] = np.array(value if isinstance(value, int) else model.tier.to_numpy(value))
+    return state
+
+
+def interrupt_at(trainer, step):
+    """Make `trainer` raise KeyboardInterrupt (as Ctrl-C would) just before global step `step`."""
+    original = trainer.train_step
+
+    def train_step(indices):
+        if trainer.progress.step == step:
+            raise KeyboardInterrupt
+        return original(indices)
+
+    trainer.train_step = train_step
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    trainer = make_trainer(tmp_path_factory.mktemp("straight"))
+    history = trainer.fit()
+    return snapshot(trainer), history, trainer.steps_per_epoch
+
+
+@pytest.mark.parametrize("where", ["epoch_boundary", "mid_epoch"])
+def test_resume_after_ctrl_c_continues_exactly(tmp_path, uninterrupted, where):
+    expected_state, expected_history, steps_per_epoch = uninterrupted
+    stop_at = steps_per_epoch if where == "epoch_boundary" else steps_per_epoch + 3
+    first = make_trainer(tmp_path)
+    interrupt_at(first, stop_at)
+    with pytest.raises(KeyboardInterrupt):
+        first.fit()
+    assert first.last_path.is_file()
+
+    second = make_trainer(tmp_path, seed=123)  # other initial weights: all must come from disk
+    second.resume()
+    assert second.progress.step == stop_at
+    history = second.fit()
+    state = snapshot(second)
+    assert state.keys() == expected_state.keys()
+    for name, value in expected_state.items():
+        np.testing.assert_array_equal(state[name], value, err_msg=name)
+    for got, want in zip(history, expected_history, strict=True):
+        assert got["train_loss"] == pytest.approx(want["train_loss"], rel=1e-12)
+        assert got["val_loss"] == want["val_loss"]
+
+
+def test_checkpoint_round_trip_restores_everything(tmp_path):
+    trainer = make_trainer(tmp_path)
+    trainer.fit()
+    meta, arrays = read_checkpoint(trainer.last_path)
+    assert meta["model"] == "spiral_net" and meta["progress"]["epoch"] == RECIPE.epochs
+    fresh = make_trainer(tmp_path, seed=99)
+    fresh.resume()
+    assert snapshot(fresh).keys() == snapshot(trainer).keys()
+    for name, value in snapshot(trainer).items():
+        np.testing.assert_array_equal(snapshot(fresh)[name], value, err_msg=name)
+    assert fresh.optimizer.steps == trainer.optimizer.steps
+    lines = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == RECIPE.epochs and '"val_accuracy"' in lines[-1]
+
+
+def test_corrupt_checkpoints_are_clear_errors(tmp_path):
+    trainer = make_trainer(tmp_path, recipe=RECIPE.with_overrides(epochs=1))
+    trainer.fit()
+    good = trainer.last_path.read_bytes()
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"this is not a zip archive" * 10)
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good[: len(good) // 2])
+    for path in (garbage, truncated):
+        with pytest.raises(CheckpointError, match="corrupt or not a checkpoint"):
+            read_checkpoint(path)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        read_checkpoint(tmp_path / "missing.npz")
+
+
+def test_mismatched_checkpoints_are_clear_errors(tmp_path):
+    tier = load_tier("numpy")
+    model = spiral_model(hidden=16).build(tier, seed=0)
+    path = tmp_path / "model.npz"
+    save_checkpoint(path, model, None, {})
+    meta, arrays = read_checkpoint(path)
+    wider = spiral_model(hidden=20).build(tier, seed=0)
+    with pytest.raises(CheckpointError, match=r"param/0.weight has shape \(16, 2\)"):
+        restore(path, meta, arrays, wider)
+    other = Model("other", Sequential(Linear(2, 3)), (2,), 3, "cross_entropy").build(tier, 0)
+    with pytest.raises(CheckpointError, match="holds model 'spiral_net', not 'other'"):
+        restore(path, meta, arrays, other)
+
+
+def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path):
+    trainer = make_trainer(tmp_path)
+    poison_at = trainer.steps_per_epoch + 2  # the third step of epoch 2
+    original = trainer.train_step
+
+    def train_step(indices):
+        if trainer.progress.step == poison_at:
+            trainer.data.train.inputs[:] = np.nan
+        return original(indices)
+
+    trainer.train_step = train_step
+    with pytest.raises(TrainingDiverged, match=f"loss became nan at step {poison_at + 1} "
+                                               r"\(epoch 2, batch 3\)"):
+        trainer.fit()
+    meta, arrays = read_checkpoint(trainer.last_path)
+    assert meta["progress"]["epoch"] == 1 and meta["progress"]["batch"] == 0
+    assert all(np.all(np.isfinite(a)) for a in arrays.values() if a.dtype.kind == "f")
+
+
+def test_early_stopping_on_validation_loss(tmp_path):
+    # With a learning rate of 0 the validation loss never improves on epoch 1's: patience 2 stops
+    # training after epoch 3.
+    recipe = RECIPE.with_overrides(epochs=10, patience=2, schedule="constant", warmup_epochs=0)
+    trainer = make_trainer(tmp_path, recipe=recipe, make_model=linear_model)
+    trainer.schedule.base_lr = 0.0
+    history = trainer.fit()
+    assert len(history) == 3 and trainer.progress.stopped_early
+    assert trainer.progress.best_epoch == 1 and trainer.best_path.is_file()
