@@ -4,17 +4,21 @@
 
 Both sides train the same model (PyTorch's copy is translated layer by layer from nn's, with the
 same initial weights) on the same mini-batches of MNIST with the same batch size and optimizer
-(Adam; no augmentation, so only the training step is measured). Needs PyTorch, an optional extra
+(Adam; no augmentation, so only the training step is measured), with the same number of threads.
+Each side runs `--repeats` epochs, alternating, and keeps its fastest: on a shared machine the
+fastest epoch is the one least disturbed by other work. Needs PyTorch, an optional extra
 (`pip install -r requirements-oracle.txt`).
 """
 
 import argparse
+import itertools
 import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from nn.data import load_data
 from nn.layers import Conv2d, Flatten, Linear, MaxPool2d, ReLU
@@ -81,6 +85,9 @@ def main(argv=None):
     parser.add_argument("--models", nargs="+", default=["mlp", "lenet5"])
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--data-dir")
+    parser.add_argument("--threads", type=int, nargs="+", default=[2],
+                        help="thread counts to measure, the same for both sides")
+    parser.add_argument("--repeats", type=int, default=2, help="epochs per side (fastest counts)")
     parser.add_argument("--output", type=Path, help="write OUTPUT.json and OUTPUT.md")
     args = parser.parse_args(argv)
     try:
@@ -94,30 +101,37 @@ def main(argv=None):
                     schedule="constant")
     data = load_data("mnist", args.data_dir, recipe.val_size)
     rows = []
-    for name in args.models:
-        model = build_model(name, data.input_shape, data.num_classes).build(tier, recipe.seed)
-        net = to_torch(model, torch)
-        torch_seconds = torch_epoch(torch, net, data, recipe)
-        tier_seconds = tier_epoch(tier, model, data, recipe)
+    for threads, name in itertools.product(args.threads, args.models):
+        torch.set_num_threads(threads)
+        threadpool_limits(threads)
+        tier_times, torch_times = [], []
+        for _ in range(args.repeats):
+            model = build_model(name, data.input_shape, data.num_classes).build(tier, recipe.seed)
+            torch_times.append(torch_epoch(torch, to_torch(model, torch), data, recipe))
+            tier_times.append(tier_epoch(tier, model, data, recipe))
+        tier_seconds, torch_seconds = min(tier_times), min(torch_times)
         row = {
             "model": name,
+            "threads": threads,
             "images": len(data.train),
             "batch_size": recipe.batch_size,
             "optimizer": "adam",
             "tier_seconds": tier_seconds,
             "torch_seconds": torch_seconds,
+            "tier_seconds_all": tier_times,
+            "torch_seconds_all": torch_times,
             "ratio": tier_seconds / torch_seconds,
         }
         rows.append(row)
-        print(f"{name}: stage {args.stage} {tier_seconds:.1f} s, PyTorch {torch_seconds:.1f} s "
-              f"per epoch -> ratio {row['ratio']:.2f}", flush=True)
+        print(f"{name}, {threads} thread(s): stage {args.stage} {tier_seconds:.1f} s, PyTorch "
+              f"{torch_seconds:.1f} s per epoch -> ratio {row['ratio']:.2f}", flush=True)
     if args.output:
         record = {
             "stage": args.stage,
             "tier": tier.NAME,
             "command": "python -m nn.bench " + " ".join(sys.argv[1:] if argv is None else argv),
             "torch": torch.__version__,
-            "torch_threads": torch.get_num_threads(),
+            "repeats": args.repeats,
             "machine": machine(),
             "results": rows,
         }
@@ -133,14 +147,16 @@ def _markdown(record):
         f"{record['torch']} on the CPU",
         "",
         f"Command: `{record['command']}`. Machine: {record['machine']['processor']}, "
-        f"{record['machine']['cpu_count']} CPUs; PyTorch threads: {record['torch_threads']}.",
+        f"{record['machine']['cpu_count']} CPUs. Adam, MNIST training split, no augmentation. "
+        "Both sides use the same number of threads; each keeps the fastest of "
+        f"{record['repeats']} epochs. Ratio: stage seconds / PyTorch seconds.",
         "",
-        "| model | images | batch | optimizer | stage s/epoch | PyTorch s/epoch | ratio |",
-        "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| model | threads | images | batch | stage s/epoch | PyTorch s/epoch | ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in record["results"]:
         lines.append(
-            f"| {row['model']} | {row['images']} | {row['batch_size']} | {row['optimizer']} | "
+            f"| {row['model']} | {row['threads']} | {row['images']} | {row['batch_size']} | "
             f"{row['tier_seconds']:.1f} | {row['torch_seconds']:.1f} | {row['ratio']:.2f} |"
         )
     return "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ class Optimizer:
         self.params = params
         self.weight_decay = weight_decay
         self.steps = 0
-        self.buffers = {
+        self.slot_arrays = {
             (name, slot): full(tier, shape_of(param.value), 0.0)
             for name, param in params.items()
             for slot in self.slots
@@ -31,20 +31,20 @@ class Optimizer:
             if param.grad is None:
                 raise RuntimeError(f"parameter {name!r} has no gradient: run backward first")
             decay = self.weight_decay if param.decay else 0.0
-            state = [self.buffers[name, slot] for slot in self.slots]
+            state = [self.slot_arrays[name, slot] for slot in self.slots]
             self.update(param, state, lr, decay)
 
     def update(self, param, state, lr, weight_decay):
         raise NotImplementedError
 
     def state(self):
-        """{'name/slot': native array} plus the step count, for a checkpoint."""
-        return {f"{name}/{slot}": value for (name, slot), value in self.buffers.items()}
+        """{'parameter name/slot': native array}, for a checkpoint (which saves `steps` too)."""
+        return {f"{name}/{slot}": value for (name, slot), value in self.slot_arrays.items()}
 
     def load_state(self, arrays, steps):
         """Restore what `state()` returned (same keys, shapes checked by the caller)."""
-        for name, slot in self.buffers:
-            self.buffers[name, slot] = arrays[f"{name}/{slot}"]
+        for name, slot in self.slot_arrays:
+            self.slot_arrays[name, slot] = arrays[f"{name}/{slot}"]
         self.steps = steps
 
 

@@ -36,22 +36,35 @@ def machine():
     """Where the run happened, for the record."""
     return {
         "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
+        "processor": _cpu_model() or platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "numpy": np.__version__,
     }
 
 
+def _cpu_model():
+    """The CPU's model name from /proc/cpuinfo (Linux), or None."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
 def write_results(results_dir, stem, record, run_dir):
-    """results_dir/stem.json (the record), stem.md (a summary table), stem.png (the curves)."""
+    """results_dir/stem.json (the record), stem.md (a summary table), stem.png (the curves),
+    stem-confusion.png and stem-filters.png (when the run drew them)."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     (results_dir / f"{stem}.json").write_text(json.dumps(record, indent=2) + "\n")
     (results_dir / f"{stem}.md").write_text(_markdown(record))
-    curves = Path(run_dir) / "curves.png"
-    if curves.is_file():
-        (results_dir / f"{stem}.png").write_bytes(curves.read_bytes())
+    for picture, suffix in (("curves", ""), ("confusion", "-confusion"), ("filters", "-filters")):
+        source = Path(run_dir) / f"{picture}.png"
+        if source.is_file():
+            (results_dir / f"{stem}{suffix}.png").write_bytes(source.read_bytes())
 
 
 def _markdown(record):
@@ -76,7 +89,10 @@ def _markdown(record):
             f"Command: `{record['command']}`",
             "",
             f"Machine: {record['machine']['processor']}, {record['machine']['cpu_count']} CPUs, "
-            f"numpy {record['machine']['numpy']}. Parameters: {record['parameters']:,}.",
+            f"numpy {record['machine']['numpy']}, BLAS threads {record['blas_threads']}. "
+            f"Parameters: {record['parameters']:,}.",
+            "",
+            f"![training curves]({record['stem']}.png)",
             "",
             *rows,
             "",

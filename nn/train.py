@@ -163,7 +163,9 @@ def train(args, tier):
     print(f"pictures and checkpoints in {run_dir}/ (best.npz: the best validation loss); "
           f"test loss {test_loss:.4f}")
     if args.results:
+        stem = f"train-{args.model}-{args.data}-stage{args.stage}"
         results = {
+            "stem": stem,
             "model": args.model,
             "data": args.data,
             "stage": args.stage,
@@ -182,7 +184,6 @@ def train(args, tier):
             "machine": machine(),
             "blas_threads": [pool["num_threads"] for pool in threadpool_info()],
         }
-        stem = f"train-{args.model}-{args.data}-stage{args.stage}"
         write_results(args.results, stem, results, run_dir)
         print(f"results written to {args.results}/{stem}.json")
     print(f"test_accuracy={test_accuracy:.4f}")

@@ -1,0 +1,21 @@
+"""nn.bench compares like with like: its PyTorch copy of a model computes what nn's does."""
+
+import numpy as np
+import pytest
+from conftest import load_tier
+
+from nn.bench import to_torch
+from nn.models import build_model
+
+
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", ["mlp", "lenet5"])
+def test_torch_copy_gives_the_same_logits(name):
+    torch = pytest.importorskip("torch")
+    tier = load_tier("numpy")
+    model = build_model(name, (1, 28, 28), 10).build(tier, seed=3)
+    x = np.random.default_rng(0).standard_normal((3, 1, 28, 28)).astype(np.float32)
+    ours = tier.to_numpy(model.forward(tier.from_numpy(x)))
+    with torch.no_grad():
+        theirs = to_torch(model, torch)(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4)
