@@ -236,12 +236,15 @@ int s2c_conv2d_backward(const float *x, const float *weights, const float *dy,
      * group's dy gathered side by side as dy_group [k, images * columns]:
      *   dweights_group [k, rows] = dy_group @ cols.T
      *   dcols [rows, images * columns] = weights.T @ dy_group, and dx_image = col2im(its block).
-     * Each group sums its dweights into its own buffer; the buffers are then added in group
-     * order, so no two threads write the same float and the result does not depend on the
-     * number of threads. */
+     * (A group of one image uses its dy where it lies.) Each group sums its dweights into its own
+     * buffer; the buffers are then added in group order, so no two threads write the same float
+     * and the result does not depend on the number of threads. When k > rows (a first layer:
+     * one channel, 64 kernels of 3x3) the group computes dweights transposed, cols @ dy_group.T
+     * [rows, k]: the GEMM's register tile is wider than tall, so the wider output runs faster. */
     struct geometry g = geometry_of(c, h, w, r, s, stride, padding);
     int64_t rows = c * r * s, columns = g.oh * g.ow, weight_size = k * rows;
     int64_t group_size = images_per_gemm(n, columns), groups = (n + group_size - 1) / group_size;
+    int transposed = k > rows;
     size_t per_thread = (size_t)((2 * rows + k) * group_size * columns); /* cols, dcols, dy */
     int threads = s2c_get_num_threads();
     float *scratch = malloc((size_t)threads * per_thread * sizeof(float));
@@ -259,19 +262,22 @@ int s2c_conv2d_backward(const float *x, const float *weights, const float *dy,
         float *dy_group = dcols + rows * group_size * columns;
         int64_t first = group * group_size, images = s2c_min(group_size, n - first);
         int64_t wide = images * columns;
+        const float *dy_wide = images == 1 ? dy + first * k * columns : dy_group;
+        float *dweights_group = group_dweights + group * weight_size;
         int group_status = S2C_OK;
         for (int64_t i = 0; i < images && group_status == S2C_OK; i++) {
             group_status = im2col_image(x + (first + i) * c * h * w, cols + i * columns, wide, g);
-            for (int64_t kernel = 0; kernel < k; kernel++)
+            for (int64_t kernel = 0; kernel < k && images > 1; kernel++)
                 for (int64_t p = 0; p < columns; p++)
                     dy_group[kernel * wide + i * columns + p] =
                         dy[((first + i) * k + kernel) * columns + p];
         }
+        if (group_status == S2C_OK && transposed)
+            group_status = s2c_gemm(0, 1, rows, k, wide, cols, dy_wide, dweights_group, 0);
+        else if (group_status == S2C_OK)
+            group_status = s2c_gemm(0, 1, k, rows, wide, dy_wide, cols, dweights_group, 0);
         if (group_status == S2C_OK)
-            group_status = s2c_gemm(0, 1, k, rows, wide, dy_group, cols,
-                                    group_dweights + group * weight_size, 0);
-        if (group_status == S2C_OK)
-            group_status = s2c_gemm(1, 0, rows, wide, k, weights, dy_group, dcols, 0);
+            group_status = s2c_gemm(1, 0, rows, wide, k, weights, dy_wide, dcols, 0);
         for (int64_t i = 0; i < images && group_status == S2C_OK; i++)
             group_status = col2im_image(dcols + i * columns, wide, dx + (first + i) * c * h * w,
                                         g);
@@ -280,11 +286,14 @@ int s2c_conv2d_backward(const float *x, const float *weights, const float *dy,
             status = group_status;
         }
     }
-    for (int64_t p = 0; p < weight_size; p++) {
-        float sum = 0.0f;
-        for (int64_t group = 0; group < groups; group++)
-            sum += group_dweights[group * weight_size + p];
-        dweights[p] = sum;
+    for (int64_t kernel = 0; kernel < k; kernel++) {
+        for (int64_t row = 0; row < rows; row++) {
+            int64_t at = transposed ? row * k + kernel : kernel * rows + row;
+            float sum = 0.0f;
+            for (int64_t group = 0; group < groups; group++)
+                sum += group_dweights[group * weight_size + at];
+            dweights[kernel * rows + row] = sum;
+        }
     }
     free(scratch);
     free(group_dweights);
