@@ -30,6 +30,34 @@ def kernel_offset_view(x, i, j, stride, oh, ow):
     return x[:, :, i : i + (oh - 1) * stride + 1 : stride, j : j + (ow - 1) * stride + 1 : stride]
 
 
+def windows(x, kh, kw, stride, padding):
+    """Every receptive field of x [N, C, H, W] as a strided view [N, C, OH, OW, kh, kw], no copy.
+
+    Element [n, c, a, b, i, j] is the (zero-padded) x[n, c, a*stride + i, b*stride + j].
+    """
+    if padding:
+        x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    return sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
+
+
+def fold(taps, x_shape, kh, kw, stride, padding):
+    """Add kernel taps back onto the image: taps[i, j] [N, C, OH, OW] -> x [N, C, H, W].
+
+    `taps` is any [kh, kw, N, C, OH, OW] array or view; col2im and conv2d_backward hand it over
+    in their own column layouts.
+    """
+    n, c, h, w = x_shape
+    oh, ow = taps.shape[-2:]
+    padded = np.zeros((n, c, h + 2 * padding, w + 2 * padding), dtype=np.float32)
+    # One strided add per kernel offset: inside one offset no two outputs meet the same pixel,
+    # so `+=` is safe; the overlaps between offsets add up over the loop.
+    for i in range(kh):
+        for j in range(kw):
+            kernel_offset_view(padded, i, j, stride, oh, ow)[...] += taps[i, j]
+    # drop the padding (a copy only when there is some, to return a C-contiguous array)
+    return np.ascontiguousarray(padded[:, :, padding : padding + h, padding : padding + w])
+
+
 def im2col(x, kh, kw, stride, padding):
     """x [N, C, H, W] -> cols [N, C*kh*kw, OH*OW] (exactly torch.nn.functional.unfold).
 
@@ -40,12 +68,9 @@ def im2col(x, kh, kw, stride, padding):
     oh, ow = conv_output("im2col", x.shape, kh, kw, stride, padding)
     # BEGIN SOLUTION week 8, task im2col
     n, c = x.shape[:2]
-    if padding:
-        x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    # windows[n, c, a, b, i, j] = x[n, c, a*stride + i, b*stride + j]: a strided view, no copy yet
-    windows = sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
     # one copy into unfold's order [N, C, kh, kw, OH, OW]; the reshape then merges axes for free
-    return windows.transpose(0, 1, 4, 5, 2, 3).copy().reshape(n, c * kh * kw, oh * ow)
+    fields = windows(x, kh, kw, stride, padding).transpose(0, 1, 4, 5, 2, 3)
+    return fields.copy().reshape(n, c * kh * kw, oh * ow)
     # END SOLUTION
 
 
@@ -63,16 +88,22 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
                        f"for x_shape {x_shape}, kh = {kh}, kw = {kw}, stride = {stride}, "
                        f"padding = {padding}; got {cols.shape}")
     # BEGIN SOLUTION week 8, task col2im
-    padded = np.zeros((n, c, h + 2 * padding, w + 2 * padding), dtype=np.float32)
-    taps = cols.reshape(n, c, kh, kw, oh, ow)
-    # One strided add per kernel offset: inside one offset no two outputs meet the same pixel,
-    # so `+=` is safe; the overlaps between offsets add up over the loop.
-    for i in range(kh):
-        for j in range(kw):
-            kernel_offset_view(padded, i, j, stride, oh, ow)[...] += taps[:, :, i, j]
-    # drop the padding (a copy only when there is some, to return a C-contiguous array)
-    return np.ascontiguousarray(padded[:, :, padding : padding + h, padding : padding + w])
+    taps = cols.reshape(n, c, kh, kw, oh, ow).transpose(2, 3, 0, 1, 4, 5)  # a view, no copy
+    return fold(taps, x_shape, kh, kw, stride, padding)
     # END SOLUTION
+
+
+def batch_columns(x, kh, kw, stride, padding):
+    """x [N, C, H, W] -> columns [C*kh*kw, N*OH*OW]: im2col with the whole batch side by side.
+
+    In this layout a convolution is ONE matrix product for the whole batch; a large GEMM keeps
+    every BLAS thread busy where N small ones (one per image) do not.
+    """
+    n, c = x.shape[:2]
+    fields = windows(x, kh, kw, stride, padding)  # [N, C, OH, OW, kh, kw]
+    oh, ow = fields.shape[2:4]
+    # the reshape of the transposed view is the one copy
+    return fields.transpose(1, 4, 5, 0, 2, 3).reshape(c * kh * kw, n * oh * ow)
 
 
 def _check_conv(op, x, w):
@@ -90,11 +121,10 @@ def conv2d_forward(x, w, b, stride=1, padding=0):
     oh, ow = conv_output("conv2d_forward", x.shape, *w.shape[2:], stride, padding, KERNEL_OF_W)
     # BEGIN SOLUTION week 8, task conv2d_forward
     n, k = x.shape[0], w.shape[0]
-    cols = im2col(x, w.shape[2], w.shape[3], stride, padding)  # [N, C*R*S, OH*OW]
-    # [K, C*R*S] @ [N, C*R*S, OH*OW] -> [N, K, OH*OW]: one GEMM per image, already in NCHW order
-    y = w.reshape(k, -1) @ cols
+    cols = batch_columns(x, w.shape[2], w.shape[3], stride, padding)  # [C*R*S, N*OH*OW]
+    y = w.reshape(k, -1) @ cols  # [K, C*R*S] @ [C*R*S, N*OH*OW]: one GEMM for the batch
     y += b[:, None]
-    return y.reshape(n, k, oh, ow)
+    return np.ascontiguousarray(y.reshape(k, n, oh, ow).transpose(1, 0, 2, 3))  # to NCHW
     # END SOLUTION
 
 
@@ -112,14 +142,13 @@ def conv2d_backward(x, w, dy, stride=1, padding=0):
                                 f"got {dy.shape}")
     # BEGIN SOLUTION week 8, task conv2d_backward
     n, k = dy.shape[:2]
-    kh, kw = w.shape[2:]
-    cols = im2col(x, kh, kw, stride, padding)  # [N, C*R*S, L] with L = OH*OW
-    dy_rows = dy.reshape(n, k, oh * ow)  # [N, K, L]
-    db = dy_rows.sum(axis=(0, 2))
-    # dw = sum over images of dy[n] @ cols[n].T: one GEMM per image ([K, L] @ [L, C*R*S], BLAS
-    # reads the transposed view as is), then the sum over n; cols is never copied
-    dw = np.matmul(dy_rows, cols.transpose(0, 2, 1)).sum(axis=0).reshape(w.shape)
-    dcols = w.reshape(k, -1).T @ dy_rows  # [C*R*S, K] @ [N, K, L] -> [N, C*R*S, L]
-    dx = col2im(dcols, x.shape, kh, kw, stride, padding)
+    c, kh, kw = w.shape[1:]
+    cols = batch_columns(x, kh, kw, stride, padding)  # [C*R*S, N*L] with L = OH*OW
+    dy_rows = dy.transpose(1, 0, 2, 3).reshape(k, n * oh * ow)  # [K, N*L], the forward's layout
+    db = dy_rows.sum(axis=1)
+    dw = (dy_rows @ cols.T).reshape(w.shape)  # one GEMM; BLAS reads the transposed view as is
+    dcols = w.reshape(k, -1).T @ dy_rows  # [C*R*S, K] @ [K, N*L]
+    taps = dcols.reshape(c, kh, kw, n, oh, ow).transpose(1, 2, 3, 0, 4, 5)  # [kh, kw, N, C, ..]
+    dx = fold(taps, x.shape, kh, kw, stride, padding)
     return dx, dw, db
     # END SOLUTION
