@@ -35,9 +35,11 @@ def windows(x, kh, kw, stride, padding):
 
     Element [n, c, a, b, i, j] is the (zero-padded) x[n, c, a*stride + i, b*stride + j].
     """
+    # BEGIN SOLUTION week 8, task im2col
     if padding:
         x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
     return sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
+    # END SOLUTION
 
 
 def fold(taps, x_shape, kh, kw, stride, padding):
@@ -46,6 +48,7 @@ def fold(taps, x_shape, kh, kw, stride, padding):
     `taps` is any [kh, kw, N, C, OH, OW] array or view; col2im and conv2d_backward hand it over
     in their own column layouts.
     """
+    # BEGIN SOLUTION week 8, task col2im
     n, c, h, w = x_shape
     oh, ow = taps.shape[-2:]
     padded = np.zeros((n, c, h + 2 * padding, w + 2 * padding), dtype=np.float32)
@@ -56,6 +59,7 @@ def fold(taps, x_shape, kh, kw, stride, padding):
             kernel_offset_view(padded, i, j, stride, oh, ow)[...] += taps[i, j]
     # drop the padding (a copy only when there is some, to return a C-contiguous array)
     return np.ascontiguousarray(padded[:, :, padding : padding + h, padding : padding + w])
+    # END SOLUTION
 
 
 def im2col(x, kh, kw, stride, padding):
@@ -99,11 +103,13 @@ def batch_columns(x, kh, kw, stride, padding):
     In this layout a convolution is ONE matrix product for the whole batch; a large GEMM keeps
     every BLAS thread busy where N small ones (one per image) do not.
     """
+    # BEGIN SOLUTION week 8, task conv2d_forward
     n, c = x.shape[:2]
     fields = windows(x, kh, kw, stride, padding)  # [N, C, OH, OW, kh, kw]
     oh, ow = fields.shape[2:4]
     # the reshape of the transposed view is the one copy
     return fields.transpose(1, 4, 5, 0, 2, 3).reshape(c * kh * kw, n * oh * ow)
+    # END SOLUTION
 
 
 def _check_conv(op, x, w):
