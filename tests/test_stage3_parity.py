@@ -21,6 +21,10 @@ from nn.optimizers import make_optimizer
 pytestmark = pytest.mark.skipif(not s3.available()[0], reason=s3.available()[1])
 
 STEPS = 50
+# On random data with random labels a larger step makes the loss climb (3.9 and rising by step 30 at
+# 1e-3 for resnet_mini): a chaotic run, where the two tiers' summation orders part by 1e-3 after
+# 30 steps. 1e-4 keeps every model descending, so any gap is a bug, not chaos.
+MOMENTUM_LR = 1e-4
 BATCH = 8
 DATA = {  # one example's shape, classes
     "perceptron": ((2,), 2),
@@ -63,8 +67,8 @@ def test_every_model_is_covered():
      for name in DATA],
 )  # fmt: skip
 def test_momentum_sgd_losses_match_stage2(name):
-    expected = training_losses(s2, name, "momentum", 1e-3)
-    received = training_losses(s3, name, "momentum", 1e-3)
+    expected = training_losses(s2, name, "momentum", MOMENTUM_LR)
+    received = training_losses(s3, name, "momentum", MOMENTUM_LR)
     assert np.all(np.isfinite(received))
     np.testing.assert_allclose(received, expected, rtol=2e-5)
 
