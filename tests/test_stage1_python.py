@@ -14,61 +14,10 @@ import numpy as np
 import pytest
 
 import stage1_python as s1
+from grader.contract import OPS, week_of
 
-# Which week teaches which op in stage 1 (grader/CONTRACT.md, "Weeks and exercise markers").
-WEEK_OF_OP = {
-    **dict.fromkeys(["matmul", "transpose", "add", "mul", "scale", "sum_rows"], 1),
-    **dict.fromkeys(
-        [
-            "linear_forward",
-            "linear_backward",
-            "relu",
-            "relu_backward",
-            "leaky_relu",
-            "leaky_relu_backward",
-            "sigmoid",
-            "sigmoid_backward",
-            "tanh",
-            "tanh_backward",
-        ],
-        2,
-    ),
-    **dict.fromkeys(
-        [
-            "softmax",
-            "softmax_backward",
-            "log_softmax",
-            "log_softmax_backward",
-            "mse_loss",
-            "mse_loss_backward",
-            "cross_entropy_loss",
-            "cross_entropy_loss_backward",
-            "bce_with_logits_loss",
-            "bce_with_logits_loss_backward",
-            "hinge_loss",
-            "hinge_loss_backward",
-        ],
-        3,
-    ),
-    **dict.fromkeys(
-        ["sgd_step", "momentum_step", "rmsprop_step", "adam_step", "xavier_uniform", "he_normal"],
-        4,
-    ),
-    **dict.fromkeys(["im2col", "col2im", "conv2d_forward", "conv2d_backward"], 5),
-    **dict.fromkeys(
-        [
-            "maxpool2d_forward",
-            "maxpool2d_backward",
-            "avgpool2d_forward",
-            "avgpool2d_backward",
-            "batchnorm_forward",
-            "batchnorm_backward",
-            "dropout_forward",
-            "dropout_backward",
-        ],
-        6,
-    ),
-}
+# Which week teaches which op in stage 1: the contract's table (grader/CONTRACT.md).
+WEEK_OF_OP = {name: week_of(1, name) for name in OPS}
 week01, week02, week03 = pytest.mark.week01, pytest.mark.week02, pytest.mark.week03
 week04, week05, week06 = pytest.mark.week04, pytest.mark.week05, pytest.mark.week06
 oracle = pytest.mark.oracle
