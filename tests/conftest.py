@@ -7,8 +7,10 @@ reason, never silently passed.
 
 import importlib
 import os
+import secrets
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 TIER_MODULES = {
@@ -48,3 +50,11 @@ def shared_data_dir():
     if not path or not (Path(path) / "mnist").is_dir():
         pytest.skip("NN_DATA_DIR does not point at a directory holding mnist/")
     return Path(path)
+
+
+@pytest.fixture
+def rng():
+    """A fresh generator for each test; its seed is printed so that a failure can be replayed."""
+    seed = secrets.randbits(32)
+    print(f"rng seed {seed}")
+    return np.random.default_rng(seed)

@@ -48,13 +48,6 @@ def on_every_tier(group, op=None):
     )
 
 
-@pytest.fixture
-def rng():
-    """A fresh generator for each test; its seed is printed so that a failure can be replayed."""
-    seed = secrets.randbits(32)
-    print(f"rng seed {seed}")
-    return np.random.default_rng(seed)
-
 
 def small(tier, python_value, value):
     """`python_value` for stage 1 (pure Python is slow), `value` for the others."""

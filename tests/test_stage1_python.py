@@ -8,7 +8,6 @@ import copy
 import inspect
 import math
 import re
-import secrets
 
 import numpy as np
 import pytest
@@ -22,13 +21,6 @@ week01, week02, week03 = pytest.mark.week01, pytest.mark.week02, pytest.mark.wee
 week04, week05, week06 = pytest.mark.week04, pytest.mark.week05, pytest.mark.week06
 oracle = pytest.mark.oracle
 
-
-@pytest.fixture
-def rng():
-    """Fresh random numbers for each test; the seed is printed so that a failure can be replayed."""
-    seed = secrets.randbits(32)
-    print(f"numpy seed {seed}")
-    return np.random.default_rng(seed)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ without it these tests are skipped, saying so.
 """
 
 import re
-import secrets
 import types
 from pathlib import Path
 
@@ -31,13 +30,6 @@ def week(group):
     """The pytest mark of the week that teaches `group` in stage 3."""
     return getattr(pytest.mark, f"week{WEEKS[3][group]:02d}")
 
-
-@pytest.fixture
-def rng():
-    """A fresh generator for each test; its seed is printed so that a failure can be replayed."""
-    seed = secrets.randbits(32)
-    print(f"rng seed {seed}")
-    return np.random.default_rng(seed)
 
 
 def assert_same(received, expected, tolerance=TOLERANCE, what="output"):
