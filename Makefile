@@ -43,10 +43,11 @@ test: setup ## run the project's tests (GPU checks run under the CUDA simulator)
 grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace]
 	$(PY) -m grader --stage $(STAGE) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
-bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyTorch: make bench STAGE=3
+bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyTorch (and stage 2): make bench STAGE=3
 	$(PY) -m grader bench --stage $(STAGE) $(ARGS)
 	@if $(PY) -c "import torch" 2>/dev/null; then \
-		$(PY) -m nn.bench --stage $(STAGE) --threads 1 2 --output curriculum/results/nn-bench-stage$(STAGE); \
+		$(PY) -m nn.bench --stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2 \
+			--output curriculum/results/nn-bench-stage$(STAGE); \
 	else echo "nn.bench skipped: it compares with PyTorch (pip install -r requirements-oracle.txt)"; fi
 
 train: setup ## train a model with its recipe (nn/recipes.py): make train ARGS='--model lenet5 --data mnist'

@@ -1,13 +1,14 @@
-"""Time one training epoch on a tier against PyTorch on the CPU, in the same run.
+"""Time one training epoch on one or more tiers against PyTorch on the CPU, in the same run.
 
     python -m nn.bench --stage 2 --models mlp lenet5 --output curriculum/results/nn-bench-stage2
+    python -m nn.bench --stage 2 3 --models lenet5 fashion_cnn --output ...   (tiers side by side)
 
-Both sides train the same model (PyTorch's copy is translated layer by layer from nn's, with the
+Every side trains the same model (PyTorch's copy is translated layer by layer from nn's, with the
 same initial weights) on the same mini-batches of MNIST with the same batch size and optimizer
 (Adam; no augmentation, so only the training step is measured), with the same number of threads.
-Each side runs `--repeats` epochs, alternating, and keeps its fastest: on a shared machine the
-fastest epoch is the one least disturbed by other work. Needs PyTorch, an optional extra
-(`pip install -r requirements-oracle.txt`).
+Each side runs `--repeats` epochs, the sides taking turns, and keeps its fastest: on a shared
+machine the fastest epoch is the one least disturbed by other work. Needs PyTorch, an optional
+extra (`pip install -r requirements-oracle.txt`).
 """
 
 import argparse
@@ -81,12 +82,13 @@ def tier_epoch(tier, model, data, recipe):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nn.bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--stage", type=int, default=2, choices=sorted(STAGE_MODULES))
+    parser.add_argument("--stage", type=int, nargs="+", default=[2], choices=sorted(STAGE_MODULES),
+                        help="the tiers to time (several: side by side, the first is the baseline)")
     parser.add_argument("--models", nargs="+", default=["mlp", "lenet5"])
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--data-dir")
     parser.add_argument("--threads", type=int, nargs="+", default=[2],
-                        help="thread counts to measure, the same for both sides")
+                        help="thread counts to measure, the same for every side")
     parser.add_argument("--repeats", type=int, default=2, help="epochs per side (fastest counts)")
     parser.add_argument("--output", type=Path, help="write OUTPUT.json and OUTPUT.md")
     args = parser.parse_args(argv)
@@ -96,39 +98,48 @@ def main(argv=None):
         print("error: nn.bench compares with PyTorch: pip install -r requirements-oracle.txt",
               file=sys.stderr)
         return 2
-    tier = load_tier(args.stage)
+    tiers = {stage: load_tier(stage) for stage in args.stage}
     recipe = Recipe(epochs=1, batch_size=args.batch_size, optimizer="adam", lr=1e-3,
                     schedule="constant")
     data = load_data("mnist", args.data_dir, recipe.val_size)
+    baseline = args.stage[0]
     rows = []
     for threads, name in itertools.product(args.threads, args.models):
         torch.set_num_threads(threads)
-        threadpool_limits(threads)
-        tier_times, torch_times = [], []
+        threadpool_limits(threads)  # BLAS and OpenMP (stage 3's) pools alike
+        torch_times, tier_times = [], {stage: [] for stage in tiers}
         for _ in range(args.repeats):
-            model = build_model(name, data.input_shape, data.num_classes).build(tier, recipe.seed)
-            torch_times.append(torch_epoch(torch, to_torch(model, torch), data, recipe))
-            tier_times.append(tier_epoch(tier, model, data, recipe))
-        tier_seconds, torch_seconds = min(tier_times), min(torch_times)
-        row = {
-            "model": name,
-            "threads": threads,
-            "images": len(data.train),
-            "batch_size": recipe.batch_size,
-            "optimizer": "adam",
-            "tier_seconds": tier_seconds,
-            "torch_seconds": torch_seconds,
-            "tier_seconds_all": tier_times,
-            "torch_seconds_all": torch_times,
-            "ratio": tier_seconds / torch_seconds,
-        }
-        rows.append(row)
-        print(f"{name}, {threads} thread(s): stage {args.stage} {tier_seconds:.1f} s, PyTorch "
-              f"{torch_seconds:.1f} s per epoch -> ratio {row['ratio']:.2f}", flush=True)
+            for stage, tier in tiers.items():
+                model = build_model(name, data.input_shape, data.num_classes)
+                model = model.build(tier, recipe.seed)
+                if stage == baseline:
+                    torch_times.append(torch_epoch(torch, to_torch(model, torch), data, recipe))
+                tier_times[stage].append(tier_epoch(tier, model, data, recipe))
+        torch_seconds = min(torch_times)
+        for stage, times in tier_times.items():
+            row = {
+                "model": name,
+                "stage": stage,
+                "tier": tiers[stage].NAME,
+                "threads": threads,
+                "images": len(data.train),
+                "batch_size": recipe.batch_size,
+                "optimizer": "adam",
+                "tier_seconds": min(times),
+                "torch_seconds": torch_seconds,
+                "tier_seconds_all": times,
+                "torch_seconds_all": torch_times,
+                "ratio": min(times) / torch_seconds,
+                "ratio_to_baseline": min(times) / min(tier_times[baseline]),
+            }
+            rows.append(row)
+            print(f"{name}, {threads} thread(s): stage {stage} {row['tier_seconds']:.1f} s, "
+                  f"PyTorch {torch_seconds:.1f} s per epoch -> ratio {row['ratio']:.2f}",
+                  flush=True)
     if args.output:
         record = {
-            "stage": args.stage,
-            "tier": tier.NAME,
+            "stages": args.stage,
+            "tiers": [tier.NAME for tier in tiers.values()],
             "command": "python -m nn.bench " + " ".join(sys.argv[1:] if argv is None else argv),
             "torch": torch.__version__,
             "repeats": args.repeats,
@@ -142,23 +153,36 @@ def main(argv=None):
 
 
 def _markdown(record):
+    stages = record["stages"]
+    pairs = zip(stages, record["tiers"], strict=True)
+    tiers = ", ".join(f"stage {stage} ({tier})" for stage, tier in pairs)
     lines = [
-        f"# One training epoch: stage {record['stage']} ({record['tier']}) vs PyTorch "
-        f"{record['torch']} on the CPU",
+        f"# One training epoch: {tiers} vs PyTorch {record['torch']} on the CPU",
         "",
         f"Command: `{record['command']}`. Machine: {record['machine']['processor']}, "
         f"{record['machine']['cpu_count']} CPUs. Adam, MNIST training split, no augmentation. "
-        "Both sides use the same number of threads; each keeps the fastest of "
-        f"{record['repeats']} epochs. Ratio: stage seconds / PyTorch seconds.",
+        "Every side uses the same number of threads; each keeps the fastest of "
+        f"{record['repeats']} epoch(s). Ratio: stage seconds / PyTorch seconds.",
         "",
-        "| model | threads | images | batch | stage s/epoch | PyTorch s/epoch | ratio |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+    several = len(stages) > 1
+    header = (
+        "| model | threads | stage | images | batch | stage s/epoch | PyTorch s/epoch | ratio |"
+    )
+    rule = "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    if several:
+        header += f" time / stage {stages[0]}'s |"
+        rule += " ---: |"
+    lines += [header, rule]
     for row in record["results"]:
-        lines.append(
-            f"| {row['model']} | {row['threads']} | {row['images']} | {row['batch_size']} | "
-            f"{row['tier_seconds']:.1f} | {row['torch_seconds']:.1f} | {row['ratio']:.2f} |"
+        line = (
+            f"| {row['model']} | {row['threads']} | {row['stage']} | {row['images']} | "
+            f"{row['batch_size']} | {row['tier_seconds']:.1f} | {row['torch_seconds']:.1f} | "
+            f"{row['ratio']:.2f} |"
         )
+        if several:
+            line += f" {row['ratio_to_baseline']:.2f} |"
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
