@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 
 STAGE ?= 2
 WEEK ?=
-# `make grade` grades the learner workspace when it exists, the reference otherwise.
+# `make grade` and `make train` use the learner workspace's tier when it exists, else the reference.
 IMPL ?= $(if $(wildcard workspace/stage$(STAGE)_*),workspace,)
 WORKSPACE ?= workspace
 ARGS ?=
@@ -50,8 +50,8 @@ bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyT
 			--output curriculum/results/nn-bench-stage$(STAGE); \
 	else echo "nn.bench skipped: it compares with PyTorch (pip install -r requirements-oracle.txt)"; fi
 
-train: setup ## train a model with its recipe (nn/recipes.py): make train ARGS='--model lenet5 --data mnist'
-	$(PY) -m nn.train --stage $(STAGE) $(ARGS)
+train: setup ## train a model with its recipe (nn/recipes.py), on the workspace's tier when there is one: make train ARGS='--model lenet5 --data mnist'
+	$(PY) -m nn.train --stage $(STAGE) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
 	$(PY) -m tools.exercises --out $(WORKSPACE) $(ARGS)

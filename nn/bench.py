@@ -26,7 +26,7 @@ from nn.layers import Conv2d, Flatten, Linear, MaxPool2d, ReLU
 from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
-from nn.tiers import STAGE_MODULES, load_tier
+from nn.tiers import STAGES, load_tier
 from nn.trainer import Trainer
 
 
@@ -82,7 +82,7 @@ def tier_epoch(tier, model, data, recipe):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nn.bench", description=__doc__.split("\n")[0])
-    parser.add_argument("--stage", type=int, nargs="+", default=[2], choices=sorted(STAGE_MODULES),
+    parser.add_argument("--stage", type=int, nargs="+", default=[2], choices=STAGES,
                         help="the tiers to time (several: side by side, the first is the baseline)")
     parser.add_argument("--models", nargs="+", default=["mlp", "lenet5"])
     parser.add_argument("--batch-size", type=int, default=128)

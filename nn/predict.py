@@ -19,7 +19,7 @@ from nn.checkpoint import CheckpointError, read_checkpoint, restore
 from nn.data import Normalizer, load_data
 from nn.models import build_model
 from nn.recipes import Recipe
-from nn.tiers import STAGE_MODULES, TierError, load_tier
+from nn.tiers import STAGES, TierError, load_tier
 
 
 def parse_args(argv=None):
@@ -31,7 +31,9 @@ def parse_args(argv=None):
     source.add_argument("image", nargs="?", type=Path, help="an image file (PNG, JPEG, ...)")
     source.add_argument("--index", type=int, help="example i of the test split")
     parser.add_argument("--top-k", type=int, default=3)
-    parser.add_argument("--stage", type=int, default=2, choices=sorted(STAGE_MODULES))
+    parser.add_argument("--stage", type=int, default=2, choices=STAGES)
+    parser.add_argument("--impl", metavar="DIR",
+                        help="run on the tier in DIR (default: the reference)")
     parser.add_argument("--data-dir", help="where the data set lives (for --index)")
     parser.add_argument("--invert", action="store_true", help="invert the image's brightness")
     return parser.parse_args(argv)
@@ -71,7 +73,7 @@ def read_image(path, input_shape, invert=False):
 def main(argv=None):
     args = parse_args(argv)
     try:
-        tier = load_tier(args.stage)
+        tier = load_tier(args.stage, args.impl)
         model, meta = load_model(args.checkpoint, tier)
         if args.index is not None:
             recipe = Recipe.from_json(meta["recipe"])

@@ -1,31 +1,28 @@
-"""`--stage N` to the tier package that implements the op contract."""
+"""`--stage N [--impl DIR]` to the tier that implements the op contract.
 
-import importlib
+The repository's tier, or a learner's from a workspace folder (`make exercises`), found and
+imported exactly as `python -m grader --impl DIR` finds it.
+"""
 
-STAGE_MODULES = {
-    1: "stage1_python",
-    2: "stage2_numpy",
-    3: "stage3_c",
-    4: "stage4_cuda",
-}
+from grader.tiers import PACKAGES, load
+
+STAGES = sorted(PACKAGES)
 
 
 class TierError(RuntimeError):
-    """A tier that cannot be used here (not written yet, or unavailable on this machine)."""
+    """A tier that cannot be used here (not written yet, unavailable, or failing to import)."""
 
 
-def load_tier(stage):
-    """Import and return the tier module of `stage` (1-4), or raise TierError saying why not."""
-    if stage not in STAGE_MODULES:
-        raise ValueError(f"stage must be one of {sorted(STAGE_MODULES)}, got {stage!r}")
-    module_name = STAGE_MODULES[stage]
-    try:
-        tier = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name and module_name.startswith(error.name):
-            raise TierError(f"stage {stage} ({module_name}) is not written yet") from error
-        raise
-    ok, reason = tier.available()
-    if not ok:
-        raise TierError(f"stage {stage} ({module_name}) is unavailable: {reason}")
-    return tier
+def load_tier(stage, impl=None):
+    """The tier module of `stage` (1-4), the repository's or the one under `impl`.
+
+    Stage 4 is its nvcc variant, which the `stage4_cuda` package re-exports (DESIGN.md).
+    Raises TierError saying why there is none.
+    """
+    if stage not in PACKAGES:
+        raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
+    tier = load(stage, variant="nvcc" if stage == 4 else None, impl=impl)
+    if not tier.ok:
+        where = f" in {impl}" if impl else ""
+        raise TierError(f"stage {stage} ({PACKAGES[stage]}{where}): {tier.reason}")
+    return tier.module

@@ -20,13 +20,16 @@ from nn.models import MODELS, build_model
 from nn.recipes import Recipe, recipe_for
 from nn.report import command_line, machine, save_pictures, write_results
 from nn.schedules import Schedule
-from nn.tiers import STAGE_MODULES, TierError, load_tier
+from nn.tiers import STAGES, TierError, load_tier
 from nn.trainer import Trainer, TrainingDiverged
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nn.train", description=__doc__.split("\n")[0])
-    parser.add_argument("--stage", type=int, default=2, choices=sorted(STAGE_MODULES))
+    parser.add_argument("--stage", type=int, default=2, choices=STAGES)
+    parser.add_argument("--impl", metavar="DIR",
+                        help="train on the tier in DIR, e.g. your workspace "
+                        "(default: the reference)")
     parser.add_argument("--model", required=True, choices=sorted(MODELS))
     parser.add_argument("--data", choices=DATA_NAMES, help="required unless --summary")
     parser.add_argument("--data-dir", help="folder holding mnist/ and fashion-mnist/ "
@@ -87,7 +90,7 @@ RECIPE_FLAGS = (
 def main(argv=None):
     args = parse_args(argv)
     try:
-        tier = load_tier(args.stage)
+        tier = load_tier(args.stage, args.impl)
         if args.summary:
             print(MODELS[args.model]().build(tier, seed=0).summary())
             return 0
@@ -99,6 +102,10 @@ def main(argv=None):
         return train(args, tier)
     except (TierError, DatasetError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except NotImplementedError as error:  # an exercise of the --impl tier still to be written
+        print(f"error: {error}; `make grade STAGE={args.stage}` lists what is left",
+              file=sys.stderr)
         return 2
 
 
@@ -128,8 +135,10 @@ def train(args, tier):
     model = build_model(args.model, data.input_shape, data.num_classes, **recipe.model_options)
     model.build(tier, recipe.seed)
     print(model.summary())
-    print(f"stage {args.stage} ({tier.NAME}); data {args.data}: {len(data.train)} train, "
-          f"{len(data.val) if data.val else 0} validation, {len(data.test)} test")
+    implementation = f"from {args.impl}" if args.impl else "the reference"
+    print(f"stage {args.stage} ({tier.NAME}, {implementation}); data {args.data}: "
+          f"{len(data.train)} train, {len(data.val) if data.val else 0} validation, "
+          f"{len(data.test)} test")
     print(f"recipe: {recipe.to_json()}")
     record = {
         "data": args.data,
@@ -170,6 +179,7 @@ def train(args, tier):
             "data": args.data,
             "stage": args.stage,
             "tier": tier.NAME,
+            "impl": args.impl,
             "command": command_line(),
             "recipe": recipe.to_json(),
             "parameters": model.parameter_count(),

@@ -1,6 +1,8 @@
 """`python -m nn.train` and `python -m nn.predict` end to end, on small data sets (stage 2)."""
 
 import re
+import shutil
+from pathlib import Path
 
 import matplotlib.image
 import numpy as np
@@ -37,6 +39,23 @@ def test_xor_is_solved_by_2_4_1(capsys, tmp_path):
     assert status == 0
     assert "Linear(2->4)" in "\n".join(lines) and "Linear(4->1)" in "\n".join(lines)
     assert last_accuracy(lines) == 1.0  # all four points
+
+
+def test_impl_trains_on_the_tier_in_that_folder(capsys, tmp_path):
+    workspace = tmp_path / "workspace"
+    reference = Path(__file__).resolve().parent.parent / "stage2_numpy"
+    shutil.copytree(reference, workspace / "stage2_numpy")
+    status, lines, _ = run_train(capsys, "--impl", str(workspace), "--model", "xor", "--data",
+                                 "xor", "--run-dir", str(tmp_path / "run"))
+    assert status == 0
+    assert f"stage 2 (numpy, from {workspace})" in "\n".join(lines)
+    assert last_accuracy(lines) == 1.0
+
+
+def test_impl_without_the_tier_is_a_clear_error(capsys, tmp_path):
+    status, _, err = run_train(capsys, "--impl", str(tmp_path), "--model", "xor", "--data", "xor")
+    assert status == 2
+    assert f"error: stage 2 (stage2_numpy in {tmp_path}): no tier package at" in err
 
 
 def test_train_then_predict_on_spirals(capsys, tmp_path):
