@@ -26,6 +26,8 @@ class Model:
         self.loss = LOSSES[loss]
         self.options = dict(options or {})
         self.tier = None
+        # The input is data, which needs no gradient: the first layer may skip computing one.
+        net.layers[0].needs_input_grad = False
 
     def build(self, tier, seed):
         """Allocate every parameter on `tier`; parameter k gets init seed derive_seed(seed, k)."""
@@ -45,7 +47,8 @@ class Model:
         return self.net.forward(x)
 
     def backward(self, dout):
-        return self.net.backward(dout)
+        """Gradients into every parameter's .grad (nothing is returned: see needs_input_grad)."""
+        self.net.backward(dout)
 
     def parameters(self):
         return self.net.parameters()

@@ -5,7 +5,7 @@ becomes a matmul: w as rows [K, C*R*S] times the columns [C*R*S, OH*OW]. col2im 
 which the backward needs. Output size: OH = (H + 2*padding - kh) // stride + 1, likewise OW.
 """
 
-from ._checks import expect_int, expect_shape_argument, expect_tensor, output_size
+from ._checks import expect_bool, expect_int, expect_shape_argument, expect_tensor, output_size
 from ._tensor import flatten, reshape, zeros
 from .linalg import add, matmul, transpose
 
@@ -109,15 +109,16 @@ def conv2d_forward(x, w, b, stride=1, padding=0):
     # END SOLUTION
 
 
-def conv2d_backward(x, w, dy, stride=1, padding=0):
+def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     """Gradients of conv2d_forward, dy [N, K, OH, OW] -> (dx [N, C, H, W], dw [K, C, R, S], db [K]).
 
-    x, w, stride and padding as in the forward.
+    x, w, stride and padding as in the forward. need_dx=False skips dx (None in its place).
     """
     n, c, h, width, k, r, s, stride, padding, oh, ow = _check_conv(
         "conv2d_backward", x, w, stride, padding
     )
     expect_tensor("conv2d_backward", "dy", dy, "N, K, OH, OW", N=n, K=k, OH=oh, OW=ow)
+    need_dx = expect_bool("conv2d_backward", "need_dx", need_dx)
     # BEGIN SOLUTION week 5, task conv2d_backward
     w_columns = transpose([flatten(kernel) for kernel in w])  # [C*R*S, K]
     dw_rows = zeros((k, c * r * s))
@@ -128,8 +129,9 @@ def conv2d_backward(x, w, dy, stride=1, padding=0):
         # y_rows = w_rows @ cols + b, so the matmul gradients apply image by image.
         dw_rows = add(dw_rows, matmul(dy_rows, transpose(image_cols)))
         db = add(db, [sum(row) for row in dy_rows])
-        dx_cols.append(matmul(w_columns, dy_rows))  # [C*R*S, OH*OW]
-    dx = col2im(dx_cols, (n, c, h, width), r, s, stride, padding)
+        if need_dx:
+            dx_cols.append(matmul(w_columns, dy_rows))  # [C*R*S, OH*OW]
+    dx = col2im(dx_cols, (n, c, h, width), r, s, stride, padding) if need_dx else None
     dw = [reshape(row, (c, r, s)) for row in dw_rows]
     return dx, dw, db
     # END SOLUTION

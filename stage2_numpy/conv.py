@@ -11,6 +11,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from ._checks import (
     NCHW,
     check_dim,
+    check_flag,
     check_float,
     check_shape,
     check_vector,
@@ -174,10 +175,11 @@ def conv2d_forward(x, w, b, stride=1, padding=0):
     # END SOLUTION
 
 
-def conv2d_backward(x, w, dy, stride=1, padding=0):
+def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     """Gradients of conv2d_forward.
 
     x [N, C, H, W], w [K, C, R, S], dy [N, K, OH, OW] -> (dx [N, C, H, W], dw [K, C, R, S], db [K]).
+    need_dx=False skips dx (None in its place): half the work of a first layer's backward.
     """
     x, w = _check_conv("conv2d_backward", x, w)
     oh, ow = conv_output("conv2d_backward", x.shape, *w.shape[2:], stride, padding, KERNEL_OF_W)
@@ -186,6 +188,7 @@ def conv2d_backward(x, w, dy, stride=1, padding=0):
         fail("conv2d_backward", f"dy must have shape [N, K, OH, OW] = "
                                 f"{(x.shape[0], w.shape[0], oh, ow)} (the forward's output), "
                                 f"got {dy.shape}")
+    need_dx = check_flag("conv2d_backward", "need_dx", need_dx)
     # BEGIN SOLUTION week 8, task conv2d_backward
     n, c, h, width = x.shape
     k, _, kh, kw = w.shape
@@ -194,6 +197,8 @@ def conv2d_backward(x, w, dy, stride=1, padding=0):
     dy_rows = rows_of(dy, batch_last)  # [K, N*OH*OW], the columns in cols' order
     db = dy_rows.sum(axis=1)
     dw = (dy_rows @ cols.T).reshape(w.shape)  # one GEMM; BLAS reads the transposed view as is
+    if not need_dx:
+        return None, dw, db
     dcols = w.reshape(k, -1).T @ dy_rows  # [C*R*S, K] @ [K, N*OH*OW]
     padded = zeros_image(n, c, h + 2 * padding, width + 2 * padding, batch_last)
     dx = fold(images_of(dcols, n, oh, ow, batch_last), padded, kh, kw, stride, padding)

@@ -139,7 +139,10 @@ def call_for_double(function, *args):
 
 
 def pointer(array):
-    """A C pointer to a C-contiguous float32 or int64 array's data (no copy; keep the array)."""
+    """A C pointer to a C-contiguous float32 or int64 array's data (no copy; keep the array);
+    NULL for None (an optional output the caller skips, as conv2d_backward's dx)."""
+    if array is None:
+        return extension().ffi.NULL
     c_type = "int64_t[]" if array.dtype == np.int64 else "float[]"
     return extension().ffi.from_buffer(c_type, array)
 

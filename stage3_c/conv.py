@@ -72,13 +72,14 @@ def conv2d_forward(x, w, b, stride=1, padding=0, algorithm="im2col"):
     return y
 
 
-def conv2d_backward(x, w, dy, stride=1, padding=0, algorithm="im2col"):
+def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True, algorithm="im2col"):
     """x [N, C, H, W], w [K, C, R, S], dy [N, K, OH, OW] -> (dx [N, C, H, W], dw [K, C, R, S],
-    db [K])."""
+    db [K]); need_dx=False skips dx (None in its place; the C code gets a NULL pointer)."""
     op = "conv2d_backward"
     x, w, sizes, y_shape, suffix = _conv_inputs(op, x, w, stride, padding, algorithm)
     dy = checks.shaped(op, "dy", dy, "[N, K, OH, OW]", y_shape)
-    dx = checks.new_output(op, x.shape)
+    need_dx = checks.flag(op, "need_dx", need_dx)
+    dx = checks.new_output(op, x.shape) if need_dx else None
     dw = checks.new_output(op, w.shape)
     db = checks.new_output(op, (w.shape[0],))
     call(f"s2c_conv2d_backward{suffix}", *map(pointer, (x, w, dy, dx, dw, db)), *sizes)

@@ -171,6 +171,9 @@ CASES = {
     "conv2d_backward stride negative": (
         "conv2d_backward", "stride",
         lambda m: (m.x(2, 3, 5, 5), m.x(4, 3, 3, 3), m.x(2, 4, 3, 3), -2, 0)),
+    "conv2d_backward need_dx a string": (
+        "conv2d_backward", "need_dx",
+        lambda m: (m.x(2, 3, 5, 5), m.x(4, 3, 3, 3), m.x(2, 4, 3, 3), 1, 0, "no")),
     # pooling
     "maxpool2d_forward k 0": ("maxpool2d_forward", "k", lambda m: (m.x(1, 1, 4, 4), 0, 1)),
     "maxpool2d_forward stride negative": (

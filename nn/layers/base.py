@@ -16,6 +16,9 @@ class Layer:
         self.training = True
         self.params = {}  # {name: Parameter}, filled by `build` in layers that learn
         self.output_shape = None  # set by the container that builds this layer
+        # False for a model's first layer, whose input is data: its backward may then skip the
+        # input's gradient and return None (Conv2d does: that is col2im over every image).
+        self.needs_input_grad = True
 
     def build(self, tier, in_shape, seeds):
         """Bind to `tier`, allocate parameters drawing init seeds from the iterator `seeds`.

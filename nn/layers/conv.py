@@ -53,7 +53,7 @@ class Conv2d(Layer):
     def backward(self, dout):
         weight, bias = self.params["weight"], self.params["bias"]
         dx, weight.grad, bias.grad = self.tier.conv2d_backward(
-            self.x, weight.value, dout, self.stride, self.padding
+            self.x, weight.value, dout, self.stride, self.padding, need_dx=self.needs_input_grad
         )
         return dx
 

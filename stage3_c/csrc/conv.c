@@ -309,8 +309,8 @@ int s2c_conv2d_backward(const float *x, const float *weights, const float *dy,
     /* The forward's groups again, with cols recomputed (cheaper than keeping the batch's) and the
      * group's dy gathered in cols' column order as dy_group [k, images * columns]:
      *   dweights_group [k, rows] = dy_group @ cols.T
-     *   dcols [rows, images * columns] = weights.T @ dy_group, and dx = col2im(dcols).
-     * (A batch-first group of one image uses its dy where it lies.) Each group sums its
+     *   dcols [rows, images * columns] = weights.T @ dy_group, and dx = col2im(dcols)
+     * (skipped when dx is NULL). A batch-first group of one image uses its dy where it lies. Each group sums its
      * dweights into its own buffer; the buffers are then added in group order, so no two
      * threads write the same float and the result does not depend on the number of threads.
      * When k > rows (a first layer: one channel, 64 kernels of 3x3) the group computes dweights
@@ -353,15 +353,16 @@ int s2c_conv2d_backward(const float *x, const float *weights, const float *dy,
             group_status = s2c_gemm(0, 1, rows, k, wide, cols, dy_wide, dweights_group, 0);
         else if (group_status == S2C_OK)
             group_status = s2c_gemm(0, 1, k, rows, wide, dy_wide, cols, dweights_group, 0);
-        if (group_status == S2C_OK)
+        if (group_status == S2C_OK && dx != NULL) {
             group_status = s2c_gemm(1, 0, rows, wide, k, weights, dy_wide, dcols, 0);
-        if (group_status == S2C_OK && batch_last) {
-            group_status = col2im_image(dcols, wide, pixels, g, group.images);
-            deinterleave(pixels, group.images, image_size, dx + first * image_size);
+            if (group_status == S2C_OK && batch_last) {
+                group_status = col2im_image(dcols, wide, pixels, g, group.images);
+                deinterleave(pixels, group.images, image_size, dx + first * image_size);
+            }
+            for (int64_t i = 0; i < group.images && !batch_last && group_status == S2C_OK; i++)
+                group_status = col2im_image(dcols + i * columns, wide,
+                                            dx + (first + i) * image_size, g, 1);
         }
-        for (int64_t i = 0; i < group.images && !batch_last && group_status == S2C_OK; i++)
-            group_status = col2im_image(dcols + i * columns, wide, dx + (first + i) * image_size,
-                                        g, 1);
         if (group_status != S2C_OK) {
             #pragma omp atomic write
             status = group_status;
@@ -430,10 +431,11 @@ int s2c_conv2d_backward_direct(const float *x, const float *weights, const float
     /* BEGIN SOLUTION week 13, task conv2d_backward_direct */
     /* The forward's loops again, each product sending its gradient back to both factors:
      * dx gathers weight * dy (threads split the images), dweights gathers dy * x (threads split
-     * the kernels), so no two threads write the same element. */
+     * the kernels), so no two threads write the same element. dx NULL: no dx wanted. */
     int64_t oh = s2c_out_size(h, r, stride, padding), ow = s2c_out_size(w, s, stride, padding);
-    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (n > 1)
-    for (int64_t image = 0; image < n; image++) {
+    int64_t dx_images = dx != NULL ? n : 0;
+    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (dx_images > 1)
+    for (int64_t image = 0; image < dx_images; image++) {
         float *dx_image = dx + image * c * h * w;
         for (int64_t p = 0; p < c * h * w; p++)
             dx_image[p] = 0.0f;

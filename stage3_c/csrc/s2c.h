@@ -70,7 +70,8 @@ int s2c_hinge_loss_backward(const float *scores, const int64_t *labels, float *g
 
 /* ---- convolution (week 13, conv.c): x [n, c, h, w]; weights [k, c, r, s]; bias [k];
  * y [n, k, oh, ow] with oh = (h + 2 * padding - r) / stride + 1 (likewise ow);
- * cols [n, c * kh * kw, oh * ow] as torch.nn.functional.unfold ---- */
+ * cols [n, c * kh * kw, oh * ow] as torch.nn.functional.unfold. The backward passes skip dx
+ * when it is NULL (a first layer's input needs no gradient). ---- */
 int s2c_im2col(const float *x, float *cols, int64_t n, int64_t c, int64_t h, int64_t w,
                int64_t kh, int64_t kw, int64_t stride, int64_t padding);
 int s2c_col2im(const float *cols, float *x, int64_t n, int64_t c, int64_t h, int64_t w,
