@@ -208,7 +208,7 @@ CONV_CASES = [  # x shape, w shape, stride, padding
     ((3, 2, 11, 10), (5, 2, 5, 3), 1, 2),
     ((2, 4, 8, 8), (3, 4, 3, 3), 3, 4),
     ((4, 6, 14, 14), (16, 6, 5, 5), 1, 0),
-    ((23, 2, 9, 9), (3, 2, 3, 3), 1, 0),  # one group of images, batch-last (C*R*S > K)
+    ((23, 2, 9, 9), (3, 2, 3, 3), 1, 0),  # batch-last groups (C*R*S > K) of 20 and 3 images
     ((120, 3, 9, 7), (4, 3, 3, 2), 2, 1),  # batch-last groups of 51, 51 and 18 images
     ((3, 1, 30, 30), (16, 1, 3, 3), 1, 1),  # k > C*R*S: dweights computed transposed
 ]

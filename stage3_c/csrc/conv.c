@@ -212,6 +212,13 @@ struct group {
     int batch_last;
 };
 
+/* Whether groups of group_size images, with cols of `rows` rows and an output of k rows, go
+ * batch-last (see struct group); a group of one image is the same either way. */
+static inline int batch_last_pays(int64_t rows, int64_t k, int64_t group_size)
+{
+    return rows > k && group_size > 1;
+}
+
 static inline int64_t group_column(struct group group, int64_t image, int64_t position,
                                    int64_t columns)
 {
@@ -266,7 +273,7 @@ int s2c_conv2d_forward(const float *x, const float *weights, const float *bias, 
     struct geometry g = geometry_of(c, h, w, r, s, stride, padding);
     int64_t rows = c * r * s, columns = g.oh * g.ow;
     int64_t group_size = images_per_gemm(n, columns), groups = (n + group_size - 1) / group_size;
-    int batch_last = rows > k && group_size > 1;
+    int batch_last = batch_last_pays(rows, k, group_size);
     size_t per_thread = (size_t)((rows + k) * group_size * columns + c * h * w * group_size);
     int threads = s2c_get_num_threads();
     float *scratch = malloc((size_t)threads * per_thread * sizeof(float));
@@ -319,7 +326,7 @@ int s2c_conv2d_backward(const float *x, const float *weights, const float *dy,
     struct geometry g = geometry_of(c, h, w, r, s, stride, padding);
     int64_t rows = c * r * s, columns = g.oh * g.ow, weight_size = k * rows, image_size = c * h * w;
     int64_t group_size = images_per_gemm(n, columns), groups = (n + group_size - 1) / group_size;
-    int transposed = k > rows, batch_last = rows > k && group_size > 1;
+    int transposed = k > rows, batch_last = batch_last_pays(rows, k, group_size);
     /* cols, dcols, dy_group, pixels */
     size_t per_thread = (size_t)((2 * rows + k) * group_size * columns + image_size * group_size);
     int threads = s2c_get_num_threads();
