@@ -11,12 +11,11 @@ import math
 
 import numpy as np
 import pytest
+from conftest import load_tier
 
 import stage2_numpy as reference
 from grader import inputs
 from grader.contract import OPS, tolerance
-
-from conftest import load_tier
 
 pytestmark = pytest.mark.week14
 

@@ -130,61 +130,72 @@ def register_1d(a, b, c):
 
 
 # --- rung 5: 2-D register tiles ------------------------------------------------------------------
-# Each thread computes an R2 x R2 patch of C: per k it loads R2 values of A and R2 of B from
-# shared memory into registers and does R2*R2 multiply-adds with them, so a multiply-add costs
-# 2/R2 shared loads (a quarter of rung 4's at R2 = 8) and a 128 x 128 tile of C per block cuts
+# Each thread computes an R x R patch of C: per k it loads R values of A and R of B from
+# shared memory into registers and does R*R multiply-adds with them, so a multiply-add costs
+# 2/R shared loads (a quarter of rung 4's at R = 8) and a 128 x 128 tile of C per block cuts
 # device-memory bytes to N*M*K*4*(2/128) (4 GB at 4096^3, from the L2 cache mostly).
 # A thread's patch is spread out: rows ty + 16*i and columns tx + 16*j. Neighbouring threads then
 # read neighbouring words of the shared tiles (no bank conflicts; a contiguous 8-wide patch would
 # put 4 threads of a warp on each bank) and write neighbouring elements of C (coalesced).
 # A's tile is stored transposed, [k][row], so that those reads are neighbouring words too.
-BM2, BN2, BK2, R2 = 128, 128, 8, 8
-SPREAD = BM2 // R2  # 16 threads along each side of the block; a patch element every 16
-THREADS_2D = SPREAD * SPREAD  # 256
-LOADS_2D = BM2 * BK2 // THREADS_2D  # 4 elements of each tile loaded per thread per step
+# Defaults: R = 8, 16 x 16 threads, a 128 x 128 tile, K in steps of 8.
+# The tile sizes are parameters of `make_register_2d`, so that bench_matmul.py can try others.
 
 
-@cuda.jit
-def register_2d(a, b, c):
-    # BEGIN SOLUTION week 15, task matmul_register_2d
-    tile_at = cuda.shared.array((BK2, BM2), float32)  # A's tile transposed: [k][row]
-    tile_b = cuda.shared.array((BK2, BN2), float32)
-    acc = cuda.local.array((R2, R2), float32)
-    a_reg = cuda.local.array(R2, float32)
-    b_reg = cuda.local.array(R2, float32)
-    t = cuda.threadIdx.x
-    tx, ty = t % SPREAD, t // SPREAD
-    n, depth = a.shape
-    m = b.shape[1]
-    row0, col0 = cuda.blockIdx.y * BM2, cuda.blockIdx.x * BN2
-    for i in range(R2):
-        for j in range(R2):
-            acc[i, j] = float32(0)
-    for k0 in range(0, depth, BK2):
-        for load in range(LOADS_2D):
-            e = t + load * THREADS_2D
-            r, k = e // BK2, e % BK2  # A: BK2 neighbours along a row of A
-            row = row0 + r
-            tile_at[k, r] = a[row, k0 + k] if row < n and k0 + k < depth else float32(0)
-            k, col = e // BN2, e % BN2  # B: a warp reads 32 neighbours of one row of B
-            inside = k0 + k < depth and col0 + col < m
-            tile_b[k, col] = b[k0 + k, col0 + col] if inside else float32(0)
-        cuda.syncthreads()
-        for k in range(BK2):
-            for i in range(R2):
-                a_reg[i] = tile_at[k, ty + SPREAD * i]
-                b_reg[i] = tile_b[k, tx + SPREAD * i]
-            for i in range(R2):
-                for j in range(R2):
-                    acc[i, j] += a_reg[i] * b_reg[j]
-        cuda.syncthreads()
-    for i in range(R2):
-        row = row0 + ty + SPREAD * i
-        for j in range(R2):
-            col = col0 + tx + SPREAD * j
-            if row < n and col < m:
-                c[row, col] = acc[i, j]
-    # END SOLUTION
+def make_register_2d(patch=8, spread=16, depth_step=8):
+    """(kernel, geometry) of rung 5: R x R patches (R = `patch`), spread x spread threads per
+    block (a tile of C of side spread * patch), K in steps of `depth_step`. numba compiles the
+    sizes in as constants, so the loops over them unroll and `acc` lives in registers."""
+    side = spread * patch  # the block's tile of C is side x side
+    threads = spread * spread
+    loads = side * depth_step // threads  # elements of each shared tile one thread loads per step
+
+    @cuda.jit
+    def register_2d(a, b, c):
+        # BEGIN SOLUTION week 15, task matmul_register_2d
+        tile_at = cuda.shared.array((depth_step, side), float32)  # A's tile, transposed
+        tile_b = cuda.shared.array((depth_step, side), float32)
+        acc = cuda.local.array((patch, patch), float32)
+        a_reg = cuda.local.array(patch, float32)
+        b_reg = cuda.local.array(patch, float32)
+        t = cuda.threadIdx.x
+        tx, ty = t % spread, t // spread
+        n, depth = a.shape
+        m = b.shape[1]
+        row0, col0 = cuda.blockIdx.y * side, cuda.blockIdx.x * side
+        for i in range(patch):
+            for j in range(patch):
+                acc[i, j] = float32(0)
+        for k0 in range(0, depth, depth_step):
+            for load in range(loads):
+                e = t + load * threads
+                r, k = e // depth_step, e % depth_step  # A: depth_step neighbours along a row
+                inside = row0 + r < n and k0 + k < depth
+                tile_at[k, r] = a[row0 + r, k0 + k] if inside else float32(0)
+                k, col = e // side, e % side  # B: a warp reads 32 neighbours of one row of B
+                inside = k0 + k < depth and col0 + col < m
+                tile_b[k, col] = b[k0 + k, col0 + col] if inside else float32(0)
+            cuda.syncthreads()
+            for k in range(depth_step):
+                for i in range(patch):
+                    a_reg[i] = tile_at[k, ty + spread * i]
+                    b_reg[i] = tile_b[k, tx + spread * i]
+                for i in range(patch):
+                    for j in range(patch):
+                        acc[i, j] += a_reg[i] * b_reg[j]
+            cuda.syncthreads()
+        for i in range(patch):
+            row = row0 + ty + spread * i
+            for j in range(patch):
+                col = col0 + tx + spread * j
+                if row < n and col < m:
+                    c[row, col] = acc[i, j]
+        # END SOLUTION
+
+    def geometry(n, m):
+        return (_ceil_div(m, side), _ceil_div(n, side)), threads
+
+    return register_2d, geometry
 
 
 def _ceil_div(a, b):
@@ -200,8 +211,5 @@ LADDER = {
         register_1d,
         lambda n, m: ((_ceil_div(m, BN1), _ceil_div(n, BM1)), THREADS_1D),
     ),
-    "register_2d": (
-        register_2d,
-        lambda n, m: ((_ceil_div(m, BN2), _ceil_div(n, BM2)), THREADS_2D),
-    ),
+    "register_2d": make_register_2d(),
 }
