@@ -93,8 +93,16 @@ def measure(torch, size, repeats, sweep):
         call = launcher(kernel, blocks, threads, a_numba, b_numba, c_numba)
         times = time_calls(call, 3 if label == "naive" and size > 2048 else repeats, numba_event)
         error = relative_error(c, expected)
-        results[label] = record(flops, times, torch_ms, error)
+        results[label] = record(flops, times, torch_ms, error) | resources(kernel)
     return results
+
+
+def resources(kernel):
+    """The compiled kernel's registers and local-memory bytes per thread (spills show there)."""
+    return {
+        "registers": kernel.get_regs_per_thread(),
+        "local_bytes": kernel.get_local_mem_per_thread(),
+    }
 
 
 def record(flops, times, torch_times, error):
@@ -137,12 +145,13 @@ def main(argv=None):
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"{name}, numba {numba.__version__}, torch {torch.__version__}, TF32 off -> {out}")
-    print("| n | kernel | ms | GFLOP/s | of cuBLAS | rel. error |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: |")
+    print("| n | kernel | ms | GFLOP/s | of cuBLAS | rel. error | registers | local bytes |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for size, results in report["sizes"].items():
         for label, r in results.items():
             print(f"| {size} | {label} | {r['ms']:.3f} | {r['gflops']:.0f} | "
-                  f"{100 * r['share_of_cublas']:.1f}% | {r['relative_error']:.1e} |")
+                  f"{100 * r['share_of_cublas']:.1f}% | {r['relative_error']:.1e} | "
+                  f"{r.get('registers', '')} | {r.get('local_bytes', '')} |")
 
 
 if __name__ == "__main__":
