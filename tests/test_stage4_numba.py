@@ -17,7 +17,8 @@ import stage2_numpy as reference
 from grader import inputs
 from grader.contract import OPS, tolerance
 
-pytestmark = pytest.mark.week14
+# numba warns about grids too small to fill a GPU: at these sizes they are meant to be small
+pytestmark = [pytest.mark.week14, pytest.mark.filterwarnings("ignore:Grid size")]
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Time the numba matmul ladder (matmul.py) on the GPU against cuBLAS SGEMM through PyTorch.
+"""Time the numba matmul ladder (matmul_ladder.py) on the GPU against cuBLAS SGEMM through PyTorch.
 
     python -m stage4_cuda.numba_impl.bench_matmul [--sizes 1024,4096] [--repeats 10] [--sweep]
                                                   [--out curriculum/results/matmul-numba-h100.json]
@@ -24,7 +24,7 @@ import numba
 from numba import cuda
 
 from . import linalg
-from . import matmul as ladder
+from . import matmul_ladder as ladder
 
 RESULTS = Path(__file__).resolve().parents[2] / "curriculum" / "results"
 # (patch, spread, depth_step) variants of rung 5 for --sweep; the first is the default.

@@ -1,4 +1,4 @@
-"""Linear algebra (weeks 14 and 15): matmul through the ladder of matmul.py, transpose, the
+"""Linear algebra (weeks 14 and 15): matmul through the ladder of matmul_ladder.py, transpose, the
 elementwise add, mul and scale, and column sums (sum_rows) with a reduction ladder.
 
 Elementwise kernels see every array flat (`flat`): one thread per element, i = cuda.grid(1).
@@ -7,7 +7,7 @@ Elementwise kernels see every array flat (`flat`): one thread per element, i = c
 from numba import cuda, float32
 
 from . import _checks as checks
-from . import matmul as ladder
+from . import matmul_ladder as ladder
 from ._device import BLOCK, blocks_for, empty, flat, launch, launch_elementwise, scratch
 from .reduce import ROW_THREADS, block_sum
 
@@ -39,6 +39,7 @@ def matmul(a, b, kernel="best"):
 
 
 TRANSPOSE_TILE = 32
+TRANSPOSE_ROW = TRANSPOSE_TILE + 1  # a shared array's shape must be constants, not expressions
 
 
 @cuda.jit
@@ -47,7 +48,7 @@ def _transpose(a, out):
     # `out`, both coalesced (a direct out[j, i] = a[i, j] would scatter one of the two). The +1
     # column shifts each row by one bank, so reading a column of the tile has no bank conflicts.
     # BEGIN SOLUTION week 14, task transpose
-    tile = cuda.shared.array((TRANSPOSE_TILE, TRANSPOSE_TILE + 1), float32)
+    tile = cuda.shared.array((TRANSPOSE_TILE, TRANSPOSE_ROW), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     n, m = a.shape
     i0, j0 = cuda.blockIdx.y * TRANSPOSE_TILE, cuda.blockIdx.x * TRANSPOSE_TILE
