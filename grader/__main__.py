@@ -29,9 +29,8 @@ def parse(argv):
         "against an earlier tier, gradients by finite differences, speed.",
     )
     parser.add_argument("--stage", type=int, required=True, choices=tiers.STAGES)
-    all_variants = sorted({tier.variant for tier in tiers.TIERS.values() if tier.variant})
     parser.add_argument(
-        "--variant", choices=all_variants, help="for a stage of several tiers (default: each)"
+        "--variant", choices=tiers.VARIANTS, help="for a stage of several tiers (default: each)"
     )
     parser.add_argument(
         "--impl",

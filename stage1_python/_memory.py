@@ -14,7 +14,8 @@ from ._tensor import full
 def empty(shape, dtype=np.float32):
     """A new nested list of `shape` for an output: 0.0 everywhere, or 0 for an integer dtype.
 
-    Python lists have no uninitialized memory, so the elements start at zero; `dtype` is a NumPy
-    dtype, as in every tier, and only its kind matters here (Python floats are float64).
+    Python lists have no uninitialized memory, so the elements start at zero. `dtype` is what
+    NumPy takes for one (float, int, np.float32, np.int64), as in every tier; only its kind
+    matters here: Python floats are float64, Python ints unbounded.
     """
     return full(tuple(shape), 0 if np.dtype(dtype).kind in "iu" else 0.0)

@@ -67,6 +67,7 @@ TIERS = {
     )
 }
 STAGES = tuple(sorted({tier.stage for tier in TIERS.values()}))
+VARIANTS = tuple(dict.fromkeys(tier.variant for tier in TIERS.values() if tier.variant))
 
 
 def get(name):
@@ -110,6 +111,7 @@ __all__ = [
     "REPOSITORY",
     "STAGES",
     "TIERS",
+    "VARIANTS",
     "LoadedTier",
     "Tier",
     "describe_exception",
