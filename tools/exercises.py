@@ -162,11 +162,11 @@ def available_tiers(root):
     return [name for name in tiers.packages() if (root / name / "__init__.py").is_file()]
 
 
-def check_destination(out, tiers, root, force):
+def check_destination(out, packages, root, force):
     """Refuse to write into the reference, or over a tier without --force."""
     if out.resolve() == root.resolve():
         raise SystemExit("error: --out is the repository itself; choose a folder such as workspace")
-    existing = [tier for tier in tiers if (out / tier).exists()]
+    existing = [package for package in packages if (out / package).exists()]
     if existing and not force:
         names = ", ".join(f"{out}/{tier}" for tier in existing)
         raise SystemExit(
@@ -226,8 +226,8 @@ def print_summary(out, plans):
     for region in regions:
         tiers_of_week[region.week].add(region.path.split("/")[0])
     for week in sorted(per_week):
-        tiers = ", ".join(sorted(tiers_of_week[week]))
-        print(f"  week {week:2d}: {per_week[week]:3d} regions  ({tiers})")
+        names = ", ".join(sorted(tiers_of_week[week]))
+        print(f"  week {week:2d}: {per_week[week]:3d} regions  ({names})")
     if regions:
         first = min(regions, key=lambda region: region.week)
         stage = first.path[len("stage")]
@@ -255,13 +255,13 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     known = available_tiers(args.root)
-    tiers = args.tiers.split(",") if args.tiers else known
-    unknown = [tier for tier in tiers if tier not in known]
-    if unknown or not tiers:
+    chosen = args.tiers.split(",") if args.tiers else known
+    unknown = [package for package in chosen if package not in known]
+    if unknown or not chosen:
         raise SystemExit(f"error: unknown tier(s) {unknown}; available: {', '.join(known)}")
-    check_destination(args.out, tiers, args.root, args.force)
+    check_destination(args.out, chosen, args.root, args.force)
     try:
-        plans = {tier: plan_tier(args.root, tier) for tier in tiers}
+        plans = {package: plan_tier(args.root, package) for package in chosen}
     except MarkerError as error:
         raise SystemExit(f"error: {error}; nothing was written") from None
     write_workspace(args.out, plans, args.root, args.force)
