@@ -12,14 +12,15 @@ import sys
 from . import TIERS
 
 
+ROW = "{:<7} {:<24} {:<6} {:<8} {:<5} {:<11} {:<15} {}"
+
+
 def print_table():
-    print("name    module                   stage  variant  bits  references  build           class")
+    print(ROW.format("name", "module", "stage", "variant", "bits", "references", "build", "class"))
     for tier in TIERS.values():
-        print(
-            f"{tier.name:<7} {tier.module:<24} {tier.stage:<6} {tier.variant or '-':<8} "
-            f"{tier.bits:<5} {','.join(tier.references):<11} {tier.build or '-':<15} "
-            f"{tier.tier_class}"
-        )
+        references = ",".join(tier.references)
+        print(ROW.format(tier.name, tier.module, tier.stage, tier.variant or "-", tier.bits,
+                         references, tier.build or "-", tier.tier_class))
 
 
 def build_all():
