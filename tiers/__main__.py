@@ -11,7 +11,6 @@ import sys
 
 from . import TIERS
 
-
 ROW = "{:<7} {:<24} {:<6} {:<8} {:<5} {:<11} {:<15} {}"
 
 
