@@ -30,8 +30,8 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP) build ## create .venv with the pinned dependencies and build the C tier
 
-build: $(STAMP) ## build the C tier's extension (cffi, -O3, OpenMP)
-	@if [ -f stage3_c/build.py ]; then $(PY) -m stage3_c.build; fi
+build: $(STAMP) ## build the tiers that need it (the registry's build steps: the C tier's cffi extension)
+	$(PY) -m tiers build
 
 data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
 	$(PY) -m datasets fetch mnist

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from . import contract, tiers
+from . import contract, values
 from .compare import dtype_problem, mismatch
 from .contract import OPS
 from .session import FAILED, PASSED, SKIPPED, Result
@@ -51,8 +51,8 @@ def check_correct(session, task):
 def compare_outputs(session, op, received, expected, tol, how=""):
     """The first problem among an op's outputs (dtype or values), or None."""
     structure = op.outputs + op.inplace
-    flat_received = tiers.flatten(received, structure)
-    flat_expected = tiers.flatten(expected, structure)
+    flat_received = values.flatten(received, structure)
+    flat_expected = values.flatten(expected, structure)
     for name, want in flat_expected.items():
         got = flat_received[name]
         if name != "loss":

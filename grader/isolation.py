@@ -18,9 +18,10 @@ import threading
 import time
 from contextlib import contextmanager
 
+from tiers import REPOSITORY
+
 from . import protocol
 from .session import FAILED, CheckTimeout, Result, Session
-from .tiers import REPOSITORY
 
 STARTUP_SECONDS = 120  # importing a tier may compile kernels
 

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import contract, report, tiers
+import tiers
+
+from . import contract, report
 from .contract import OPS
 from .isolation import InProcessRunner, IsolatedRunner, WorkerGone
 from .machine import machine_info
 from .session import FAILED, SKIPPED, Result, Setup, Task
 
-DEFAULT_AGAINST = {1: (2,), 2: (1,), 3: (2,), 4: (3, 2)}  # stage 1 has no earlier tier: see README
 RESULTS = tiers.REPOSITORY / "curriculum" / "results"
 SPEED_TIME_FACTOR = 6  # a speed task times many calls: its time limit is this many check limits
 
@@ -73,9 +74,8 @@ def plan_grade(options, info, results):
 
 
 def variants(options):
-    if options.stage != 4:
-        return [None]
-    return [options.variant] if options.variant else list(tiers.VARIANTS)
+    """The variant asked for, else every variant of the stage ([None] for a stage of one tier)."""
+    return [options.variant] if options.variant else list(tiers.variants(options.stage)) or [None]
 
 
 def default_json_path(options, kind="grade"):
@@ -131,14 +131,17 @@ def _display(path):
 
 def _run_variant(options, variant, plan, kind, out):
     """Grade one tier (stage 4 has two variants); returns (results, the run's JSON record)."""
-    against = (options.against,) if options.against else DEFAULT_AGAINST[options.stage]
+    tier = tiers.find(options.stage, variant)
+    # By default the registry's references (stage 1 has no earlier tier: it is checked against 2).
+    references = tuple(tiers.get(name).stage for name in tier.references)
+    against = (options.against,) if options.against else references
     impl = str(Path(options.impl).resolve()) if options.impl else None
     setup = Setup(
         options.stage, variant, impl, against, options.seed, options.quick, bench=kind == "bench"
     )
     isolate = options.isolate or options.stage >= 3  # native code may crash or hang
     runner = IsolatedRunner(setup) if isolate else InProcessRunner(setup)
-    label = tiers.tier_label(options.stage, variant)
+    label = tier.label
     record = {"tier": label, "impl": impl, "isolated": isolate}
     results = []
     try:

@@ -72,8 +72,8 @@ def torch_epoch(torch, net, data, recipe):
     return time.perf_counter() - started
 
 
-def tier_epoch(tier, model, data, recipe):
-    """Seconds for one epoch of the nn trainer on `tier` (the training steps only)."""
+def tier_epoch(model, data, recipe):
+    """Seconds for one epoch of the nn trainer on the model's tier (the training steps only)."""
     trainer = Trainer(model, data, recipe, run_dir="/nonexistent", progress_bar=False)
     started = time.perf_counter()
     trainer.train_epoch()
@@ -114,7 +114,7 @@ def main(argv=None):
                 model = model.build(tier, recipe.seed)
                 if stage == baseline:
                     torch_times.append(torch_epoch(torch, to_torch(model, torch), data, recipe))
-                tier_times[stage].append(tier_epoch(tier, model, data, recipe))
+                tier_times[stage].append(tier_epoch(model, data, recipe))
         torch_seconds = min(torch_times)
         for stage, times in tier_times.items():
             row = {

@@ -72,7 +72,7 @@ def lenet5(input_shape=MNIST_SHAPE, num_classes=10):
 
 
 def fashion_cnn(input_shape=MNIST_SHAPE, num_classes=10, dropout=0.0, init="he"):
-    """The Fashion-MNIST CNN of DESIGN.md: 896,522 parameters.
+    """The Fashion-MNIST CNN of ARCHITECTURE.md ("The network"): 896,522 parameters.
 
     Conv 1->64 k3, MaxPool 2, ReLU, Conv 64->128 k3, MaxPool 2, ReLU, Linear 3200->256, ReLU,
     Linear 256->10. `dropout` > 0 adds a Dropout before the last layer (no parameters); `init`

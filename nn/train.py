@@ -20,13 +20,15 @@ from nn.models import MODELS, build_model
 from nn.recipes import Recipe, recipe_for
 from nn.report import command_line, machine, save_pictures, write_results
 from nn.schedules import Schedule
-from nn.tiers import STAGES, TierError, load_tier
+from nn.tiers import STAGES, VARIANTS, TierError, load_tier
 from nn.trainer import Trainer, TrainingDiverged
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nn.train", description=__doc__.split("\n")[0])
     parser.add_argument("--stage", type=int, default=2, choices=STAGES)
+    parser.add_argument("--variant", choices=VARIANTS,
+                        help="stage 4's variant (default: numba, the first)")
     parser.add_argument("--impl", metavar="DIR",
                         help="train on the tier in DIR, e.g. your workspace "
                         "(default: the reference)")
@@ -90,7 +92,7 @@ RECIPE_FLAGS = (
 def main(argv=None):
     args = parse_args(argv)
     try:
-        tier = load_tier(args.stage, args.impl)
+        tier = load_tier(args.stage, args.impl, args.variant)
         if args.summary:
             print(MODELS[args.model]().build(tier, seed=0).summary())
             return 0

@@ -8,6 +8,7 @@ float64, so at small sizes this tier is the precise oracle the later tiers are c
 import numpy as np
 
 from ._checks import is_number, tensor_shape
+from ._memory import empty
 from .activations import (
     leaky_relu,
     leaky_relu_backward,
@@ -80,6 +81,7 @@ __all__ = [
     "to_numpy",
     "synchronize",
     "available",
+    "empty",
     # linear algebra
     "matmul",
     "transpose",

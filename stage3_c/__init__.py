@@ -16,6 +16,7 @@ Native arrays are C-contiguous NumPy arrays: float32 data, int64 labels and argm
 import numpy as np
 
 from . import _native
+from ._memory import empty
 from .activations import (
     leaky_relu,
     leaky_relu_backward,
@@ -97,6 +98,7 @@ __all__ = [
     "NAME",
     "MATMUL_KERNELS",
     "available",
+    "empty",
     "from_numpy",
     "to_numpy",
     "synchronize",

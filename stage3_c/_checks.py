@@ -13,6 +13,8 @@ import numbers
 
 import numpy as np
 
+from . import _memory
+
 # The most elements of any array an op allocates (an output or a C scratch buffer), and the
 # largest int argument (k, stride, padding): far beyond the course's sizes, and small enough that
 # no size computed from them overflows int64 in C.
@@ -211,7 +213,6 @@ def check_elements(op, what, shape):
 
 
 def new_output(op, shape, dtype=np.float32):
-    """A new output array, pre-filled so that an element the C code forgets is visible: NaN for
-    floats, -1 for integers."""
+    """A new output array from the tier's allocation hook (_memory.py), which pre-fills it."""
     check_elements(op, "the output", shape)
-    return np.full(shape, -1 if dtype == np.int64 else np.nan, dtype=dtype)
+    return _memory.empty(shape, dtype)

@@ -1,4 +1,4 @@
-"""The release gate of the exercises (DESIGN.md, "Exercises").
+"""The release gate of the exercises (ARCHITECTURE.md, "Exercises").
 
 `python -m tools.exercises` turns the reference into a learner workspace. On a workspace generated
 in a temporary folder these tests prove that

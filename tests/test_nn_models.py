@@ -12,7 +12,7 @@ EXPECTED = {
     "xor": ((2,), 2, 17),  # 2-4-1: (2*4 + 4) + (4*1 + 1)
     "mlp": ((1, 28, 28), 10, 101_770),  # (784*128 + 128) + (128*10 + 10)
     "lenet5": ((1, 28, 28), 10, 61_706),
-    "fashion_cnn": ((1, 28, 28), 10, 896_522),  # DESIGN.md's figure
+    "fashion_cnn": ((1, 28, 28), 10, 896_522),  # ARCHITECTURE.md's figure ("The network")
     "resnet_mini": ((1, 28, 28), 10, 43_914),
     "tiny_imagenet_cnn": ((3, 64, 64), 200, 4_391_112),
 }
