@@ -140,7 +140,9 @@ def test_conv2d_backward_without_dx(gpu, rng):
 
 
 @pytest.mark.week15
-@pytest.mark.parametrize("kernel", ["naive", "coalesced", "tiled", "register_1d", "register_2d"])
+@pytest.mark.parametrize(
+    "kernel", ["naive", "coalesced", "tiled", "register_1d", "register_2d", "register_2d_prefetch"]
+)
 def test_each_matmul_rung(gpu, rng, kernel):
     assert kernel in gpu.MATMUL_KERNELS
     for n, k, m in ((5, 7, 9), (33, 9, 130)):  # crosses a 32-tile and a 128-tile edge

@@ -78,31 +78,41 @@ def measure(torch, size, repeats, sweep):
         lambda: torch.matmul(a, b), repeats, lambda: torch.cuda.Event(enable_timing=True)
     )
     results = {"cuBLAS (torch.matmul)": record(flops, torch_ms, torch_ms, 0.0)}
+    print_row(size, "cuBLAS (torch.matmul)", results["cuBLAS (torch.matmul)"])
     a_numba, b_numba = cuda.as_cuda_array(a), cuda.as_cuda_array(b)  # views: no copy
     c = torch.empty(size, size, device="cuda")
     c_numba = cuda.as_cuda_array(c)
     variants = [(name, ladder.LADDER[name]) for name in linalg.MATMUL_KERNELS]
     if sweep:
         variants += [
-            (f"register_2d R={p} spread={s} BK={k}", ladder.make_register_2d(p, s, k))
+            (f"{maker.__name__[5:]} R={p} spread={s} BK={k}", maker(p, s, k))
+            for maker in (ladder.make_register_2d, ladder.make_register_2d_prefetch)
             for p, s, k in SWEEP[1:]
         ]
     for label, (kernel, geometry) in variants:
         blocks, threads = geometry(size, size)
         c.fill_(float("nan"))
         call = launcher(kernel, blocks, threads, a_numba, b_numba, c_numba)
-        times = time_calls(call, 3 if label == "naive" and size > 2048 else repeats, numba_event)
+        calls = 3 if label == "naive" and size > 2048 else repeats  # naive: seconds at 4096
+        try:
+            times = time_calls(call, calls, numba_event)
+        except Exception as error:  # a variant that does not compile or launch: say so, go on
+            results[label] = {"error": f"{type(error).__name__}: {error}"[:500]}
+            print(f"| {size} | {label} | failed: {results[label]['error'][:200]} |", flush=True)
+            continue
         error = relative_error(c, expected)
         results[label] = record(flops, times, torch_ms, error) | resources(kernel)
+        print_row(size, label, results[label])
     return results
 
 
 def resources(kernel):
-    """The compiled kernel's registers and local-memory bytes per thread (spills show there)."""
-    return {
-        "registers": kernel.get_regs_per_thread(),
-        "local_bytes": kernel.get_local_mem_per_thread(),
-    }
+    """The compiled kernel's registers and local-memory bytes per thread (spills show there);
+    numba answers per compiled signature, and each kernel here has one."""
+    registers, local = kernel.get_regs_per_thread(), kernel.get_local_mem_per_thread()
+    if isinstance(registers, dict):
+        (registers,), (local,) = registers.values(), local.values()
+    return {"registers": int(registers), "local_bytes": int(local)}
 
 
 def record(flops, times, torch_times, error):
@@ -131,6 +141,9 @@ def main(argv=None):
     device = cuda.get_current_device()
     name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
     sizes = [int(size) for size in args.sizes.split(",")]
+    print(f"{name}, numba {numba.__version__}, torch {torch.__version__}, TF32 off")
+    print("| n | kernel | ms | GFLOP/s | of cuBLAS | rel. error | registers | local bytes |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     report = {
         "device": name,
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -144,14 +157,16 @@ def main(argv=None):
     out = args.out or RESULTS / f"matmul-numba-{device_slug(name)}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"{name}, numba {numba.__version__}, torch {torch.__version__}, TF32 off -> {out}")
-    print("| n | kernel | ms | GFLOP/s | of cuBLAS | rel. error | registers | local bytes |")
-    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for size, results in report["sizes"].items():
-        for label, r in results.items():
-            print(f"| {size} | {label} | {r['ms']:.3f} | {r['gflops']:.0f} | "
-                  f"{100 * r['share_of_cublas']:.1f}% | {r['relative_error']:.1e} | "
-                  f"{r.get('registers', '')} | {r.get('local_bytes', '')} |")
+    print(f"-> {out}")
+
+
+def print_row(size, label, r):
+    print(
+        f"| {size} | {label} | {r['ms']:.3f} | {r['gflops']:.0f} | "
+        f"{100 * r['share_of_cublas']:.1f}% | {r['relative_error']:.1e} | "
+        f"{r.get('registers', '')} | {r.get('local_bytes', '')} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

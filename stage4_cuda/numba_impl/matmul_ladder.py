@@ -1,4 +1,4 @@
-"""The matmul ladder of week 15: C [N, M] = A [N, K] @ B [K, M], five kernels, slowest first.
+"""The matmul ladder of week 15: C [N, M] = A [N, K] @ B [K, M], six kernels, slowest first.
 
 Each rung changes one thing and says why. The work is the same for all: 2*N*K*M FLOPs, and at
 least 4*(N*K + K*M + N*M) bytes if every element crossed device memory once; what differs is how
@@ -198,6 +198,83 @@ def make_register_2d(patch=8, spread=16, depth_step=8):
     return register_2d, geometry
 
 
+# --- rung 6: rung 5, prefetching the next tiles ----------------------------------------------
+# In rung 5 every thread waits for its global loads before the barrier, and nobody computes
+# meanwhile: the multiprocessor hides that latency only with other blocks, and it holds just a few
+# of these big ones. Here the loads of step k0 + BK are issued into registers before the
+# multiply-adds of step k0, so they are in flight while the arithmetic runs, then stored into the
+# other of two shared buffers: one barrier per step instead of two, and the same bytes as rung 5.
+
+
+def make_register_2d_prefetch(patch=8, spread=16, depth_step=8):
+    """(kernel, geometry) of rung 6, with rung 5's parameters."""
+    side = spread * patch
+    threads = spread * spread
+    loads = side * depth_step // threads
+
+    @cuda.jit
+    def register_2d_prefetch(a, b, c):
+        # BEGIN SOLUTION week 15, task matmul_register_2d_prefetch
+        tile_at = cuda.shared.array((2, depth_step, side), float32)  # two buffers of each
+        tile_b = cuda.shared.array((2, depth_step, side), float32)
+        acc = cuda.local.array((patch, patch), float32)
+        a_reg = cuda.local.array(patch, float32)
+        b_reg = cuda.local.array(patch, float32)
+        a_next = cuda.local.array(loads, float32)  # the next step's elements, in flight
+        b_next = cuda.local.array(loads, float32)
+        t = cuda.threadIdx.x
+        tx, ty = t % spread, t // spread
+        n, depth = a.shape
+        m = b.shape[1]
+        row0, col0 = cuda.blockIdx.y * side, cuda.blockIdx.x * side
+        for i in range(patch):
+            for j in range(patch):
+                acc[i, j] = float32(0)
+        steps = (depth + depth_step - 1) // depth_step
+        for step in range(steps + 1):
+            # Issue the loads of step `step` (none after the last) ...
+            k0 = step * depth_step
+            if step < steps:
+                for load in range(loads):
+                    e = t + load * threads
+                    r, k = e // depth_step, e % depth_step
+                    inside = row0 + r < n and k0 + k < depth
+                    a_next[load] = a[row0 + r, k0 + k] if inside else float32(0)
+                    k, col = e // side, e % side
+                    inside = k0 + k < depth and col0 + col < m
+                    b_next[load] = b[k0 + k, col0 + col] if inside else float32(0)
+            # ... compute on step - 1's tiles while they arrive ...
+            if step > 0:
+                buffer = (step - 1) % 2
+                for k in range(depth_step):
+                    for i in range(patch):
+                        a_reg[i] = tile_at[buffer, k, ty + spread * i]
+                        b_reg[i] = tile_b[buffer, k, tx + spread * i]
+                    for i in range(patch):
+                        for j in range(patch):
+                            acc[i, j] += a_reg[i] * b_reg[j]
+            # ... and store them into the other buffer, which nobody reads during this step.
+            if step < steps:
+                buffer = step % 2
+                for load in range(loads):
+                    e = t + load * threads
+                    tile_at[buffer, e % depth_step, e // depth_step] = a_next[load]
+                    tile_b[buffer, e // side, e % side] = b_next[load]
+            cuda.syncthreads()
+        for i in range(patch):
+            row = row0 + ty + spread * i
+            for j in range(patch):
+                col = col0 + tx + spread * j
+                if row < n and col < m:
+                    c[row, col] = acc[i, j]
+        # END SOLUTION
+
+    def geometry(n, m):
+        return (_ceil_div(m, side), _ceil_div(n, side)), threads
+
+    return register_2d_prefetch, geometry
+
+
 def _ceil_div(a, b):
     return -(-a // b)
 
@@ -212,4 +289,5 @@ LADDER = {
         lambda n, m: ((_ceil_div(m, BN1), _ceil_div(n, BM1)), THREADS_1D),
     ),
     "register_2d": make_register_2d(),
+    "register_2d_prefetch": make_register_2d_prefetch(),
 }
