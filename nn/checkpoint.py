@@ -2,8 +2,9 @@
 record of everything else (model, data, recipe, progress, history).
 
 Written atomically: to a temporary file in the same folder, then renamed over the old one, so a
-crash or Ctrl-C mid-write leaves the previous checkpoint intact. Loading validates the format, the
-model name and every array's name and shape, and says what does not match.
+crash or Ctrl-C mid-write leaves the previous checkpoint intact. Only finite values are written: a
+diverged model or optimizer never replaces the last good checkpoint. Loading validates the format,
+the model name and every array's name and shape, and says what does not match.
 """
 
 import json
@@ -24,9 +25,21 @@ class CheckpointError(ValueError):
     """A checkpoint that is missing, corrupt, or does not fit the model it is loaded into."""
 
 
+class NotFiniteError(CheckpointError):
+    """A checkpoint not written because arrays `names` hold NaN or Inf (a diverged run)."""
+
+    def __init__(self, path, names):
+        self.names = names
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        super().__init__(f"checkpoint {path} not written: {shown} hold NaN or Inf")
+
+
 def save_checkpoint(path, model, optimizer, record):
     """Write `model`'s parameters and buffers, `optimizer`'s state and `record` (a JSON-able dict)
-    to `path` atomically. `optimizer` may be None (a model alone, e.g. for prediction)."""
+    to `path` atomically. `optimizer` may be None (a model alone, e.g. for prediction).
+
+    Raises NotFiniteError, writing nothing, if any parameter, buffer or optimizer state holds NaN
+    or Inf: such a checkpoint could never be resumed, and it would replace the last good one."""
     tier = model.tier
     arrays = {f"param/{name}": tier.to_numpy(p.value) for name, p in model.parameters().items()}
     for name, value in model.buffers().items():
@@ -37,6 +50,9 @@ def save_checkpoint(path, model, optimizer, record):
         meta["optimizer_steps"] = optimizer.steps
         for key, value in optimizer.state().items():
             arrays[f"optim/{key}"] = tier.to_numpy(value)
+    not_finite = [name for name, array in arrays.items() if not np.all(np.isfinite(array))]
+    if not_finite:
+        raise NotFiniteError(path, not_finite)
     arrays["meta"] = np.array(json.dumps(meta))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

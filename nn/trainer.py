@@ -16,7 +16,7 @@ import numpy as np
 from tqdm import tqdm
 
 from nn.augment import augment
-from nn.checkpoint import read_checkpoint, restore, save_checkpoint
+from nn.checkpoint import NotFiniteError, read_checkpoint, restore, save_checkpoint
 from nn.optimizers import make_optimizer
 from nn.schedules import Schedule
 
@@ -24,7 +24,7 @@ EVAL_BATCH = 500  # examples per forward pass when evaluating (memory, not resul
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss became NaN or Inf; the last checkpoint on disk is the last good one."""
+    """The loss, the weights or the optimizer state became NaN or Inf; nothing was written."""
 
 
 @dataclass
@@ -79,6 +79,8 @@ class Trainer:
             min_factor=recipe.min_lr_factor,
         )
         self.progress = Progress()
+        # (path, epochs, batches) of the last checkpoint this run wrote or resumed from, else None
+        self.last_good = None
 
     @property
     def last_path(self):
@@ -94,7 +96,8 @@ class Trainer:
         """Train until the recipe's epochs are done or early stopping triggers.
 
         Ctrl-C saves a checkpoint of the exact position, then re-raises KeyboardInterrupt.
-        A NaN or Inf loss raises TrainingDiverged without touching the checkpoints.
+        A NaN or Inf loss, or weights or optimizer state that became NaN or Inf by the time a
+        checkpoint is due, raise TrainingDiverged without touching the checkpoints.
         """
         progress = self.progress
         try:
@@ -150,8 +153,8 @@ class Trainer:
         if not math.isfinite(loss):
             raise TrainingDiverged(
                 f"the loss became {loss} at step {progress.step + 1} (epoch {progress.epoch + 1}, "
-                f"batch {progress.batch + 1}); training stopped. The last good checkpoint is "
-                f"{self.last_path} ({progress.epoch} epochs done); try a lower --lr."
+                f"batch {progress.batch + 1}); training stopped. {self.last_good_text()}; "
+                "try a lower --lr."
             )
         model.backward(dlogits)
         self.optimizer.step(self.schedule(progress.step))
@@ -229,12 +232,26 @@ class Trainer:
     # -- checkpoints and logs -----------------------------------------------------------------
 
     def save(self, path):
-        record = {
-            **self.record,
-            "recipe": self.recipe.to_json(),
-            "progress": asdict(self.progress),
-        }
-        save_checkpoint(path, self.model, self.optimizer, record)
+        """Write a checkpoint of the current state to `path`; TrainingDiverged if not finite."""
+        progress = self.progress
+        record = {**self.record, "recipe": self.recipe.to_json(), "progress": asdict(progress)}
+        try:
+            save_checkpoint(path, self.model, self.optimizer, record)
+        except NotFiniteError as error:
+            raise TrainingDiverged(
+                f"after step {progress.step}, {error}; training stopped. "
+                f"{self.last_good_text()}; try a lower --lr."
+            ) from None
+        if path == self.last_path:
+            self.last_good = (path, progress.epoch, progress.batch)
+
+    def last_good_text(self):
+        """Where the last good checkpoint is, for messages: one sentence without a full stop."""
+        if self.last_good is None:
+            return "This run has written no checkpoint yet"
+        path, epochs, batches = self.last_good
+        position = f"{epochs} epochs" + (f" and {batches} batches" if batches else "")
+        return f"The last good checkpoint is {path} ({position} done)"
 
     def resume(self, path=None):
         """Continue from checkpoint `path` (default: this run's last.npz)."""
@@ -242,6 +259,7 @@ class Trainer:
         meta, arrays = read_checkpoint(path)
         restore(path, meta, arrays, self.model, self.optimizer)
         self.progress = Progress(**meta["progress"])
+        self.last_good = (path, self.progress.epoch, self.progress.batch)
         return meta
 
     def _write_metrics_log(self):

@@ -10,6 +10,7 @@ import pytest
 from conftest import load_tier
 
 from nn import predict, train
+from nn.checkpoint import read_checkpoint
 
 
 def run_train(capsys, *args):
@@ -127,3 +128,27 @@ def test_summary_of_the_tiny_imagenet_cnn(capsys):
     assert train.main(["--model", "tiny_imagenet_cnn", "--summary"]) == 0
     out = capsys.readouterr().out
     assert "input (3, 64, 64), 200 classes" in out and "Linear(8192->512)" in out
+
+
+@pytest.mark.parametrize("stage", ["2", "3"])
+@pytest.mark.parametrize("flags, last_good", [
+    (["--optimizer", "momentum", "--momentum", "5"], "56 epochs done"),  # diverges at step 57
+    (["--lr", "1e38"], None),  # diverges in the first step
+])
+def test_a_diverged_run_keeps_and_names_only_a_good_checkpoint(capsys, tmp_path, stage, flags,
+                                                                last_good):
+    load_tier("c" if stage == "3" else "numpy")
+    run_dir = tmp_path / "run"
+    status = train.main(["--stage", stage, "--no-progress", "--model", "xor", "--data", "xor",
+                         "--run-dir", str(run_dir), *flags])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 1
+    assert err[-1].startswith("error: ") and "hold NaN or Inf" in err[-1]
+    if last_good is None:
+        assert "This run has written no checkpoint yet" in err[-1]
+        assert not (run_dir / "last.npz").exists()
+    else:
+        assert f"The last good checkpoint is {run_dir / 'last.npz'} ({last_good})" in err[-1]
+        meta, arrays = read_checkpoint(run_dir / "last.npz")
+        assert meta["progress"]["epoch"] == 56
+        assert all(np.all(np.isfinite(array)) for array in arrays.values())

@@ -31,8 +31,8 @@ def linear_model():
     return Model("linear", Sequential(Linear(2, 3)), (2,), 3, "cross_entropy")
 
 
-def make_trainer(run_dir, seed=0, recipe=RECIPE, make_model=spiral_model):
-    tier = load_tier("numpy")
+def make_trainer(run_dir, seed=0, recipe=RECIPE, make_model=spiral_model, tier=None):
+    tier = tier or load_tier("numpy")
     data = load_data("spirals", val_size=recipe.val_size, synthetic_size=recipe.synthetic_size)
     model = make_model().build(tier, seed)
     return Trainer(model, data, recipe, run_dir, progress_bar=False, echo=lambda line: None)
@@ -161,3 +161,46 @@ def test_early_stopping_on_validation_loss(tmp_path):
     history = trainer.fit()
     assert len(history) == 3 and trainer.progress.stopped_early
     assert trainer.progress.best_epoch == 1 and trainer.best_path.is_file()
+
+
+@pytest.mark.parametrize("tier_name", ["numpy", "c"])
+def test_weights_that_diverge_in_an_epochs_last_step_never_replace_the_good_checkpoint(
+    tmp_path, tier_name
+):
+    # The loss check sees only the weights before a step: a step that makes them NaN at the end of
+    # an epoch shows up first in the checkpoint due right after it, which must not be written.
+    trainer = make_trainer(tmp_path, tier=load_tier(tier_name))
+    poison_at = 2 * trainer.steps_per_epoch  # the last step of epoch 2
+    original = trainer.optimizer.step
+
+    def step(lr):
+        original(lr)
+        if trainer.progress.step + 1 == poison_at:
+            param = next(iter(trainer.model.parameters().values()))
+            values = trainer.tier.to_numpy(param.value)
+            param.value = trainer.tier.from_numpy(np.full_like(values, np.nan))
+
+    trainer.optimizer.step = step
+    first_epoch = {}
+
+    def keep_first_epoch(line):
+        if not first_epoch:
+            first_epoch.update(last=trainer.last_path.read_bytes(),
+                               best=trainer.best_path.read_bytes())
+
+    trainer.echo = keep_first_epoch
+    with pytest.raises(TrainingDiverged) as error:
+        trainer.fit()
+    message = str(error.value)
+    assert f"after step {poison_at}" in message and "hold NaN or Inf" in message
+    assert f"The last good checkpoint is {trainer.last_path} (1 epochs done)" in message
+    assert trainer.last_path.read_bytes() == first_epoch["last"]
+    assert trainer.best_path.read_bytes() == first_epoch["best"]
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_run_diverging_in_its_first_epoch_names_no_checkpoint(tmp_path):
+    trainer = make_trainer(tmp_path / "run", recipe=RECIPE.with_overrides(lr=1e38))
+    with pytest.raises(TrainingDiverged, match="This run has written no checkpoint yet"):
+        trainer.fit()
+    assert not (tmp_path / "run").exists()
