@@ -16,6 +16,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from datasets import DatasetError
 from nn.checkpoint import CheckpointError, read_checkpoint
 from nn.data import DATA_NAMES, load_data
+from nn.interrupts import Interrupted
 from nn.models import MODELS, build_model
 from nn.recipes import Recipe, recipe_for
 from nn.report import command_line, machine, save_pictures, write_results
@@ -160,9 +161,8 @@ def train(args, tier):
     except TrainingDiverged as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: checkpoint saved to {trainer.last_path}; continue with the same "
-              "command and --resume", file=sys.stderr)
+    except Interrupted as interrupted:  # the message says whether a checkpoint was saved
+        print(f"\n{interrupted}", file=sys.stderr)
         return 130
     wall_seconds = time.perf_counter() - started
 

@@ -1,7 +1,9 @@
 """`python -m nn.train` and `python -m nn.predict` end to end, on small data sets (stage 2)."""
 
+import os
 import re
 import shutil
+import signal
 from pathlib import Path
 
 import matplotlib.image
@@ -11,6 +13,7 @@ from conftest import load_tier
 
 from nn import predict, train
 from nn.checkpoint import read_checkpoint
+from nn.trainer import Trainer
 
 
 def run_train(capsys, *args):
@@ -152,3 +155,31 @@ def test_a_diverged_run_keeps_and_names_only_a_good_checkpoint(capsys, tmp_path,
         meta, arrays = read_checkpoint(run_dir / "last.npz")
         assert meta["progress"]["epoch"] == 56
         assert all(np.all(np.isfinite(array)) for array in arrays.values())
+
+
+def test_ctrl_c_saves_its_step_and_resume_ends_where_an_uninterrupted_run_does(
+    capsys, tmp_path, monkeypatch
+):
+    args = ["--model", "perceptron", "--data", "blobs", "--epochs", "3"]
+    assert run_train(capsys, *args, "--run-dir", str(tmp_path / "straight"))[0] == 0
+    straight = read_checkpoint(tmp_path / "straight" / "last.npz")[1]
+
+    original = Trainer.train_step
+
+    def train_step(trainer, indices):  # Ctrl-C in the middle of step 40 (epoch 2)
+        if trainer.progress.step == 40:
+            os.kill(os.getpid(), signal.SIGINT)
+        return original(trainer, indices)
+
+    monkeypatch.setattr(Trainer, "train_step", train_step)
+    run_dir = tmp_path / "interrupted"
+    status, _, err = run_train(capsys, *args, "--run-dir", str(run_dir))
+    assert status == 130
+    assert f"interrupted: checkpoint saved to {run_dir / 'last.npz'} (1 epochs and 9 batches " \
+           "done); continue with the same command and --resume" in err
+    monkeypatch.undo()
+    status, lines, _ = run_train(capsys, *args, "--run-dir", str(run_dir), "--resume")
+    assert status == 0 and any("1 epochs and 9 batches done" in line for line in lines)
+    resumed = read_checkpoint(run_dir / "last.npz")[1]
+    for name, value in straight.items():
+        np.testing.assert_array_equal(resumed[name], value, err_msg=name)
