@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from nn.tensor import shape_of
+from nn.values import is_int
 
 FORMAT = "scratch2cuda-checkpoint"
 VERSION = 1
@@ -81,12 +82,36 @@ def read_checkpoint(path):
         raise CheckpointError(
             f"checkpoint {path} is corrupt or not a checkpoint ({type(error).__name__}: {error})"
         ) from None
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise CheckpointError(
-            f"checkpoint {path} has format {meta.get('format')!r} version {meta.get('version')!r},"
-            f" expected {FORMAT!r} version {VERSION}"
-        )
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"checkpoint {path} is not a {FORMAT!r} file")
+    version = meta_field(path, meta, "version", lambda v: is_int(v, 1), "an integer >= 1")
+    if version > VERSION:
+        raise CheckpointError(f"checkpoint {path} has version {version}, from a newer "
+                              f"scratch2cuda: this one reads version {VERSION}")
+    if version != VERSION:
+        raise CheckpointError(f"checkpoint {path} has version {version}, expected {VERSION}")
+    meta_field(path, meta, "model", lambda v: isinstance(v, str), "a model name")
+    for name, array in arrays.items():
+        if array.dtype.kind not in "fiu":
+            raise CheckpointError(f"checkpoint {path}: {name} holds {array.dtype}, not numbers")
     return meta, arrays
+
+
+def meta_field(path, meta, key, is_valid, expected):
+    """`meta[key]` if present and `is_valid`; else a CheckpointError saying it must be `expected`.
+
+    `is_valid` may raise LookupError, TypeError or ValueError on a value of another kind, which is
+    refused too.
+    """
+    value = meta.get(key)
+    try:
+        valid = key in meta and is_valid(value)
+    except (LookupError, TypeError, ValueError):
+        valid = False
+    if not valid:
+        shown = repr(value) if key in meta else "missing"
+        raise CheckpointError(f"checkpoint {path}: {key} must be {expected}, got {shown:.100}")
+    return value
 
 
 def restore(path, meta, arrays, model, optimizer=None):
@@ -105,19 +130,23 @@ def restore(path, meta, arrays, model, optimizer=None):
     buffers = model.buffers()
     _check_names(path, "buffers", buffers, arrays, "buffer/")
     for name, value in buffers.items():
-        if isinstance(value, int):
-            model.load_buffer(name, int(arrays[f"buffer/{name}"]))
+        if isinstance(value, int):  # a counter or a seed
+            stored = _checked(path, arrays, f"buffer/{name}", ())
+            if stored.dtype.kind not in "iu" or stored < 0:
+                raise CheckpointError(f"checkpoint {path}: buffer/{name} must be an integer >= 0")
+            model.load_buffer(name, int(stored))
         else:
             stored = _checked(path, arrays, f"buffer/{name}", shape_of(value))
             model.load_buffer(name, tier.from_numpy(stored))
     if optimizer is not None:
+        steps = meta_field(path, meta, "optimizer_steps", is_int, "an integer >= 0")
         state = optimizer.state()
         _check_names(path, "optimizer state", state, arrays, "optim/")
         loaded = {
             key: tier.from_numpy(_checked(path, arrays, f"optim/{key}", shape_of(value)))
             for key, value in state.items()
         }
-        optimizer.load_state(loaded, meta["optimizer_steps"])
+        optimizer.load_state(loaded, steps)
 
 
 def _check_names(path, what, expected, arrays, prefix):

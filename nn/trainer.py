@@ -11,17 +11,25 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from nn.augment import augment
-from nn.checkpoint import NotFiniteError, read_checkpoint, restore, save_checkpoint
+from nn.checkpoint import (
+    CheckpointError,
+    NotFiniteError,
+    meta_field,
+    read_checkpoint,
+    restore,
+    save_checkpoint,
+)
 from nn.interrupts import DeferredInterrupt, Interrupted
 from nn.optimizers import make_optimizer
 from nn.schedules import Schedule
+from nn.values import is_int, is_number
 
 RESUME_HINT = "; continue with the same command and --resume"
 EVAL_BATCH = 500  # examples per forward pass when evaluating (memory, not results, depends on it)
@@ -57,6 +65,29 @@ class Progress:
         self.seconds += seconds
         self.batch += 1
         self.step += 1
+
+    @classmethod
+    def from_checkpoint(cls, path, values, steps_per_epoch):
+        """The Progress saved in checkpoint `path` as `values` (a dict from its JSON), checked
+        against the recipe's `steps_per_epoch`; CheckpointError naming what does not fit."""
+        names = sorted(field.name for field in fields(cls))
+        if not isinstance(values, dict) or sorted(values) != names:
+            raise CheckpointError(f"checkpoint {path}: progress must hold exactly {names}")
+        for name in ("epoch", "batch", "step", "best_epoch", "epochs_without_improvement",
+                     "correct", "seen"):
+            meta_field(path, values, name, is_int, "an integer >= 0")
+        for name in ("loss_sum", "seconds"):
+            meta_field(path, values, name, lambda v: is_number(v, 0.0), "a finite number >= 0")
+        meta_field(path, values, "best_val_loss", lambda v: v == math.inf or is_number(v),
+                   "a finite number or Infinity")
+        meta_field(path, values, "stopped_early", lambda v: isinstance(v, bool), "a boolean")
+        meta_field(path, values, "batch",
+                   lambda v: v <= steps_per_epoch and (v == 0) == (values["seen"] == 0),
+                   f"at most the {steps_per_epoch} of an epoch, and 0 exactly when seen is")
+        meta_field(path, values, "history",
+                   lambda v: len(v) == values["epoch"] and all(map(_is_metrics, v)),
+                   "one dict of numbers per epoch done")
+        return cls(**values)
 
 
 class Trainer:
@@ -296,8 +327,9 @@ class Trainer:
         """Continue from checkpoint `path` (default: this run's last.npz)."""
         path = Path(path or self.last_path)
         meta, arrays = read_checkpoint(path)
+        progress = Progress.from_checkpoint(path, meta.get("progress"), self.steps_per_epoch)
         restore(path, meta, arrays, self.model, self.optimizer)
-        self.progress = Progress(**meta["progress"])
+        self.progress = progress
         self.last_good = (path, Progress(epoch=self.progress.epoch, batch=self.progress.batch))
         return meta
 
@@ -308,6 +340,14 @@ class Trainer:
         temporary = path.with_suffix(".jsonl.tmp")
         temporary.write_text("".join(json.dumps(m) + "\n" for m in self.progress.history))
         os.replace(temporary, path)
+
+
+def _is_metrics(metrics):
+    """Whether `metrics` is an epoch's entry of the history (see _end_epoch)."""
+    required = {"epoch", "train_loss", "train_accuracy", "lr", "seconds", "images_per_second",
+                "eval_seconds"}
+    return (isinstance(metrics, dict) and required <= set(metrics)
+            and all(is_number(value) for value in metrics.values()))
 
 
 def _position(progress):
