@@ -184,6 +184,17 @@ def test_headers_beyond_the_bounds_are_one_line_errors(tmp_path, content, words)
     assert "-" not in str(error.value).removeprefix(str(path))  # no overflowed, negative size
 
 
+def read_idx_measured(path):
+    """(the DatasetError that read_idx(path) raises, the peak bytes Python allocated meanwhile)."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(DatasetError) as error:
+            read_idx(path)
+        return error, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_gzip_bomb_is_read_no_further_than_its_header_says(tmp_path):
     # The header claims 10 images of 28x28; the stream expands to 64 MiB of zeros (64 KiB on disk).
     path = tmp_path / "bomb.gz"
@@ -192,13 +203,7 @@ def test_a_gzip_bomb_is_read_no_further_than_its_header_says(tmp_path):
         stream.write(header(0x08, [10, 28, 28]))
         for _ in range(64):
             stream.write(zeros)
-    tracemalloc.start()
-    try:
-        with pytest.raises(DatasetError) as error:
-            read_idx(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    error, peak = read_idx_measured(path)
     assert_one_line_error(error, path, "trailing bytes", "expected 7856 bytes")
     assert peak < 2 << 20, f"peak {peak} bytes while reading a 7856-byte payload"
 
@@ -208,13 +213,7 @@ def test_a_huge_sparse_file_is_refused_before_it_is_read(tmp_path):
     with open(path, "wb") as file:
         file.write(header(0x08, [10, 28, 28]))
         file.truncate(64 << 30)  # 64 GiB, none of it on disk
-    tracemalloc.start()
-    try:
-        with pytest.raises(DatasetError) as error:
-            read_idx(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    error, peak = read_idx_measured(path)
     assert_one_line_error(error, path, "trailing bytes", "expected 7856 bytes",
                           f"got {64 << 30}")
     assert peak < 1 << 20
