@@ -11,9 +11,9 @@ from . import matmul_ladder as ladder
 from ._device import BLOCK, blocks_for, empty, flat, launch, launch_elementwise, scratch
 from .reduce import ROW_THREADS, block_sum
 
-# The matmul ladder, slowest first; `matmul(a, b, kernel=...)` takes a name or its number 1..5.
+# The matmul ladder, slowest first; `matmul(a, b, kernel=...)` takes a name or its number 1..6.
 MATMUL_KERNELS = tuple(ladder.LADDER)
-BEST_MATMUL = "register_2d"
+BEST_MATMUL = "register_2d_prefetch"  # the fastest on an H100: results/matmul-numba-h100.json
 # The column-sum ladder: one thread per column, or a block of threads per column with a tree.
 SUM_ROWS_KERNELS = ("naive", "tree")
 
