@@ -73,6 +73,10 @@ asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grad
 lint: $(STAMP) ## ruff over the project
 	$(PY) -m ruff check .
 
-clean: ## remove build outputs (keeps .venv and data)
-	rm -rf stage3_c/_build workspace .pytest_cache
-	find . -name __pycache__ -prune -exec rm -rf {} +
+# The repository's own code folders (a package's __init__.py, and tests/): `make clean` looks only
+# there, never in workspace/ or any other folder a learner's tiers live in.
+CODE_DIRS = $(patsubst %/__init__.py,%,$(wildcard */__init__.py)) tests
+
+clean: ## remove build outputs: the C tier's extension and _build/, __pycache__ of the repository's code, .pytest_cache, .ruff_cache (never workspace/, .venv or data)
+	rm -rf stage3_c/_build stage3_c/_s2c_native*.so stage3_c/_s2c_native*.c .pytest_cache .ruff_cache
+	find $(CODE_DIRS) -name __pycache__ -prune -exec rm -rf {} +

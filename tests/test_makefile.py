@@ -35,3 +35,48 @@ def test_every_make_command_in_the_docs_is_a_target():
     assert written, "no make command found in the docs"
     unknown = sorted((name, target) for name, target in written if target not in targets)
     assert not unknown, f"make targets the Makefile lacks: {unknown}"
+
+
+def test_make_clean_removes_build_outputs_and_never_a_learners_work(tmp_path):
+    """`make clean`, run for real on a copy of the Makefile in a fake tree, keeps workspace/ (and a
+    workspace written elsewhere, `make exercises WORKSPACE=mine`), .venv and data, whole."""
+    shutil.copy(ROOT / "Makefile", tmp_path)
+    learner = ["workspace", "mine"]
+    build_outputs = [
+        "stage3_c/_build/tmp/matmul.o",
+        "stage3_c/_s2c_native.cpython-311-x86_64-linux-gnu.so",
+        "grader/__pycache__/run.cpython-311.pyc",
+        "tests/__pycache__/test_x.cpython-311.pyc",
+        ".pytest_cache/README.md",
+    ]
+    kept = [
+        "stage3_c/__init__.py",
+        "stage3_c/csrc/matmul.c",
+        "grader/__init__.py",
+        ".venv/bin/python",
+        ".data/mnist/train-images-idx3-ubyte.gz",
+    ]
+    for folder in learner:  # a learner's tiers, sources and build outputs alike
+        kept += [
+            f"{folder}/stage1_python/linalg.py",
+            f"{folder}/stage1_python/__pycache__/linalg.cpython-311.pyc",
+            f"{folder}/stage3_c/csrc/matmul.c",
+            f"{folder}/stage3_c/_build/tmp/matmul.o",
+            f"{folder}/stage3_c/_s2c_native.cpython-311-x86_64-linux-gnu.so",
+        ]
+    for name in build_outputs + kept:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+
+    done = subprocess.run(["make", "clean"], cwd=tmp_path, capture_output=True, text=True)
+
+    assert done.returncode == 0, done.stderr
+    assert [name for name in kept if not (tmp_path / name).exists()] == []
+    assert [name for name in build_outputs if (tmp_path / name).exists()] == []
+
+
+def test_make_clean_says_what_it_removes():
+    """Its help names the build outputs and that workspace/ is kept."""
+    done = subprocess.run(["make"], cwd=ROOT, capture_output=True, text=True)
+    line = next(line for line in done.stdout.splitlines() if "make clean" in line)
+    assert "never workspace/" in line and "extension" in line and "__pycache__" in line
