@@ -104,8 +104,8 @@ def main(argv=None):
         print(f"error: {error}", file=sys.stderr)
         return 2
     except NotImplementedError as error:  # an exercise of the --impl tier still to be written
-        print(f"error: {error}; `make grade STAGE={args.stage}` lists what is left",
-              file=sys.stderr)
+        print(f"error: {error}; `make grade STAGE={args.stage}` lists what is left "
+              "(`make train IMPL=` trains on the reference)", file=sys.stderr)
         return 2
 
 

@@ -80,3 +80,44 @@ def test_make_clean_says_what_it_removes():
     done = subprocess.run(["make"], cwd=ROOT, capture_output=True, text=True)
     line = next(line for line in done.stdout.splitlines() if "make clean" in line)
     assert "never workspace/" in line and "extension" in line and "__pycache__" in line
+
+
+def test_the_docs_give_the_stage_as_STAGE_never_inside_ARGS():
+    """`make train|bench|grade` take the workspace's tier by STAGE (README, "Which code runs"): a
+    `--stage` inside ARGS would train one stage with another stage's IMPL."""
+    command = re.compile(r"make (?:train|bench|grade)\b[^`\n]*ARGS='[^']*--stage")
+    found = [(doc.name, hit) for doc in DOCS for hit in command.findall(doc.read_text())]
+    assert not found, found
+
+
+@pytest.mark.parametrize("target", ["train", "bench", "grade"])
+def test_make_refuses_a_stage_inside_ARGS(target):
+    """Run for real (`-o setup`: without building first); it stops before any Python runs."""
+    done = subprocess.run(
+        ["make", "-o", "setup", target, "ARGS=--stage 1 --model xor"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "give the stage as STAGE=N" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("target", ["grade", "train", "bench"])
+def test_IMPL_reaches_every_command_of_grade_train_and_bench(target):
+    """IMPL=dir: every Python command of the target takes dir's tier; IMPL= none of them."""
+
+    def commands(impl):
+        done = subprocess.run(
+            ["make", "-n", "-o", "setup", target, "STAGE=3", f"IMPL={impl}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        recipe = re.sub(r"\\\n\s*", " ", done.stdout)  # continued lines joined
+        return re.findall(r"-m (?:grader|nn)\.?\w*[^;\n]*", recipe)
+
+    chosen = commands("mine")
+    assert chosen and all("--impl mine" in line for line in chosen), chosen
+    assert not any("--impl" in line for line in commands(""))
