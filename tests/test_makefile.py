@@ -121,3 +121,22 @@ def test_IMPL_reaches_every_command_of_grade_train_and_bench(target):
     chosen = commands("mine")
     assert chosen and all("--impl mine" in line for line in chosen), chosen
     assert not any("--impl" in line for line in commands(""))
+
+
+@pytest.mark.parametrize(
+    ("workspace", "impl", "expected"),
+    [
+        (True, None, "S2C_IMPL=workspace "),
+        (False, None, "S2C_IMPL= "),
+        (True, "", "S2C_IMPL= "),
+        (False, "mine", "S2C_IMPL=mine "),
+    ],
+)
+def test_make_test_takes_the_tiers_by_the_rule_of_grade(tmp_path, workspace, impl, expected):
+    """workspace/ when it holds a stage, IMPL=dir that folder, IMPL= the reference."""
+    shutil.copy(ROOT / "Makefile", tmp_path)
+    if workspace:
+        (tmp_path / "workspace" / "stage1_python").mkdir(parents=True)
+    command = ["make", "-n", "-o", "setup", "test"] + ([] if impl is None else [f"IMPL={impl}"])
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
+    assert expected in done.stdout, done.stdout

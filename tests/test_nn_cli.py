@@ -11,6 +11,8 @@ from conftest import load_tier
 
 from nn import predict, train
 
+pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer
+
 
 def run_train(capsys, *args):
     """(exit status, stdout lines, stderr) of nn.train with `args`."""
