@@ -7,6 +7,7 @@ available (CONTRACT.md). Values cross into a tier through `to_native` and come b
 
 import importlib
 import importlib.util
+import subprocess
 import sys
 import traceback
 import zlib
@@ -81,16 +82,47 @@ def _import_from(directory, alias):
     return module
 
 
+_BUILT = set()  # package folders whose build step already ran in this process
+
+
+def build_if_stale(directory):
+    """Run a tier package's build step, `python -m PACKAGE.build --if-stale`, once per process:
+    it compiles only when a source changed since the last build. It runs in the folder holding
+    the package, so a workspace's copy builds its own sources. Returns the compiler's complaint
+    when the build fails ("" otherwise): an old build is never used silently."""
+    if directory in _BUILT or not (directory / "build.py").exists():
+        return ""
+    done = subprocess.run(
+        [sys.executable, "-m", f"{directory.name}.build", "--if-stale"],
+        cwd=directory.parent,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).strip().splitlines()
+        return "\n".join(output[-20:])
+    if done.stdout:  # it rebuilt: say so, and why
+        print(done.stdout.strip(), file=sys.stderr)
+    _BUILT.add(directory)
+    return ""
+
+
 def load(stage, variant=None, impl=None):
-    """Import a tier: the repository's, or the one under `impl` (see `_package_dir`)."""
+    """Import a tier: the repository's, or the one under `impl` (see `_package_dir`), after
+    rebuilding it if its sources changed (`build_if_stale`)."""
     tier = LoadedTier(stage, variant if stage == 4 else None)
     name = module_name(stage, variant)
+    directory = _package_dir(impl or REPOSITORY, stage)
+    complaint = (directory / "__init__.py").exists() and build_if_stale(directory)
+    if complaint:
+        tier.origin, tier.broken = str(directory), True
+        tier.reason = f"its sources changed and rebuilding it failed:\n{complaint}"
+        return tier
     try:
         if impl is None:
             tier.module = importlib.import_module(name)
             tier.origin = str(Path(tier.module.__file__).parent)
         else:
-            directory = _package_dir(impl, stage)
             tier.origin = str(directory)
             if not (directory / "__init__.py").exists():  # a wrong --impl path: a failure
                 tier.reason, tier.broken = f"no tier package at {directory}", True

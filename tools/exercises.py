@@ -208,7 +208,7 @@ def build_c_tier(out):
         print(result.stdout, file=sys.stderr)
         raise SystemExit(f"error: building {out}/stage3_c failed (exit {result.returncode})")
     print(f"  {result.stdout.strip().splitlines()[-1]}")
-    print(f"  after editing C, rebuild it: (cd {out} && {sys.executable} -m stage3_c.build)")
+    print("  after editing C, `make grade` rebuilds it (python -m stage3_c.build --if-stale)")
 
 
 def print_summary(out, plans):
