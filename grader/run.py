@@ -62,6 +62,8 @@ def plan_grade(options, info, results):
     for name in names:
         op = OPS[name]
         tasks.append(Task("correct", name))
+        if name == "matmul":  # each rung of a matmul ladder on its own (a stub hides no other)
+            tasks += [Task("correct", name, kernel=kernel) for kernel in info["matmul_kernels"]]
         if op.grads:
             tasks.append(Task("grad", name))
         if op.dist:
@@ -178,11 +180,13 @@ def _run_variant(options, variant, plan, kind, out):
 
 def _run_tasks(options, runner, tasks, results, out):
     """Run tasks in order, appending to `results`. An op whose correctness failed is not timed;
-    an op not implemented is reported once, its other checks skipped."""
+    an op not implemented is reported once, its other checks skipped. A matmul rung (`kernel`)
+    counts as an op of its own."""
     failed_ops, missing_ops = set(), set()
     for task in tasks:
-        if task.op in missing_ops or (task.kind == "speed" and task.op in failed_ops):
-            why = "not implemented" if task.op in missing_ops else "its correctness check failed"
+        key = (task.op, task.kernel)
+        if key in missing_ops or (task.kind == "speed" and key in failed_ops):
+            why = "not implemented" if key in missing_ops else "its correctness check failed"
             size = (task.size.label or "") if task.size else ""
             result = Result(task.op, task.kind, SKIPPED, f"skipped: {why}", size=size)
         else:
@@ -190,8 +194,8 @@ def _run_tasks(options, runner, tasks, results, out):
             limit = options.timeout * (SPEED_TIME_FACTOR if timed else 1)
             result = runner.run(task, limit)
             if result.status == FAILED:
-                failed_ops.add(task.op)
+                failed_ops.add(key)
                 if ": not implemented (" in result.message:
-                    missing_ops.add(task.op)
+                    missing_ops.add(key)
         report.print_row(result, out)
         results.append(result)

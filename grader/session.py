@@ -141,8 +141,9 @@ class Session:
 
     # --- calling tiers --------------------------------------------------------------------
 
-    def call(self, tier, op, args, role):
+    def call(self, tier, op, args, role, kernel=None):
         """Run `op` on `tier` with `args` (NumPy values); returns {output name: NumPy value}.
+        `kernel` picks a rung of the tier's matmul ladder (`matmul(a, b, kernel=...)`).
 
         In-place arguments come back under their own names. For the graded tier, outputs it
         allocates are NaN-poisoned (grader/poison.py), dtypes are checked, and its inputs must
@@ -152,7 +153,8 @@ class Session:
         natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
         try:
             with poisoned_allocations(tier.module, enabled=graded):
-                result = getattr(tier.module, op.name)(*natives.values())
+                extra = {"kernel": kernel} if kernel else {}
+                result = getattr(tier.module, op.name)(*natives.values(), **extra)
             outputs = values.to_numpy_tree(tier.module, result, op.outputs)
             for name in op.inplace:
                 outputs[name] = np.asarray(tier.module.to_numpy(natives[name]))
@@ -225,6 +227,7 @@ class Session:
             "blas": speed.check_blas,
         }
         label = (task.size.label or str(task.size.size)) if task.size else ""
+        label = f"kernel {task.kernel}" if task.kind == "correct" and task.kernel else label
         try:
             return checks[task.kind](self, task)
         except TierError as error:

@@ -110,7 +110,10 @@ def main(argv=None):
     except REPORTED as error:
         hint = ""
         if isinstance(error, NotImplementedError):  # an exercise of the --impl tier to write
-            hint = f"; `make grade STAGE={args.stage}` lists what is left"
+            hint = (
+                f"; `make grade STAGE={args.stage}` lists what is left "
+                "(`make train IMPL=` trains on the reference)"
+            )
         print(f"error: {error}{hint}", file=sys.stderr)
         return exit_status(error)
     except KeyboardInterrupt:  # outside training (which says what it saved): nothing to save

@@ -16,6 +16,8 @@ from nn import exits, predict, train
 from nn.checkpoint import read_checkpoint
 from nn.trainer import Trainer
 
+pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer
+
 
 def run_train(capsys, *args):
     """(exit status, stdout lines, stderr) of nn.train with `args`."""

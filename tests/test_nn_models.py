@@ -6,6 +6,8 @@ from conftest import load_tier
 
 from nn.models import MODELS, build_model
 
+pytestmark = pytest.mark.week10  # week 10 teaches schedules and the larger models
+
 # name -> (data shape, classes, parameters); computed by hand from the layer lists in nn/models.py
 EXPECTED = {
     "perceptron": ((2,), 2, 6),  # 2 x 2 weights + 2 biases

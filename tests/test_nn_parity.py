@@ -24,6 +24,8 @@ from nn.layers import (
 from nn.model import Model
 from nn.optimizers import make_optimizer
 
+pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer
+
 TIERS = ["python", "numpy", "c"]
 STEPS = 4
 BATCH = 6

@@ -16,6 +16,8 @@ from nn.model import Model
 from nn.recipes import Recipe
 from nn.trainer import Trainer, TrainingDiverged
 
+pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer
+
 RECIPE = Recipe(
     epochs=3, batch_size=32, optimizer="adam", lr=0.01, schedule="cosine", warmup_epochs=0.5,
     val_size=60, synthetic_size=240, patience=0,

@@ -8,6 +8,7 @@ says no (a C tier not built, no GPU), and one whose own code fails to import (`b
 
 import importlib
 import importlib.util
+import subprocess
 import sys
 import traceback
 import zlib
@@ -46,18 +47,49 @@ class LoadedTier:
         return self.tier.label + (f" [{name}]" if name else "")
 
 
+_BUILT = set()  # package folders whose build step already ran in this process
+
+
+def build_if_stale(tier, directory):
+    """Run the tier's build step, `python -m BUILD --if-stale`, once per process and folder: it
+    compiles only when a source changed since the last build. It runs in the folder holding the
+    package, so a workspace's copy builds its own sources. Returns the compiler's complaint when
+    the build fails ("" otherwise): an old build is never used silently."""
+    if not tier.build or directory in _BUILT or not (directory / "__init__.py").exists():
+        return ""
+    done = subprocess.run(
+        [sys.executable, "-m", tier.build, "--if-stale"],
+        cwd=directory.parent,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).strip().splitlines()
+        return "\n".join(output[-20:])
+    if done.stdout:  # it rebuilt: say so, and why
+        print(done.stdout.strip(), file=sys.stderr)
+    _BUILT.add(directory)
+    return ""
+
+
 def load(tier, impl=None):
-    """Import `tier` (a tiers.Tier): the repository's, or the copy under `impl`.
+    """Import `tier` (a tiers.Tier): the repository's, or the copy under `impl`, after
+    rebuilding it if its sources changed (`build_if_stale`).
 
     `impl` is a workspace root holding the tier's package folder, or that folder itself.
     """
     loaded = LoadedTier(tier)
+    directory = package_dir(impl or REPOSITORY, tier.package)
+    complaint = build_if_stale(tier, directory)
+    if complaint:
+        loaded.origin, loaded.broken = str(directory), True
+        loaded.reason = f"its sources changed and rebuilding it failed:\n{complaint}"
+        return loaded
     try:
         if impl is None:
             loaded.module = importlib.import_module(tier.module)
             loaded.origin = str(Path(loaded.module.__file__).parent)
         else:
-            directory = _package_dir(impl, tier.package)
             loaded.origin = str(directory)
             if not (directory / "__init__.py").exists():  # a wrong --impl path: a failure
                 loaded.reason, loaded.broken = f"no tier package at {directory}", True
@@ -80,7 +112,7 @@ def load(tier, impl=None):
     return loaded
 
 
-def _package_dir(impl, package):
+def package_dir(impl, package):
     """The folder of `package` inside `impl` (a workspace root or the package folder itself)."""
     impl = Path(impl).resolve()
     if impl.name == package and (impl / "__init__.py").exists():

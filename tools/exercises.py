@@ -211,7 +211,7 @@ def build_tier(out, build):
         print(result.stdout, file=sys.stderr)
         raise SystemExit(f"error: building {out}/{package} failed (exit {result.returncode})")
     print(f"  {result.stdout.strip().splitlines()[-1]}")
-    print(f"  after editing its sources, rebuild it: (cd {out} && {sys.executable} -m {build})")
+    print(f"  after editing its sources, `make grade` rebuilds it (python -m {build} --if-stale)")
 
 
 def print_summary(out, plans):
