@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import contract, report, tiers
+from . import contract, propagation, report, tiers
 from .contract import OPS
 from .isolation import InProcessRunner, IsolatedRunner, WorkerGone
 from .machine import machine_info
@@ -55,12 +55,14 @@ def selected_ops(options):
 
 
 def plan_grade(options, info, results):
-    """Correctness, gradient and distribution checks per op, then the speed ladder."""
+    """Correctness, NaN, gradient and distribution checks per op, then the speed ladder."""
     names = selected_ops(options)
     tasks = []
     for name in names:
         op = OPS[name]
         tasks.append(Task("correct", name))
+        if propagation.has_float_inputs(op):
+            tasks.append(Task("nan", name))
         if op.grads:
             tasks.append(Task("grad", name))
         if op.dist:
