@@ -87,37 +87,43 @@ def propagation_problem(op, received, expected, poisoned, what):
     structure = op.outputs + op.inplace
     flat_received = tiers.flatten(received, structure)
     for name, want in tiers.flatten(expected, structure).items():
-        got = np.asarray(flat_received[name])
-        want = np.asarray(want)
+        got, want = np.asarray(flat_received[name]), np.asarray(want)
         if got.shape != want.shape:
             return f"{op.name}: {name} has shape {list(got.shape)}, expected {list(want.shape)}"
-        if want.dtype.kind in "iu":
-            bad = got != want
-            rule = "PyTorch gives {want}"
-        else:
-            with np.errstate(invalid="ignore"):
-                lost_nan = np.isnan(want) & ~np.isnan(got) if what == "a NaN" else False
-                hidden = ~np.isfinite(want) & np.isfinite(got)
-                spread = np.isfinite(want) & ~np.isfinite(got)
-            bad = lost_nan | hidden | spread
-        if not np.any(bad):
+        bad = _wrong_elements(got, want, what)
+        count = int(np.count_nonzero(bad))
+        if count == 0:
             continue
         index = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
         out, got_value, want_value = format_index(name, index), got[index], want[index]
         if want.dtype.kind in "iu":
             message = f"with {what} in {poisoned}, {out} is {got_value}; PyTorch gives {want_value}"
         elif np.isfinite(want_value):
-            message = (f"{what} in {poisoned} spread to {out} ({format_value(got_value)}); "
-                       f"PyTorch keeps it finite ({format_value(want_value)})")
+            message = (
+                f"{what} in {poisoned} spread to {out} ({format_value(got_value)}); "
+                f"PyTorch keeps it finite ({format_value(want_value)})"
+            )
         else:
             keeps = "keeps the NaN" if np.isnan(want_value) else f"gives {want_value}"
-            message = (f"{what} in {poisoned} came out as {format_value(got_value)} in {out}; "
-                       f"PyTorch {keeps}")
-        count = int(np.count_nonzero(bad))
-        if got.size > 1 and count > 1:
+            message = (
+                f"{what} in {poisoned} came out as {format_value(got_value)} in {out}; "
+                f"PyTorch {keeps}"
+            )
+        if count > 1:
             message += f" ({count} of {got.size} elements of {name} are wrong)"
         return f"{op.name}: {message}"
     return None
+
+
+def _wrong_elements(got, want, what):
+    """Where `got` breaks `want`'s pattern: integers must be equal; floats must be NaN where `want`
+    is NaN (when a NaN went in), non-finite where it is non-finite, finite where it is finite."""
+    if want.dtype.kind in "iu":
+        return got != want
+    lost_nan = np.isnan(want) & ~np.isnan(got) if what == "a NaN" else False
+    hidden = ~np.isfinite(want) & np.isfinite(got)
+    spread = np.isfinite(want) & ~np.isfinite(got)
+    return lost_nan | hidden | spread
 
 
 def check_nan(session, task):
@@ -135,8 +141,9 @@ def check_nan(session, task):
         for site in sites:
             for what, value in poisons(op, site[1]):
                 poisoned_args, poisoned = poison(args, site, value, rng)
-                expected = refused_or_answer(session, session.reference, op, poisoned_args,
-                                             site, "reference")
+                expected = refused_or_answer(
+                    session, session.reference, op, poisoned_args, site, "reference"
+                )
                 if expected is None:
                     continue
                 with np.errstate(all="ignore"):  # NaN and Inf are the point here
@@ -145,7 +152,13 @@ def check_nan(session, task):
                 problem = propagation_problem(op, received, expected, poisoned, what)
                 if problem:
                     case_text = f"case {case + 1} of {len(op.cases)}: {describe_args(args)}"
-                    return Result(op.name, "nan", FAILED, f"{problem} [{case_text}]",
-                                  seconds=time.perf_counter() - started)
-    return Result(op.name, "nan", PASSED, f"{calls} poisoned calls",
-                  seconds=time.perf_counter() - started)
+                    return Result(
+                        op.name,
+                        "nan",
+                        FAILED,
+                        f"{problem} [{case_text}]",
+                        seconds=time.perf_counter() - started,
+                    )
+    return Result(
+        op.name, "nan", PASSED, f"{calls} poisoned calls", seconds=time.perf_counter() - started
+    )

@@ -17,7 +17,7 @@ def _check_step(op, p, g, lr, weight_decay, **state):
 
 
 def _decayed(grad, p, weight_decay):
-    """grad + weight_decay * p, or grad itself without decay (0 * p would turn an Inf p into NaN)."""
+    """grad + weight_decay * p, or grad itself without decay (0 * p would make an Inf p NaN)."""
     return grad + weight_decay * p if weight_decay else grad
 
 
