@@ -12,7 +12,7 @@ from pathlib import Path
 
 import tiers
 
-from . import contract, report
+from . import contract, propagation, report
 from .contract import OPS
 from .isolation import InProcessRunner, IsolatedRunner, WorkerGone
 from .machine import machine_info
@@ -56,7 +56,7 @@ def selected_ops(options):
 
 
 def plan_grade(options, info, results):
-    """Correctness, gradient and distribution checks per op, then the speed ladder."""
+    """Correctness, NaN, gradient and distribution checks per op, then the speed ladder."""
     names = selected_ops(options)
     tasks = []
     for name in names:
@@ -64,6 +64,8 @@ def plan_grade(options, info, results):
         tasks.append(Task("correct", name))
         if name == "matmul":  # each rung of a matmul ladder on its own (a stub hides no other)
             tasks += [Task("correct", name, kernel=kernel) for kernel in info["matmul_kernels"]]
+        if propagation.has_float_inputs(op):
+            tasks.append(Task("nan", name))
         if op.grads:
             tasks.append(Task("grad", name))
         if op.dist:

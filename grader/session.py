@@ -38,7 +38,7 @@ class Setup:
 
 @dataclass(frozen=True)
 class Task:
-    """One check: kind is correct, grad, dist, speed, kernel or blas."""
+    """One check: kind is correct, grad, nan, dist, speed, kernel or blas."""
 
     kind: str
     op: str
@@ -176,7 +176,8 @@ class Session:
             for original, native in zip(originals, values, strict=True):
                 if not isinstance(original, np.ndarray):
                     break  # a scalar, or a shape such as x_shape
-                if not np.array_equal(np.asarray(self.graded.module.to_numpy(native)), original):
+                unchanged = np.asarray(self.graded.module.to_numpy(native))
+                if not np.array_equal(unchanged, original, equal_nan=True):  # NaN inputs: nan check
                     problem = values.ContractError(
                         f"modified its input {name} (only optimizers and batchnorm's running "
                         "statistics may change their arguments)"
@@ -216,12 +217,13 @@ class Session:
 
     def run(self, task):
         """Run one check and return its Result; every failure becomes a message."""
-        from . import correctness, gradients, speed  # the checks, one module per kind
+        from . import correctness, gradients, propagation, speed  # one module per kind
 
         checks = {
             "correct": correctness.check_correct,
             "dist": correctness.check_distribution,
             "grad": gradients.check_gradients,
+            "nan": propagation.check_nan,
             "speed": speed.check_speed,
             "kernel": speed.check_kernel,
             "blas": speed.check_blas,

@@ -48,8 +48,11 @@ def maxpool2d_forward(x, k, stride):
                 best_value, best_index = plane[top][left], top * w + left
                 for in_y in range(top, top + k):
                     for in_x in range(left, left + k):
-                        if plane[in_y][in_x] > best_value:  # strict: a tie keeps the first
-                            best_value, best_index = plane[in_y][in_x], in_y * w + in_x
+                        value = plane[in_y][in_x]
+                        # strict: a tie keeps the first; a NaN (the only value != itself) wins,
+                        # as in PyTorch, where `>` alone would never pick it
+                        if value > best_value or value != value:
+                            best_value, best_index = value, in_y * w + in_x
                 y_plane[out_y][out_x] = best_value
                 argmax_plane[out_y][out_x] = best_index
     return y, argmax
