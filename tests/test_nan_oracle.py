@@ -29,7 +29,8 @@ F = torch.nn.functional
 aten = torch.ops.aten
 
 pytestmark = pytest.mark.oracle
-STAGE2 = tiers.load(tiers.find(2)).module  # draws dropout's mask (the shared random stream) for torch
+# draws dropout's mask (the shared random stream) for torch
+STAGE2 = tiers.load(tiers.find(2)).module
 
 
 def linear_backward(x, w, dy):
