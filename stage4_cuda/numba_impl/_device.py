@@ -5,19 +5,55 @@ The currency is numba's device array. An op accepts anything exposing `__cuda_ar
 NumPy array where a device array is expected is an error naming the argument: a silent copy would
 hide a host round trip inside every training step (use `from_numpy` once instead).
 
-Every output comes from `empty(shape, dtype)`; inside `poisoned_outputs()` it fills each new array
-with NaN (integers with their most negative value), so an element a kernel forgets to write shows
-up as NaN instead of whatever the memory held before: the grader wraps each graded call in it.
+Every output comes from `empty(shape, dtype)`, which the ops look up here at call time
+(`_device.empty(...)`): the grader replaces it for a graded call by one that fills each new array
+with NaN (grader/poison.py), so an element a kernel forgets to write shows up as NaN instead of
+whatever the memory held before.
 """
 
 import math
+import sys
+import threading
+import traceback
 import warnings
-from contextlib import contextmanager
 
 import numpy as np
 from numba import cuda
 
 SIMULATOR = bool(cuda.config.ENABLE_CUDASIM)
+
+
+def _lock_simulator_shared_arrays():
+    """Make the simulator's shared arrays shared by every thread of a block, always.
+
+    numba-cuda 0.30's simulator makes a block's shared array when its first thread reaches the
+    `cuda.shared.array` line, without a lock: two threads arriving together can each make one, and
+    then they do not share it (a tiled matmul read tiles nobody wrote, now and then). This is the
+    same allocation (keyed by the calling file and line, as there) under a lock.
+    """
+    from numba.core import types
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if shape == 0 or alignment is not None:  # dynamic or aligned: numba's own code
+            return unlocked(self, shape, dtype, alignment)
+        if isinstance(dtype, types.Type):  # numba's float32, as opposed to NumPy's
+            dtype = numpy_support.as_dtype(dtype)
+        caller = traceback.extract_stack(sys._getframe())[-2][0:2]
+        with lock:
+            if caller not in self._allocations:
+                self._allocations[caller] = np.empty(shape, dtype)
+            return self._allocations[caller]
+
+    unlocked = kernelapi.FakeCUDAShared.array
+    kernelapi.FakeCUDAShared.array = array
+
+
+if SIMULATOR:
+    _lock_simulator_shared_arrays()
 
 # Threads per block of the elementwise kernels: 256 fills a multiprocessor's schedulers on a GPU.
 # The simulator runs one Python thread per CUDA thread (about 0.4 ms each), so it gets one warp.
@@ -69,40 +105,15 @@ def launch_elementwise(kernel, n, *args):
 
 # --- arrays -----------------------------------------------------------------------------------
 
-_poison = False
-
-
-@contextmanager
-def poisoned_outputs():
-    """Within the block, `empty` fills every output with NaN (integer ones with their minimum)."""
-    global _poison
-    before, _poison = _poison, True
-    try:
-        yield
-    finally:
-        _poison = before
-
-
 def empty(shape, dtype=np.float32):
     """A new device array for an op's output: the hook every op allocates its results through."""
-    out = cuda.device_array(shape, dtype=dtype)
-    if _poison and out.size:
-        value = np.nan if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
-        launch_elementwise(_fill, out.size, out.reshape(out.size), out.dtype.type(value))
-    return out
+    return cuda.device_array(shape, dtype=dtype)
 
 
 def scratch(shape, dtype=np.float32):
     """A device array for intermediate results an op does not return (never poisoned: the op
     writes it whole before reading it)."""
     return cuda.device_array(shape, dtype=dtype)
-
-
-@cuda.jit
-def _fill(out, value):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = value
 
 
 def as_device(x):
@@ -120,18 +131,18 @@ def flat(x):
 
 
 class DeviceScalar:
-    """A loss that stays on the device: a 0-d float32 device array until someone reads it.
+    """A loss that stays on the device until someone reads it: one float32 on the GPU.
 
-    `float(loss)` copies it to the host (and so waits for the GPU); `loss.array` is the 0-d device
-    array, for code that keeps summing on the device; `__cuda_array_interface__` lets CuPy or
-    PyTorch view it without a copy.
+    `float(loss)` copies it to the host (and so waits for the GPU); `loss.array` is the device
+    array of one element holding it, for code that keeps computing on the device;
+    `__cuda_array_interface__` lets CuPy or PyTorch view that array without a copy.
     """
 
     def __init__(self, array):
         self.array = array
 
     def __float__(self):
-        return float(self.array.copy_to_host())
+        return float(self.array.copy_to_host()[0])
 
     def __repr__(self):
         return f"DeviceScalar({float(self):.8g})"

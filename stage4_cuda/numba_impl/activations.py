@@ -11,7 +11,8 @@ import math
 from numba import cuda, float32
 
 from . import _checks as checks
-from ._device import blocks_for, empty, flat, launch, launch_elementwise
+from . import _device
+from ._device import blocks_for, flat, launch, launch_elementwise
 from .reduce import HAS_SHUFFLES, ROW_THREADS, block_max, block_sum, warp_max, warp_sum
 
 ZERO = float32(0)
@@ -21,7 +22,7 @@ ONE = float32(1)
 def _unary(op, kernel, x, *scalars):
     """Check x (any shape), launch `kernel(x, *scalars, y)` over its elements, return y."""
     x = checks.readable(op, "x", x)
-    y = empty(x.shape)
+    y = _device.empty(x.shape)
     launch_elementwise(kernel, x.size, flat(x), *scalars, flat(y))
     return y
 
@@ -30,7 +31,7 @@ def _binary(op, kernel, first_name, first, dy, *scalars):
     """Check `first` (x or y) and dy of its shape, launch `kernel(first, dy, *scalars, dx)`."""
     first = checks.readable(op, first_name, first)
     dy = checks.same_shape(op, "dy", dy, first_name, first.shape)
-    dx = empty(first.shape)
+    dx = _device.empty(first.shape)
     launch_elementwise(kernel, first.size, flat(first), flat(dy), *scalars, flat(dx))
     return dx
 
@@ -247,7 +248,7 @@ def _rowwise(op, x, kernel, log):
             "run it on a GPU (NUMBA_ENABLE_CUDASIM=0)"
         )
     x = checks.readable(op, "x", x, "[N, C]")
-    y = empty(x.shape)
+    y = _device.empty(x.shape)
     function, geometry = SOFTMAX_LADDER[name]
     launch(function, *geometry(x.shape[0]), x, y, log)
     return y
@@ -288,7 +289,7 @@ def _softmax_backward(y, dy, dx, log):
 def _rowwise_backward(op, y, dy, log):
     y = checks.readable(op, "y", y, "[N, C]")
     dy = checks.same_shape(op, "dy", dy, "y", y.shape)
-    dx = empty(y.shape)
+    dx = _device.empty(y.shape)
     launch(_softmax_backward, y.shape[0], ROW_THREADS, y, dy, dx, log)
     return dx
 

@@ -14,7 +14,8 @@ it (deterministic, unlike a scatter with atomic additions).
 from numba import cuda, float32
 
 from . import _checks as checks
-from ._device import empty, flat, launch, launch_elementwise, scratch
+from . import _device
+from ._device import flat, launch, launch_elementwise, scratch
 from .linalg import gemm, transposed
 from .reduce import ROW_THREADS, block_sum
 
@@ -87,7 +88,7 @@ def im2col(x, kh, kw, stride, padding):
     x = checks.readable(op, "x", x, "[N, C, H, W]")
     n, c, h, w = x.shape
     kh, kw, stride, padding, oh, ow = _window(op, h, w, kh, kw, stride, padding)
-    cols = empty((n, c * kh * kw, oh * ow))
+    cols = _device.empty((n, c * kh * kw, oh * ow))
     strides = _contract_strides(c * kh * kw, oh * ow)
     launch_elementwise(_im2col, cols.size, x, kh, kw, stride, padding, oh, ow, *strides,
                        flat(cols))
@@ -100,7 +101,7 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
     n, c, h, w = checks.shape_argument(op, "x_shape", x_shape, "[N, C, H, W]")
     kh, kw, stride, padding, oh, ow = _window(op, h, w, kh, kw, stride, padding)
     cols = checks.shaped(op, "cols", cols, "[N, C*kh*kw, OH*OW]", (n, c * kh * kw, oh * ow))
-    x = empty((n, c, h, w))
+    x = _device.empty((n, c, h, w))
     strides = _contract_strides(c * kh * kw, oh * ow)
     launch_elementwise(_col2im, x.size, flat(cols), kh, kw, stride, padding, oh, ow, *strides, x)
     return x
@@ -184,7 +185,7 @@ def conv2d_forward(x, w, b, stride=1, padding=0):
     cols = _batch_last_cols(x, geometry)
     product = gemm(w.reshape(k, cols.shape[0]), cols, scratch((k, cols.shape[1])))
     oh, ow = geometry[4], geometry[5]
-    y = empty((x.shape[0], k, oh, ow))
+    y = _device.empty((x.shape[0], k, oh, ow))
     launch_elementwise(_from_batch_last, y.size, product, b, y.reshape(x.shape[0], k, oh * ow))
     return y
 
@@ -204,16 +205,16 @@ def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     dy3 = dy.reshape(n, k, oh * ow)
     dy_last = scratch((k, n * oh * ow))
     launch_elementwise(_to_batch_last, dy.size, dy3, dy_last)
-    db = empty((k,))
+    db = _device.empty((k,))
     launch(_bias_gradient, k, ROW_THREADS, dy3, db)
     cols = _batch_last_cols(x, geometry)
-    dw = empty(w.shape)
+    dw = _device.empty(w.shape)
     gemm(dy_last, transposed(cols), dw.reshape(k, cols.shape[0]))
     if not need_dx:
         return None, dw, db
     w2 = w.reshape(k, cols.shape[0])
     dcols = gemm(transposed(w2), dy_last, cols)  # the columns are not needed any more: reused
-    dx = empty(x.shape)
+    dx = _device.empty(x.shape)
     strides = _batch_last_strides(n, oh * ow)
     launch_elementwise(_col2im, dx.size, flat(dcols), kh, kw, stride, padding, oh, ow, *strides,
                        dx)

@@ -5,7 +5,8 @@ weight matrix, small next to the product), so that one matmul kernel serves ever
 from numba import cuda
 
 from . import _checks as checks
-from ._device import empty, flat, launch_elementwise
+from . import _device
+from ._device import flat, launch_elementwise
 from .linalg import gemm, sum_rows_into, transposed
 
 
@@ -33,7 +34,7 @@ def linear_forward(x, w, b):
     op = "linear_forward"
     x, w = _check_linear(op, x, w)
     b = checks.shaped(op, "b", b, "[O]", (w.shape[0],))
-    y = gemm(x, transposed(w), empty((x.shape[0], w.shape[0])))
+    y = gemm(x, transposed(w), _device.empty((x.shape[0], w.shape[0])))
     launch_elementwise(_add_row, y.size, flat(y), b)
     return y
 
@@ -43,9 +44,9 @@ def linear_backward(x, w, dy):
     op = "linear_backward"
     x, w = _check_linear(op, x, w)
     dy = checks.shaped(op, "dy", dy, "[N, O]", (x.shape[0], w.shape[0]))
-    dx = gemm(dy, w, empty(x.shape))
-    dw = gemm(transposed(dy), x, empty(w.shape))
-    db = sum_rows_into(dy, empty((w.shape[0],)))
+    dx = gemm(dy, w, _device.empty(x.shape))
+    dw = gemm(transposed(dy), x, _device.empty(w.shape))
+    db = sum_rows_into(dy, _device.empty((w.shape[0],)))
     return dx, dw, db
 
 

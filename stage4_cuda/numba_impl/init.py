@@ -8,8 +8,9 @@ import numpy as np
 from numba import cuda
 
 from . import _checks as checks
+from . import _device
 from . import random_stream as stream
-from ._device import empty, flat, launch_elementwise
+from ._device import flat, launch_elementwise
 
 
 def fans(shape):
@@ -41,7 +42,7 @@ def _he_normal(seed, std, w):
 def _init(op, kernel, shape, seed, spread):
     shape = checks.shape_argument(op, "shape", shape)
     seed = checks.seed(op, seed)
-    w = empty(shape)
+    w = _device.empty(shape)
     launch_elementwise(kernel, w.size, np.uint64(seed), spread(*fans(shape)), flat(w))
     return w
 

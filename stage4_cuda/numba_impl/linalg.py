@@ -7,8 +7,9 @@ Elementwise kernels see every array flat (`flat`): one thread per element, i = c
 from numba import cuda, float32
 
 from . import _checks as checks
+from . import _device
 from . import matmul_ladder as ladder
-from ._device import BLOCK, blocks_for, empty, flat, launch, launch_elementwise, scratch
+from ._device import BLOCK, blocks_for, flat, launch, launch_elementwise, scratch
 from .reduce import ROW_THREADS, block_sum
 
 # The matmul ladder, slowest first; `matmul(a, b, kernel=...)` takes a name or its number 1..6.
@@ -35,7 +36,7 @@ def matmul(a, b, kernel="best"):
     (n, k), m = a.shape, b.shape[1]
     if b.shape[0] != k:
         checks.fail(op, f"b must have shape [K, M] with K = {k} (a's columns), got {b.shape}")
-    return gemm(a, b, empty((n, m)), name)
+    return gemm(a, b, _device.empty((n, m)), name)
 
 
 TRANSPOSE_TILE = 32
@@ -78,7 +79,7 @@ def transposed(a):
 def transpose(a):
     """a [N, M] -> [M, N]."""
     a = checks.readable("transpose", "a", a, "[N, M]")
-    return transpose_into(a, empty(tuple(a.shape)[::-1]))
+    return transpose_into(a, _device.empty(tuple(a.shape)[::-1]))
 
 
 def _broadcast_operand(op, a, b):
@@ -123,13 +124,13 @@ def add_into(a, b, out):
 def add(a, b):
     """a + b: b has a's shape, or is 1-D of length a.shape[-1] (added to every row)."""
     a, b = _broadcast_operand("add", a, b)
-    return add_into(a, b, empty(a.shape))
+    return add_into(a, b, _device.empty(a.shape))
 
 
 def mul(a, b):
     """a * b elementwise, with add's broadcasting."""
     a, b = _broadcast_operand("mul", a, b)
-    out = empty(a.shape)
+    out = _device.empty(a.shape)
     launch_elementwise(_mul, a.size, flat(a), flat(b), flat(out))
     return out
 
@@ -147,7 +148,7 @@ def scale(a, s):
     """s * a for a float s; a any shape."""
     a = checks.readable("scale", "a", a)
     s = checks.real("scale", "s", s)
-    out = empty(a.shape)
+    out = _device.empty(a.shape)
     launch_elementwise(_scale, a.size, flat(a), s, flat(out))
     return out
 
@@ -194,7 +195,7 @@ def sum_rows(x, kernel="best"):
     """
     name = checks.kernel_name("sum_rows", kernel, SUM_ROWS_KERNELS, "tree")
     x = checks.readable("sum_rows", "x", x, "[N, M]")
-    return sum_rows_into(x, empty((x.shape[1],)), name)
+    return sum_rows_into(x, _device.empty((x.shape[1],)), name)
 
 
 def sum_rows_into(x, out, kernel="tree"):

@@ -11,7 +11,8 @@ import math
 from numba import cuda, float32, float64
 
 from . import _checks as checks
-from ._device import DeviceScalar, empty, flat, launch, launch_elementwise, scratch
+from . import _device
+from ._device import DeviceScalar, flat, launch, launch_elementwise, scratch
 from .reduce import ROW_THREADS, block_max, block_sum
 
 ZERO = float32(0)
@@ -33,8 +34,8 @@ def _mean(terms, loss):
 
 def _mean_of(terms):
     """The mean of a 1-D scratch array of terms, as a DeviceScalar."""
-    loss = empty(())
-    launch(_mean, 1, ROW_THREADS, terms, loss.reshape(1))
+    loss = _device.empty((1,))
+    launch(_mean, 1, ROW_THREADS, terms, loss)
     return DeviceScalar(loss)
 
 
@@ -74,7 +75,7 @@ def mse_loss(pred, target):
 def mse_loss_backward(pred, target):
     """d mse / d pred = 2 * (pred - target) / size."""
     pred, target = _pair("mse_loss_backward", "pred", pred, "target", target)
-    grad = empty(pred.shape)
+    grad = _device.empty(pred.shape)
     launch_elementwise(_mse_backward, pred.size, flat(pred), flat(target), flat(grad))
     return grad
 
@@ -115,7 +116,7 @@ def bce_with_logits_loss_backward(logits, targets):
     """(sigmoid(logits) - targets) / size."""
     op = "bce_with_logits_loss_backward"
     logits, targets = _pair(op, "logits", logits, "targets", targets)
-    grad = empty(logits.shape)
+    grad = _device.empty(logits.shape)
     launch_elementwise(_bce_backward, logits.size, flat(logits), flat(targets), flat(grad))
     return grad
 
@@ -181,7 +182,7 @@ def cross_entropy_loss_backward(logits, labels):
     """(softmax(logits) - one_hot(labels)) / N, [N, C]."""
     op = "cross_entropy_loss_backward"
     logits, labels = _scores_and_labels(op, "logits", logits, labels)
-    grad = empty(logits.shape)
+    grad = _device.empty(logits.shape)
     launch(_cross_entropy_backward, logits.shape[0], ROW_THREADS, logits, labels, grad)
     return grad
 
@@ -244,6 +245,6 @@ def hinge_loss_backward(scores, labels, margin=1.0):
     op = "hinge_loss_backward"
     scores, labels = _scores_and_labels(op, "scores", scores, labels)
     margin = checks.real(op, "margin", margin)
-    grad = empty(scores.shape)
+    grad = _device.empty(scores.shape)
     launch(_hinge_backward, scores.shape[0], ROW_THREADS, scores, labels, margin, grad)
     return grad

@@ -11,7 +11,8 @@ import math
 from numba import cuda, float32
 
 from . import _checks as checks
-from ._device import empty, flat, launch, launch_elementwise
+from . import _device
+from ._device import flat, launch, launch_elementwise
 from .reduce import ROW_THREADS, block_sum
 
 ONE = float32(1)
@@ -89,7 +90,7 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
     if training and x.size // c < 2:
         checks.fail(op, f"x must have more than one value per channel in training (the unbiased "
                         f"variance divides by count - 1), got shape {checks.format_shape(x.shape)}")
-    y, mean, invstd = empty(x.shape), empty((c,)), empty((c,))
+    y, mean, invstd = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
     launch(_statistics, c, ROW_THREADS, flat(x), channels, length, running_mean, running_var,
            momentum, eps, training, mean, invstd)
     launch_elementwise(_normalize, x.size, flat(x), channels, length, gamma, beta, mean, invstd,
@@ -147,7 +148,7 @@ def batchnorm_backward(dy, x, gamma, saved):
     mean = checks.shaped(op, "saved", saved[0], "[C]", (c,))
     invstd = checks.shaped(op, "saved", saved[1], "[C]", (c,))
     channels, length = _geometry(x)
-    dx, dgamma, dbeta = empty(x.shape), empty((c,)), empty((c,))
+    dx, dgamma, dbeta = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
     launch(_gradient_sums, c, ROW_THREADS, flat(dy), flat(x), channels, length, mean, invstd,
            dgamma, dbeta)
     launch_elementwise(_input_gradient, x.size, flat(dy), flat(x), channels, length, gamma, mean,

@@ -10,7 +10,8 @@ import numpy as np
 from numba import cuda, float32
 
 from . import _checks as checks
-from ._device import empty, launch_elementwise
+from . import _device
+from ._device import launch_elementwise
 
 
 def _window(op, h, w, k, stride):
@@ -114,7 +115,7 @@ def maxpool2d_forward(x, k, stride):
     x = checks.readable(op, "x", x, "[N, C, H, W]")
     n, c, h, w = x.shape
     k, stride, oh, ow = _window(op, h, w, k, stride)
-    y, argmax = empty((n, c, oh, ow)), empty((n, c, oh, ow), np.int64)
+    y, argmax = _device.empty((n, c, oh, ow)), _device.empty((n, c, oh, ow), np.int64)
     launch_elementwise(_maxpool, y.size, _planes(x), k, stride, _planes(y), _planes(argmax))
     return y, argmax
 
@@ -130,7 +131,7 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
     dy = checks.shaped(op, "dy", dy, "[N, C, OH, OW]", (n, c, oh, ow))
     argmax = checks.indices(op, "argmax", argmax, "[N, C, OH, OW]", (n, c, oh, ow), h * w,
                             "indices within an [H, W] plane")
-    dx = empty((n, c, h, w))
+    dx = _device.empty((n, c, h, w))
     launch_elementwise(_maxpool_backward, dx.size, _planes(dy), _planes(argmax), k, stride,
                        _planes(dx))
     return dx
@@ -142,7 +143,7 @@ def avgpool2d_forward(x, k, stride):
     x = checks.readable(op, "x", x, "[N, C, H, W]")
     n, c, h, w = x.shape
     k, stride, oh, ow = _window(op, h, w, k, stride)
-    y = empty((n, c, oh, ow))
+    y = _device.empty((n, c, oh, ow))
     launch_elementwise(_avgpool, y.size, _planes(x), k, stride, _planes(y))
     return y
 
@@ -153,6 +154,6 @@ def avgpool2d_backward(dy, x_shape, k, stride):
     n, c, h, w = checks.shape_argument(op, "x_shape", x_shape, "[N, C, H, W]")
     k, stride, oh, ow = _window(op, h, w, k, stride)
     dy = checks.shaped(op, "dy", dy, "[N, C, OH, OW]", (n, c, oh, ow))
-    dx = empty((n, c, h, w))
+    dx = _device.empty((n, c, h, w))
     launch_elementwise(_avgpool_backward, dx.size, _planes(dy), k, stride, _planes(dx))
     return dx

@@ -6,8 +6,9 @@ import numpy as np
 from numba import cuda, float32
 
 from . import _checks as checks
+from . import _device
 from . import random_stream as stream
-from ._device import empty, flat, launch_elementwise
+from ._device import flat, launch_elementwise
 
 ONE = float32(1)
 ZERO = float32(0)
@@ -39,7 +40,7 @@ def dropout_forward(x, p, seed):
     x = checks.readable(op, "x", x)
     checks.real(op, "p", p, 0, 1, high_open=True)
     seed = checks.seed(op, seed)
-    y, mask = empty(x.shape), empty(x.shape)
+    y, mask = _device.empty(x.shape), _device.empty(x.shape)
     # p stays float64: rounded to float32 it could move across a value of the stream
     launch_elementwise(
         _dropout, x.size, flat(x), np.float64(p), np.uint64(seed), flat(y), flat(mask)
@@ -53,6 +54,6 @@ def dropout_backward(dy, mask, p):
     dy = checks.readable(op, "dy", dy)
     mask = checks.same_shape(op, "mask", mask, "dy", dy.shape)
     checks.real(op, "p", p, 0, 1, high_open=True)
-    dx = empty(dy.shape)
+    dx = _device.empty(dy.shape)
     launch_elementwise(_dropout_backward, dy.size, flat(dy), flat(mask), np.float64(p), flat(dx))
     return dx
