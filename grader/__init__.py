@@ -5,9 +5,11 @@
     python -m grader bench --stage N [--quick]
 
 From Python: `grade(Options(stage=2, quick=True))` returns (exit status, JSON record).
-Modules: contract (the ops as data), inputs (random arguments), session (calling tiers, one
-check), correctness, gradients, speed, timing, poison (NaN-filled allocations), isolation and
-worker (the child process), report, machine, run (a whole grading), bench.
+Modules: the contract as data: ops (the table), builders (arguments), inputs (random values),
+costs, ladders (speed sizes), tolerance, weeks, stages; records (Setup, Task, Result), session
+(calling tiers), the checks: correctness, gradients, speed (with timing), poison (NaN-filled
+allocations), isolation and worker (the child process), report, machine, run (a whole grading),
+bench.
 """
 
 from .run import Options, grade

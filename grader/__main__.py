@@ -13,8 +13,9 @@ import argparse
 import shlex
 import sys
 
-from . import contract
+from .ops import OPS
 from .run import Options, grade
+from .weeks import WEEKS, ops_for_week
 
 
 def parse(argv):
@@ -78,17 +79,17 @@ def parse(argv):
     if not bench:
         options.week, options.against = args.week, args.against
         options.ops = tuple(args.ops.split(",")) if args.ops else ()
-        unknown = sorted(set(options.ops) - set(contract.OPS))
+        unknown = sorted(set(options.ops) - set(OPS))
         if unknown:
             parser.error(
-                f"unknown op(s) {', '.join(unknown)}; the contract's ops: {', '.join(contract.OPS)}"
+                f"unknown op(s) {', '.join(unknown)}; the contract's ops: {', '.join(OPS)}"
             )
         if args.against == args.stage:
             parser.error(
                 "a tier checked against itself proves nothing: choose another --against "
                 "(stage 1 defaults to the repository's stage 2, plus gradients)"
             )
-        if args.week is not None and not contract.ops_for_week(args.stage, args.week):
+        if args.week is not None and not ops_for_week(args.stage, args.week):
             parser.error(
                 f"week {args.week} has no ops of stage {args.stage} to grade "
                 f"(stage {args.stage} weeks: {_weeks(args.stage)}); weeks 9-10 teach nn/: "
@@ -98,7 +99,7 @@ def parse(argv):
 
 
 def _weeks(stage):
-    return ", ".join(map(str, sorted(set(contract.WEEKS[stage].values()))))
+    return ", ".join(map(str, sorted(set(WEEKS[stage].values()))))
 
 
 def main(argv=None):

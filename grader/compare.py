@@ -62,3 +62,19 @@ def dtype_problem(op, name, array, float_bits):
     if float_bits == 32 and array.dtype != np.float32:
         return f"{op}: {name} must be float32, got {array.dtype}"
     return None
+
+
+def describe_args(args):
+    """A short description of arguments, e.g. 'x[2, 3, 7, 6] w[4, 3, 3, 3] stride=1 padding=1'."""
+    parts = []
+    for name, value in args.items():
+        if isinstance(value, np.ndarray):
+            part = f"{name}[{', '.join(map(str, value.shape))}]"
+            if value.dtype.kind == "f" and value.size and np.abs(value).max() >= 100:
+                part += f" (|{name}| up to {np.abs(value).max():.3g})"
+            parts.append(part)
+        elif isinstance(value, tuple):
+            parts.append(f"{name}=({', '.join(map(str, value))})")
+        else:
+            parts.append(f"{name}={value}")
+    return " ".join(parts)

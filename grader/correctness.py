@@ -1,6 +1,6 @@
 """Correctness: the graded tier against the reference tier, and distribution checks.
 
-Every case of an op gets fresh random inputs (grader/contract.py); both tiers receive the same
+Every case of an op gets fresh random inputs (grader/builders.py); both tiers receive the same
 values, the graded tier's allocations are NaN-poisoned, and every output (and every argument
 updated in place) must match within the tolerance of the tier pair. Dropout masks come from the
 shared random stream, so they must match exactly; initializers are compared by value here and by
@@ -12,10 +12,12 @@ import time
 
 import numpy as np
 
-from . import contract, tiers
-from .compare import dtype_problem, mismatch
-from .contract import OPS
-from .session import FAILED, PASSED, SKIPPED, Result
+from . import tiers
+from .compare import describe_args, dtype_problem, mismatch
+from .ops import OPS
+from .records import FAILED, PASSED, SKIPPED, Result
+from .stages import FLOAT_BITS
+from .tolerance import Tolerance, tolerance
 
 
 def check_correct(session, task):
@@ -26,16 +28,16 @@ def check_correct(session, task):
             op.name, "correct", SKIPPED, f"no reference tier: {session._reference_reason}"
         )
     started = time.perf_counter()
-    reference_bits = contract.FLOAT_BITS[session.reference.stage]
+    reference_bits = FLOAT_BITS[session.reference.stage]
     for index, size in enumerate(op.cases):
         rng = session.rng(task, index)
         args, _ = session.arguments(op, size, rng, session.reference, "reference")
         expected = session.call(session.reference, op, args, "reference")
         received = session.call(session.graded, op, args, "graded")
-        tol = contract.tolerance(op, session.graded_bits, reference_bits, args, session.gpu)
+        tol = tolerance(op, session.graded_bits, reference_bits, args, session.gpu)
         message = compare_outputs(session, op, received, expected, tol)
         if message:
-            case = f"case {index + 1} of {len(op.cases)}: {contract.describe_args(args)}"
+            case = f"case {index + 1} of {len(op.cases)}: {describe_args(args)}"
             return Result(
                 op.name,
                 "correct",
@@ -77,7 +79,7 @@ def check_distribution(session, task):
         problem = checker(session, op, args)
         if problem:
             return Result(
-                op.name, "dist", FAILED, f"{op.name}: {problem} [{contract.describe_args(args)}]"
+                op.name, "dist", FAILED, f"{op.name}: {problem} [{describe_args(args)}]"
             )
     return Result(
         op.name, "dist", PASSED, f"{len(op.dist)} shapes", seconds=time.perf_counter() - started
@@ -135,7 +137,7 @@ def _dropout_problems(session, op, args):
     if abs(kept - (1 - p)) > 5 * math.sqrt(p * (1 - p) / n) + 1e-12:
         return f"keeps {kept:.4f} of the elements, expected {1 - p:.4f} (p = {p}, n = {n})"
     scaled = x.astype(np.float64) * mask / (1 - p)
-    problem = mismatch(op.name, "y", y, scaled, contract.Tolerance(rtol=1e-6, atol=0.0))
+    problem = mismatch(op.name, "y", y, scaled, Tolerance(rtol=1e-6, atol=0.0))
     if problem:
         return f"y is not x * mask / (1 - p): {problem.split(': ', 1)[1]}"
     if 0 < p:

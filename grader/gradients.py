@@ -11,10 +11,10 @@ import time
 
 import numpy as np
 
-from . import contract
-from .compare import mismatch
-from .contract import FINITE_DIFFERENCE_STEP, FINITE_DIFFERENCE_TOLERANCE, OPS
-from .session import FAILED, PASSED, SKIPPED, Result
+from .compare import describe_args, mismatch
+from .ops import OPS, output_names
+from .records import FAILED, PASSED, SKIPPED, Result
+from .tolerance import FINITE_DIFFERENCE_STEP, FINITE_DIFFERENCE_TOLERANCE, tolerance
 
 MAX_POINTS = {False: 4000, True: 300}  # quick -> elements checked per gradient (sampled above)
 
@@ -66,7 +66,7 @@ def check_gradients(session, task):
                 session, op, args, received[output], objective, arrays, output, input_name, rng
             )
             if message:
-                case = f"case {index + 1} of {len(cases)}: {contract.describe_args(args)}"
+                case = f"case {index + 1} of {len(cases)}: {describe_args(args)}"
                 return Result(
                     op.name,
                     "grad",
@@ -89,7 +89,7 @@ def _is_float(value):
 
 def _objective(session, forward, dy):
     """L(arrays): the oracle's loss, or sum(forward output * dy)."""
-    first = contract.output_names(forward)[0]
+    first = output_names(forward)[0]
 
     def objective(arrays):
         value = session.call(session.oracle, forward, arrays, "oracle")[first]
@@ -114,6 +114,6 @@ def _compare_gradient(session, op, args, received, objective, arrays, output, in
     else:
         expected = np.empty(received.shape)
     expected.reshape(-1)[indices] = estimate
-    tol = contract.tolerance(op, session.graded_bits, 64, args, session.gpu)
+    tol = tolerance(op, session.graded_bits, 64, args, session.gpu)
     how = f"(central difference, h={FINITE_DIFFERENCE_STEP:.0e})".replace("e-0", "e-")
     return mismatch(op.name, output, received, expected, tol + FINITE_DIFFERENCE_TOLERANCE, how)

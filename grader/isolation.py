@@ -19,7 +19,8 @@ import time
 from contextlib import contextmanager
 
 from . import protocol
-from .session import FAILED, CheckTimeout, Result, Session
+from .records import FAILED, CheckTimeout, Result
+from .session import Session
 from .tiers import REPOSITORY
 
 STARTUP_SECONDS = 120  # importing a tier may compile kernels

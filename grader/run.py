@@ -10,11 +10,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import contract, report, tiers
-from .contract import OPS
+from . import report, tiers
 from .isolation import InProcessRunner, IsolatedRunner, WorkerGone
+from .ladders import ladder
 from .machine import machine_info
-from .session import FAILED, SKIPPED, Result, Setup, Task
+from .ops import OPS
+from .records import FAILED, SKIPPED, Result, Setup, Task
+from .stages import tier_class
+from .weeks import ops_for_week
 
 DEFAULT_AGAINST = {1: (2,), 2: (1,), 3: (2,), 4: (3, 2)}  # stage 1 has no earlier tier: see README
 RESULTS = tiers.REPOSITORY / "curriculum" / "results"
@@ -42,7 +45,7 @@ class Options:
 def selected_ops(options):
     """The ops to grade: those of --week (all without it), narrowed by --ops."""
     names = (
-        list(OPS) if options.week is None else contract.ops_for_week(options.stage, options.week)
+        list(OPS) if options.week is None else ops_for_week(options.stage, options.week)
     )
     if options.ops:
         unknown = sorted(set(options.ops) - set(OPS))
@@ -65,9 +68,9 @@ def plan_grade(options, info, results):
             tasks.append(Task("grad", name))
         if op.dist:
             tasks.append(Task("dist", name))
-    tier_class = contract.tier_class(options.stage)
+    timed_on = tier_class(options.stage)
     for name in names:
-        sizes = contract.ladder(OPS[name], tier_class)
+        sizes = ladder(OPS[name], timed_on)
         tasks += [Task("speed", name, named) for named in sizes[: 1 if options.quick else None]]
     return tasks
 

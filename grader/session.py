@@ -10,65 +10,15 @@ repository's stage 1, whose float64 forward ops give the finite-difference gradi
 
 import re
 import zlib
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import contract, inputs, tiers
-from .contract import OPS, SOURCES
+from . import correctness, gradients, inputs, speed, tiers
+from .ops import OPS, SOURCES, output_names
 from .poison import poisoned_allocations
-
-PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What to grade: sent once to a worker. `against` lists reference stages, best first."""
-
-    stage: int
-    variant: str | None = None
-    impl: str | None = None
-    against: tuple = ()
-    seed: int = 0
-    quick: bool = False
-    bench: bool = False
-
-
-@dataclass(frozen=True)
-class Task:
-    """One check: kind is correct, grad, dist, speed, kernel or blas."""
-
-    kind: str
-    op: str
-    size: contract.Named | None = None
-    kernel: str | None = None
-    threads: int | None = None
-
-
-@dataclass
-class Result:
-    """The outcome of one Task, as the report shows it."""
-
-    op: str
-    check: str
-    status: str
-    message: str = ""
-    size: str = ""
-    seconds: float = 0.0
-    timing: dict = field(default_factory=dict)
-
-
-class TierError(Exception):
-    """A tier raised while the grader called it; `role` says which (graded, reference, oracle)."""
-
-    def __init__(self, role, op, error):
-        super().__init__(f"{role} {op}: {error!r}")
-        self.role, self.op, self.error = role, op, error
-
-
-class CheckTimeout(BaseException):
-    """Raised in-process when a check runs past its time limit (BaseException: tiers' `except
-    Exception` cannot swallow it)."""
+from .records import FAILED, Result, TierError
+from .stages import FLOAT_BITS
+from .weeks import week_of
 
 
 def not_implemented_message(stage, op_name, error):
@@ -76,7 +26,7 @@ def not_implemented_message(stage, op_name, error):
     found = re.search(r"week (\d+), task ([\w\- ]+)", str(error))
     if found:
         return f"not implemented (week {found.group(1)}, task {found.group(2).strip()})"
-    return f"not implemented (week {contract.week_of(stage, op_name)}, task {op_name})"
+    return f"not implemented (week {week_of(stage, op_name)}, task {op_name})"
 
 
 def as_float32(value):
@@ -103,7 +53,7 @@ class Session:
             reasons.append(f"{candidate.label}: {candidate.reason}")
         self._reference_reason = "; ".join(reasons)
         self.oracle = tiers.load(1)
-        self.graded_bits = contract.FLOAT_BITS[setup.stage]
+        self.graded_bits = FLOAT_BITS[setup.stage]
         self.gpu = setup.stage == 4
 
     @property
@@ -196,7 +146,7 @@ class Session:
             outputs = self.call(tier, forward, forward_args, role)
             for name, value in outputs.items():
                 sources[name] = value if keep_float64 else as_float32(value)
-            first = outputs[contract.output_names(forward)[0]]
+            first = outputs[output_names(forward)[0]]
             sources["dy"] = inputs.normal(rng, first.shape)
             sources["x_shape"] = tuple(int(n) for n in forward_args["x"].shape)
         missing = [name for name in op.params if name not in sources]
@@ -212,8 +162,6 @@ class Session:
 
     def run(self, task):
         """Run one check and return its Result; every failure becomes a message."""
-        from . import correctness, gradients, speed  # the checks, one module per kind
-
         checks = {
             "correct": correctness.check_correct,
             "dist": correctness.check_distribution,

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import contract, inputs, tiers
-from .contract import OPS
+from . import inputs, tiers
 from .correctness import compare_outputs
-from .session import FAILED, PASSED, Result, TierError
+from .ladders import ladder, size_label
+from .ops import OPS
+from .records import FAILED, PASSED, Result, TierError
+from .stages import FLOAT_BITS, tier_class
 from .timing import measure
+from .tolerance import tolerance
 
 
 @dataclass
@@ -102,7 +105,7 @@ def time_op(session, tier, op, args, role):
 
 
 def _in_ladder(named, tier_class, op, bench):
-    return any(entry.size == named.size for entry in contract.ladder(op, tier_class, bench))
+    return any(entry.size == named.size for entry in ladder(op, tier_class, bench))
 
 
 def check_speed(session, task):
@@ -116,7 +119,7 @@ def check_speed(session, task):
         args, _ = session.arguments(
             op, named.size, session.rng(task), session.reference, "reference"
         )
-    label = contract.size_label(op, named, args)
+    label = size_label(op, named, args)
     timing, received = time_op(session, session.graded, op, args, "graded")
     record = timing.as_dict()
     record["shapes"] = {n: list(v.shape) for n, v in args.items() if isinstance(v, np.ndarray)}
@@ -130,9 +133,9 @@ def check_speed(session, task):
 
     expected, expected_bits, validated = None, None, "none"
     reference = session.reference
-    if reference and _in_ladder(named, contract.tier_class(reference.stage), op, bench):
+    if reference and _in_ladder(named, tier_class(reference.stage), op, bench):
         ref_timing, expected = time_op(session, reference, op, args, "reference")
-        expected_bits, validated = contract.FLOAT_BITS[reference.stage], reference.label
+        expected_bits, validated = FLOAT_BITS[reference.stage], reference.label
         record.update(
             reference={"tier": reference.label, **ref_timing.as_dict()},
             speedup=ref_timing.median / timing.median,
@@ -140,13 +143,13 @@ def check_speed(session, task):
     elif session.fast_reference is not None:
         fast = session.fast_reference
         expected = session.call(fast, op, args, "reference")
-        expected_bits, validated = contract.FLOAT_BITS[fast.stage], fast.label
+        expected_bits, validated = FLOAT_BITS[fast.stage], fast.label
     elif numpy_evaluation(op.name, args, np.float64) is not None:
         expected, expected_bits = numpy_evaluation(op.name, args, np.float64), 64
         validated = "NumPy float64"
     record["validated_against"] = validated
 
-    baseline = library_baseline(op.name, args, contract.tier_class(session.setup.stage), bench)
+    baseline = library_baseline(op.name, args, tier_class(session.setup.stage), bench)
     if baseline is not None:
         library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
         record.update(
@@ -158,7 +161,7 @@ def check_speed(session, task):
     if expected is None:
         message = "output not re-validated: no independent reference at this size"
     else:
-        tol = contract.tolerance(op, session.graded_bits, expected_bits, args, session.gpu)
+        tol = tolerance(op, session.graded_bits, expected_bits, args, session.gpu)
         problem = compare_outputs(session, op, received, expected, tol)
         if problem:
             status, message = FAILED, f"after timing: {problem}"
@@ -203,7 +206,7 @@ def check_kernel(session, task):
     gflops = 2 * n * k * m / timing.median / 1e9
     record = timing.as_dict() | {"kernel": task.kernel, "threads": task.threads, "gflops": gflops}
     op = OPS["matmul"]
-    tol = contract.tolerance(op, session.graded_bits, 64, {"a": a, "b": b}, session.gpu)
+    tol = tolerance(op, session.graded_bits, 64, {"a": a, "b": b}, session.gpu)
     problem = compare_outputs(session, op, received, {"y": a.astype(np.float64) @ b}, tol)
     size = f"{task.kernel}, {_threads(task.threads)}, {n}x{k}x{m}"
     return Result(

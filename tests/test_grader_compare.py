@@ -7,8 +7,8 @@ import pytest
 
 from grader import gradients, timing
 from grader.compare import dtype_problem, mismatch
-from grader.contract import Tolerance
 from grader.poison import poisoned_allocations
+from grader.tolerance import Tolerance
 
 TOL = Tolerance(rtol=1e-5, atol=1e-6)
 
