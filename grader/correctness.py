@@ -15,6 +15,7 @@ import numpy as np
 from . import tiers
 from .compare import describe_args, dtype_problem, mismatch
 from .ops import OPS
+from .poison import holds_poison
 from .records import FAILED, PASSED, SKIPPED, Result
 from .stages import FLOAT_BITS
 from .tolerance import Tolerance, tolerance
@@ -33,11 +34,20 @@ def check_correct(session, task):
         rng = session.rng(task, index)
         args, _ = session.arguments(op, size, rng, session.reference, "reference")
         expected = session.call(session.reference, op, args, "reference")
-        received = session.call(session.graded, op, args, "graded")
         tol = tolerance(op, session.graded_bits, reference_bits, args, session.gpu)
-        message = compare_outputs(session, op, received, expected, tol)
+        message = None
+        # Twice: a result must not share memory with the first call's (grader/ownership.py),
+        # and must not depend on what an earlier call left behind.
+        for call in ("", "on a second call with the same arguments: "):
+            received = session.call(session.graded, op, args, "graded")
+            message = compare_outputs(session, op, received, expected, tol, args=args)
+            if message:
+                message = call + message
+                break
         if message:
             case = f"case {index + 1} of {len(op.cases)}: {describe_args(args)}"
+            note = op.note(size) if op.note else None
+            case += f"; {note}" if note else ""
             return Result(
                 op.name,
                 "correct",
@@ -50,22 +60,34 @@ def check_correct(session, task):
     )
 
 
-def compare_outputs(session, op, received, expected, tol, how=""):
-    """The first problem among an op's outputs (dtype or values), or None."""
+def compare_outputs(session, op, received, expected, tol, args=None):
+    """Every problem among an op's outputs (dtype or values), joined by ' | ', or None.
+
+    With the call's `args`, an output holding the grader's NaN poison is called again to tell
+    elements never written from NaNs the op computed (Session.unwritten).
+    """
     structure = op.outputs + op.inplace
     flat_received = tiers.flatten(received, structure)
     flat_expected = tiers.flatten(expected, structure)
+    problems, unwritten = [], None
     for name, want in flat_expected.items():
         got = flat_received[name]
         if name != "loss":
             problem = dtype_problem(op.name, name, got, session.graded_bits)
             if problem:
-                return problem
+                problems.append(problem)
+                continue
         exact = want.dtype.kind in "iu" or name == "mask"
-        problem = mismatch(op.name, name, got, want, None if exact else tol, how)
+        never_written = None
+        if args is not None and name not in op.inplace and np.any(holds_poison(got)):
+            unwritten = unwritten or session.unwritten(op, args)
+            never_written = unwritten[name] & holds_poison(got)
+        problem = mismatch(
+            op.name, name, got, want, None if exact else tol, never_written=never_written
+        )
         if problem:
-            return problem
-    return None
+            problems.append(problem)
+    return " | ".join(problems) or None
 
 
 def check_distribution(session, task):
@@ -78,9 +100,7 @@ def check_distribution(session, task):
         args, _ = session.arguments(op, size, rng, session.graded, "graded")
         problem = checker(session, op, args)
         if problem:
-            return Result(
-                op.name, "dist", FAILED, f"{op.name}: {problem} [{describe_args(args)}]"
-            )
+            return Result(op.name, "dist", FAILED, f"{op.name}: {problem} [{describe_args(args)}]")
     return Result(
         op.name, "dist", PASSED, f"{len(op.dist)} shapes", seconds=time.perf_counter() - started
     )

@@ -43,7 +43,8 @@ def sample_indices(size, limit, rng):
 
 
 def check_gradients(session, task):
-    """Every gradient `task.op` returns, on its finite-difference cases."""
+    """Every gradient `task.op` returns, on its finite-difference cases; a failing case names
+    each wrong gradient (dx, dgamma and dbeta), not only the first."""
     op = OPS[task.op]
     if not session.oracle.ok:
         return Result(op.name, "grad", SKIPPED, f"no oracle: stage 1 {session.oracle.reason}")
@@ -61,19 +62,22 @@ def check_gradients(session, task):
             name: value.astype(np.float64) if _is_float(value) else value
             for name, value in forward_args.items()
         }
-        for output, input_name in op.grads:
-            message = _compare_gradient(
+        messages = [  # every gradient of the case, so that all wrong ones are named
+            _compare_gradient(
                 session, op, args, received[output], objective, arrays, output, input_name, rng
             )
-            if message:
-                case = f"case {index + 1} of {len(cases)}: {describe_args(args)}"
-                return Result(
-                    op.name,
-                    "grad",
-                    FAILED,
-                    f"{message} [{case}]",
-                    seconds=time.perf_counter() - started,
-                )
+            for output, input_name in op.grads
+        ]
+        message = " | ".join(message for message in messages if message)
+        if message:
+            case = f"case {index + 1} of {len(cases)}: {describe_args(args)}"
+            return Result(
+                op.name,
+                "grad",
+                FAILED,
+                f"{message} [{case}]",
+                seconds=time.perf_counter() - started,
+            )
     return Result(
         op.name,
         "grad",

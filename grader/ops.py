@@ -56,6 +56,7 @@ class Op:
     tol: float = 1.0  # extra tolerance factor for ill-conditioned ops
     work: Callable | None = None  # args -> (flops or None, bytes)
     dist: tuple = ()  # sizes for the distribution check (init, dropout)
+    note: Callable | None = None  # size -> how a case was built, for its messages (ties), or None
 
 
 def _backward_of(forward, params, grads, **extra):
@@ -104,6 +105,15 @@ BATCHNORM_CASES = (  # (shape, training, momentum); a batch of 1 needs H*W > 1 f
 )
 OPTIMIZER_CASES = (((7,), 0), ((3, 5), 1), ((2, 3, 4), 0), ((1, 9), 1))
 INIT_CASES = ((7, 5), (16, 6, 5, 5), (10,), (3, 1, 3, 3))
+
+
+
+def tie_note(size):
+    """What a failing max-pooling case built with ties must tell the learner."""
+    if size[-1]:
+        return "this case is built with ties: the first maximum in window order wins"
+    return None
+
 
 # fmt: off
 _OPS = [
@@ -194,7 +204,7 @@ _OPS = [
                  work=work_conv(2)),
     # pooling
     dict(name="maxpool2d_forward", group="pooling", params=("x", "k", "stride"),
-         build=build_pool("max"), outputs=("y", "argmax"), cases=MAXPOOL_CASES,
+         build=build_pool("max"), outputs=("y", "argmax"), cases=MAXPOOL_CASES, note=tie_note,
          work=work_maxpool),
     _backward_of("maxpool2d_forward", ("dy", "argmax", "x_shape", "k", "stride"), (("dx", "x"),),
                  name="maxpool2d_backward", group="pooling", outputs=("dx",), cases=POOL_CASES),

@@ -15,7 +15,8 @@ import numpy as np
 
 from . import correctness, gradients, inputs, speed, tiers
 from .ops import OPS, SOURCES, output_names
-from .poison import poisoned_allocations
+from .ownership import Ownership, native_leaves
+from .poison import holds_marker, poisoned_allocations
 from .records import FAILED, Result, TierError
 from .stages import FLOAT_BITS
 from .weeks import week_of
@@ -55,6 +56,7 @@ class Session:
         self.oracle = tiers.load(1)
         self.graded_bits = FLOAT_BITS[setup.stage]
         self.gpu = setup.stage == 4
+        self.ownership = Ownership()  # the graded results of the running check
 
     @property
     def fast_reference(self):
@@ -93,8 +95,8 @@ class Session:
         """Run `op` on `tier` with `args` (NumPy values); returns {output name: NumPy value}.
 
         In-place arguments come back under their own names. For the graded tier, outputs it
-        allocates are NaN-poisoned (grader/poison.py), dtypes are checked, and its inputs must
-        come back unchanged.
+        allocates are NaN-poisoned (grader/poison.py), its inputs must come back unchanged, and
+        its results must own their memory (grader/ownership.py).
         """
         graded = role == "graded"
         natives = {name: tiers.to_native(tier.module, args[name]) for name in op.params}
@@ -110,7 +112,23 @@ class Session:
             raise TierError(role, op.name, error) from error
         if graded:
             self._check_untouched(op, args, natives)
+            try:
+                self.ownership.check(native_leaves(result, op.outputs), natives)
+            except tiers.ContractError as error:
+                raise TierError(role, op.name, error) from None
         return outputs
+
+    def unwritten(self, op, args):
+        """{output name: elements the graded op never writes}: called once more with allocations
+        filled with a marker (grader/poison.py); only asked for when an output holds NaN."""
+        natives = [tiers.to_native(self.graded.module, args[name]) for name in op.params]
+        try:
+            with poisoned_allocations(marker=True):
+                result = getattr(self.graded.module, op.name)(*natives)
+            outputs = tiers.to_numpy_tree(self.graded.module, result, op.outputs)
+        except Exception as error:
+            raise TierError("graded", op.name, error) from error
+        return {name: holds_marker(v) for name, v in tiers.flatten(outputs, op.outputs).items()}
 
     def _check_untouched(self, op, args, natives):
         """Raise when the graded op changed an input array it must only read."""
@@ -171,6 +189,7 @@ class Session:
             "blas": speed.check_blas,
         }
         label = (task.size.label or str(task.size.size)) if task.size else ""
+        self.ownership = Ownership()
         try:
             return checks[task.kind](self, task)
         except TierError as error:
