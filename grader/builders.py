@@ -8,6 +8,15 @@ import math
 
 from . import inputs
 
+EXTREME = 1e3  # a scale this large asks for inputs.extremes: values up to +-1000, both ends exact
+
+
+def spread(rng, shape, scale, offset=0.0):
+    """Normal values of `scale` around `offset`, or the extremes when scale is EXTREME."""
+    if scale >= EXTREME:
+        return inputs.extremes(rng, shape, scale)
+    return inputs.normal(rng, shape, scale, offset)
+
 
 def conv_out(size, kernel, stride, padding=0):
     """Output length of a window sliding over `size`: (size + 2*padding - kernel) // stride + 1."""
@@ -50,7 +59,7 @@ def build_elementwise(kind):
     def build(rng, size):
         shape, scale = size
         if kind == "smooth":
-            return {"x": inputs.normal(rng, shape, scale)}
+            return {"x": spread(rng, shape, scale)}
         x = inputs.away_from_zero(rng, shape, scale)  # the kink at 0 would spoil the gradient
         return {"x": x, "alpha": 0.1} if kind == "leaky" else {"x": x}
 
@@ -62,30 +71,31 @@ def build_logits(name):
 
     def build(rng, size):
         n, c, scale, offset = size
-        return {name: inputs.normal(rng, (n, c), scale, offset)}
+        return {name: spread(rng, (n, c), scale, offset)}
 
     return build
 
 
 def build_mse(rng, size):
-    return {"pred": inputs.normal(rng, size), "target": inputs.normal(rng, size)}
+    shape, scale = size
+    return {"pred": spread(rng, shape, scale), "target": inputs.normal(rng, shape)}
 
 
 def build_cross_entropy(rng, size):
     n, c, scale, offset = size
-    return {"logits": inputs.normal(rng, (n, c), scale, offset), "labels": inputs.labels(rng, n, c)}
+    return {"logits": spread(rng, (n, c), scale, offset), "labels": inputs.labels(rng, n, c)}
 
 
 def build_bce(rng, size):
     shape, scale = size  # scale 100: exp(100) overflows float32, so only the stable form passes
-    return {"logits": inputs.normal(rng, shape, scale), "targets": inputs.uniform(rng, shape, 0, 1)}
+    return {"logits": spread(rng, shape, scale), "targets": inputs.uniform(rng, shape, 0, 1)}
 
 
 def build_hinge(rng, size):
-    n, c, margin = size
+    n, c, margin, *scale = size  # scale (default 2): how far scores spread
     labels = inputs.labels(rng, n, c)
     return {
-        "scores": inputs.hinge_scores(rng, labels, c, margin),
+        "scores": inputs.hinge_scores(rng, labels, c, margin, *scale),
         "labels": labels,
         "margin": margin,
     }

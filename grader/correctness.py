@@ -16,7 +16,7 @@ from . import tiers
 from .compare import describe_args, dtype_problem, mismatch
 from .ops import OPS
 from .poison import holds_poison
-from .records import FAILED, PASSED, SKIPPED, Result
+from .records import FAILED, PASSED, SKIPPED, Result, TierError
 from .stages import FLOAT_BITS
 from .tolerance import Tolerance, tolerance
 
@@ -35,19 +35,23 @@ def check_correct(session, task):
         args, _ = session.arguments(op, size, rng, session.reference, "reference")
         expected = session.call(session.reference, op, args, "reference")
         tol = tolerance(op, session.graded_bits, reference_bits, args, session.gpu)
+        case = f"case {index + 1} of {len(op.cases)}: {describe_args(args)}"
+        note = op.note(size) if op.note else None
+        case += f"; {note}" if note else ""
         message = None
-        # Twice: a result must not share memory with the first call's (grader/ownership.py),
-        # and must not depend on what an earlier call left behind.
-        for call in ("", "on a second call with the same arguments: "):
-            received = session.call(session.graded, op, args, "graded")
-            message = compare_outputs(session, op, received, expected, tol, args=args)
-            if message:
-                message = call + message
-                break
+        try:
+            # Twice: a result must not share memory with the first call's (grader/ownership.py),
+            # and must not depend on what an earlier call left behind.
+            for call in ("", "on a second call with the same arguments: "):
+                received = session.call(session.graded, op, args, "graded")
+                message = compare_outputs(session, op, received, expected, tol, args=args)
+                if message:
+                    message = call + message
+                    break
+        except TierError as error:
+            error.case = case  # an exception at |x| = 1000 says so
+            raise
         if message:
-            case = f"case {index + 1} of {len(op.cases)}: {describe_args(args)}"
-            note = op.note(size) if op.note else None
-            case += f"; {note}" if note else ""
             return Result(
                 op.name,
                 "correct",

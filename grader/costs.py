@@ -30,6 +30,18 @@ def work_linear(passes):
     return work
 
 
+def work_arrays(args):
+    """The default cost: every array argument read once and one result of the first one's size
+    written (an elementwise op, a loss, an optimizer step: memory-bound, no flops counted)."""
+    arrays = [value for value in args.values() if isinstance(value, np.ndarray)]
+    return None, 4 * (_numel(*arrays) + _numel(arrays[0]))
+
+
+def work_init(args):
+    """An initializer writes its weights and reads nothing."""
+    return None, 4 * int(np.prod(args["shape"]))
+
+
 def work_memory(arrays_touched):
     """Bytes-only cost of a memory-bound op: float32 elements read and written."""
     return lambda args: (None, 4 * arrays_touched * _numel(next(iter(args.values()))))

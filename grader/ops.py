@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .builders import (
+    EXTREME,
     OPTIMIZER_STATE,
     OPTIMIZER_VARIANTS,
     build_batchnorm,
@@ -35,7 +36,15 @@ from .builders import (
     build_pool,
     build_scale,
 )
-from .costs import work_conv, work_linear, work_matmul, work_maxpool, work_memory
+from .costs import (
+    work_arrays,
+    work_conv,
+    work_init,
+    work_linear,
+    work_matmul,
+    work_maxpool,
+    work_memory,
+)
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,7 @@ class Op:
     inplace: tuple = ()  # arguments the op updates in place (compared after the call)
     accum: Callable = field(default=lambda args: 1)  # the longest sum behind one output element
     tol: float = 1.0  # extra tolerance factor for ill-conditioned ops
-    work: Callable | None = None  # args -> (flops or None, bytes)
+    work: Callable = work_arrays  # args -> (flops or None, bytes moved), grader/costs.py
     dist: tuple = ()  # sizes for the distribution check (init, dropout)
     note: Callable | None = None  # size -> how a case was built, for its messages (ties), or None
 
@@ -79,9 +88,11 @@ def _optimizer(name, **extra):
     )
 
 
-ELEMENTWISE_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((4, 33), 100.0))
+# The last case of the smooth ops and the losses spans |x| up to 1e3 (builders.EXTREME).
+ELEMENTWISE_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((4, 33), 100.0),
+                     ((5, 11), EXTREME))
 KINKED_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((17, 9), 10.0))
-ROWWISE_CASES = ((1, 10, 1.0, 0.0), (7, 13, 3.0, 0.0), (4, 9, 50.0, 1000.0))
+ROWWISE_CASES = ((1, 10, 1.0, 0.0), (7, 13, 3.0, 0.0), (4, 9, 50.0, 1000.0), (5, 11, EXTREME, 0.0))
 CONV_CASES = (  # (n, c, h, w, k, r, s, stride, padding)
     (1, 1, 5, 5, 1, 3, 3, 1, 0),
     (2, 3, 7, 6, 4, 3, 3, 1, 1),
@@ -167,7 +178,8 @@ _OPS = [
                  group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1]),
     # losses
     dict(name="mse_loss", group="losses", params=("pred", "target"), build=build_mse,
-         outputs=("loss",), cases=((1, 5), (7, 3), (2, 3, 4)), accum=lambda a: a["pred"].size),
+         outputs=("loss",), accum=lambda a: a["pred"].size,
+         cases=(((1, 5), 1.0), ((7, 3), 1.0), ((2, 3, 4), 1.0), ((4, 6), EXTREME))),
     _backward_of("mse_loss", ("pred", "target"), (("dpred", "pred"),),
                  name="mse_loss_backward", group="losses", outputs=("dpred",)),
     dict(name="cross_entropy_loss", group="losses", params=("logits", "labels"),
@@ -178,13 +190,13 @@ _OPS = [
                  accum=lambda a: a["logits"].shape[1]),
     dict(name="bce_with_logits_loss", group="losses", params=("logits", "targets"),
          build=build_bce, outputs=("loss",),
-         cases=(((1, 5), 1.0), ((7, 3), 3.0), ((2, 3, 4), 1.0), ((4, 6), 100.0)),
+         cases=(((1, 5), 1.0), ((7, 3), 3.0), ((2, 3, 4), 1.0), ((4, 6), 100.0), ((3, 8), EXTREME)),
          accum=lambda a: a["logits"].size),
     _backward_of("bce_with_logits_loss", ("logits", "targets"), (("dlogits", "logits"),),
                  name="bce_with_logits_loss_backward", group="losses", outputs=("dlogits",)),
     dict(name="hinge_loss", group="losses", params=("scores", "labels", "margin"),
-         build=build_hinge, outputs=("loss",), cases=((1, 5, 1.0), (7, 10, 1.0), (6, 4, 0.5)),
-         accum=lambda a: a["scores"].size),
+         build=build_hinge, outputs=("loss",), accum=lambda a: a["scores"].size,
+         cases=((1, 5, 1.0), (7, 10, 1.0), (6, 4, 0.5), (5, 7, 1.0, EXTREME))),
     _backward_of("hinge_loss", ("scores", "labels", "margin"), (("dscores", "scores"),),
                  name="hinge_loss_backward", group="losses", outputs=("dscores",)),
     # convolution
@@ -239,9 +251,11 @@ _OPS = [
     _optimizer("adam_step", work=work_memory(7)),  # 4 arrays read, 3 written
     # initialization
     dict(name="xavier_uniform", group="init", params=("shape", "seed"), build=build_init,
-         outputs=("w",), cases=INIT_CASES, dist=((256, 300), (64, 32, 3, 3), (500,))),
+         outputs=("w",), cases=INIT_CASES, dist=((256, 300), (64, 32, 3, 3), (500,)),
+         work=work_init),
     dict(name="he_normal", group="init", params=("shape", "seed"), build=build_init,
-         outputs=("w",), cases=INIT_CASES, dist=((256, 300), (64, 32, 3, 3), (500,))),
+         outputs=("w",), cases=INIT_CASES, dist=((256, 300), (64, 32, 3, 3), (500,)),
+         work=work_init),
 ]
 
 # fmt: on

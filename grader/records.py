@@ -52,6 +52,7 @@ class TierError(Exception):
     def __init__(self, role, op, error):
         super().__init__(f"{role} {op}: {error!r}")
         self.role, self.op, self.error = role, op, error
+        self.case = ""  # the correctness case it happened in, when a check knows it
 
 
 class CheckTimeout(BaseException):

@@ -193,7 +193,10 @@ class Session:
         try:
             return checks[task.kind](self, task)
         except TierError as error:
-            return Result(task.op, task.kind, FAILED, self._explain(error), size=label)
+            message = self._explain(error)
+            if error.case and "not implemented (" not in message:
+                message += f" [{error.case}]"
+            return Result(task.op, task.kind, FAILED, message, size=label)
         except Exception as error:  # a bug of the grader's own: fail this check, say so
             message = f"{task.op}: grader error, please report: {tiers.describe_exception(error)}"
             return Result(task.op, task.kind, FAILED, message, size=label)

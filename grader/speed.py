@@ -17,6 +17,8 @@ from . import inputs, tiers
 from .correctness import compare_outputs
 from .ladders import ladder, size_label
 from .ops import OPS
+from .ownership import Ownership, native_leaves
+from .policy import speed_problem
 from .records import FAILED, PASSED, Result, TierError
 from .stages import FLOAT_BITS, tier_class
 from .timing import measure
@@ -88,18 +90,30 @@ TORCH_OPS = {  # (torch, tensors, args) -> a call doing the op's work
 
 def time_op(session, tier, op, args, role):
     """(Timing, outputs) of `op` on `tier`: the outputs of the last timed call (in-place ops:
-    of one more call on fresh arguments, since timing updated them over and over)."""
-    natives = [tiers.to_native(tier.module, args[name]) for name in op.params]
+    of one more call on fresh arguments, since timing updated them over and over).
+
+    The graded tier's last result must not share memory with its first (an op that returns a
+    cached result for the same input objects looks fast and is wrong for changed data).
+    """
+    natives = {name: tiers.to_native(tier.module, args[name]) for name in op.params}
     function = getattr(tier.module, op.name)
     try:
+        first = function(*natives.values())
         timing, result = measure(
-            lambda: function(*natives), tier.module.synchronize, session.setup.quick
+            lambda: function(*natives.values()), tier.module.synchronize, session.setup.quick
         )
         if op.inplace:
             return timing, session.call(tier, op, args, role)
-        return timing, tiers.to_numpy_tree(tier.module, result, op.outputs)
+        outputs = tiers.to_numpy_tree(tier.module, result, op.outputs)
+        if role == "graded":
+            owner = Ownership()
+            for call in (first, result):
+                owner.check(native_leaves(call, op.outputs), natives)
+        return timing, outputs
     except TierError:
         raise
+    except tiers.ContractError as error:
+        raise TierError(role, op.name, error) from None
     except Exception as error:
         raise TierError(role, op.name, error) from error
 
@@ -137,7 +151,7 @@ def check_speed(session, task):
         ref_timing, expected = time_op(session, reference, op, args, "reference")
         expected_bits, validated = FLOAT_BITS[reference.stage], reference.label
         record.update(
-            reference={"tier": reference.label, **ref_timing.as_dict()},
+            reference={"tier": reference.label, "stage": reference.stage, **ref_timing.as_dict()},
             speedup=ref_timing.median / timing.median,
         )
     elif session.fast_reference is not None:
@@ -165,6 +179,9 @@ def check_speed(session, task):
         problem = compare_outputs(session, op, received, expected, tol)
         if problem:
             status, message = FAILED, f"after timing: {problem}"
+    slow = speed_problem(op.name, session.setup.stage, record)
+    if slow and status == PASSED:
+        status, message = FAILED, slow
     return Result(
         op.name,
         "speed",

@@ -1,0 +1,90 @@
+"""How fast a tier must be: the speed policy, per pair of tiers, that fails a too-slow op.
+
+What a learner may fairly be asked of each stage:
+
+- stage 2 (NumPy) against stage 1 (pure Python), at the sizes both run (each ladder's first size);
+- stage 3 (C) against stage 2, at every size; matmul and linear_forward against NumPy's OpenBLAS;
+- stage 4 (CUDA): a share of the GPU's roofline, filled in with the GPU work (`roofline_share`).
+
+Each figure is one tenth of what the repository's own stage reaches on the 2-core CI machine
+(measured ratios, taken within one run, so that a shared or slower CPU moves both sides),
+rounded down: the reference passes with a 10x margin, while an op written 1000x too slow (a Python
+loop in stage 2, say) fails. An op missing from a table has no requirement for that pair.
+"""
+
+# Speedup over stage 1 that stage 2 must reach (stage 2's measured speedup / 10).
+# fmt: off
+STAGE2_OVER_STAGE1 = {
+    "matmul": 300, "transpose": 300, "add": 500, "mul": 300, "scale": 500, "sum_rows": 400,
+    "linear_forward": 1000, "linear_backward": 1000,
+    "relu": 300, "relu_backward": 300, "leaky_relu": 20, "leaky_relu_backward": 40,
+    "sigmoid": 15, "sigmoid_backward": 300, "tanh": 200, "tanh_backward": 400,
+    "softmax": 15, "softmax_backward": 100, "log_softmax": 40, "log_softmax_backward": 100,
+    "mse_loss": 0.7, "mse_loss_backward": 1000,
+    "cross_entropy_loss": 3, "cross_entropy_loss_backward": 4,
+    "bce_with_logits_loss": 150, "bce_with_logits_loss_backward": 100,
+    "hinge_loss": 3, "hinge_loss_backward": 2,
+    "im2col": 40, "col2im": 50, "conv2d_forward": 200, "conv2d_backward": 200,
+    "maxpool2d_forward": 15, "maxpool2d_backward": 8,
+    "avgpool2d_forward": 60, "avgpool2d_backward": 15,
+    "batchnorm_forward": 100, "batchnorm_backward": 100,
+    "dropout_forward": 50, "dropout_backward": 1000,
+    "sgd_step": 500, "momentum_step": 500, "rmsprop_step": 200, "adam_step": 200,
+    "xavier_uniform": 30, "he_normal": 15,
+}
+# fmt: on
+
+# Speedup over stage 2 that stage 3 must reach (stage 3's measured speedup / 10): NumPy already
+# runs compiled loops, so a C op is asked not to be much slower than it.
+STAGE3_OVER_STAGE2 = {name: 0.05 for name in STAGE2_OVER_STAGE1}
+
+# Share of the library's speed (NumPy/OpenBLAS) that stage 3 must reach where there is one.
+STAGE3_LIBRARY_SHARE = {"matmul": 0.05, "linear_forward": 0.05}
+
+SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1, (3, 2): STAGE3_OVER_STAGE2}
+LIBRARY_SHARE = {3: STAGE3_LIBRARY_SHARE}
+
+
+def roofline_share(op_name, timing):
+    """The share of the GPU's roofline a stage 4 op must reach, or None for no requirement.
+
+    The hook for stage 4: it needs the device's peak FLOP/s and bandwidth (measured on the GPU
+    machine) and each op's floor from grader/costs.py; until the GPU work fills it in, stage 4 is
+    timed and reported but not failed for speed.
+    """
+    return None
+
+
+def speed_problem(op_name, graded_stage, timing):
+    """Why `timing` (a speed check's record, grader/speed.py) is too slow, or None.
+
+    The record holds the graded tier's median, and where they ran the reference tier's
+    (`reference`, `speedup`) and the library's (`library`, `library_fraction`).
+    """
+    problems = []
+    reference = timing.get("reference")
+    if reference and "speedup" in timing:
+        wanted = SPEEDUP.get((graded_stage, reference["stage"]), {}).get(op_name)
+        if wanted is not None and timing["speedup"] < wanted:
+            problems.append(
+                f"{_ratio(timing['speedup'])} the speed of {reference['tier']}, expected at "
+                f"least {_ratio(wanted)} (stage {graded_stage}'s speed policy, grader/policy.py)"
+            )
+    share = LIBRARY_SHARE.get(graded_stage, {}).get(op_name)
+    if share is not None and timing.get("library_fraction") is not None:
+        if timing["library_fraction"] < share:
+            problems.append(
+                f"{timing['library_fraction']:.1%} of {timing['library']['name']}'s speed, "
+                f"expected at least {share:.0%} (grader/policy.py)"
+            )
+    if graded_stage == 4:
+        wanted = roofline_share(op_name, timing)
+        if wanted is not None and timing.get("roofline_fraction", 1.0) < wanted:
+            problems.append(f"{timing['roofline_fraction']:.1%} of the roofline, expected {wanted}")
+    if not problems:
+        return None
+    return f"{op_name}: too slow: " + "; ".join(problems)
+
+
+def _ratio(value):
+    return f"{value:.3g}x"
