@@ -4,6 +4,7 @@
     python -m grader --stage 2 --week 7 --quick   only week 7's ops, fewer sizes and repeats
     python -m grader --stage 2 --impl workspace   grade a learner's workspace/stage2_numpy
     python -m grader bench --stage 3              the speed ladders at larger sizes, matmul kernels
+    python -m grader --stage 2 --results          write the record to the committed results
 
 The last line printed is `N passed, N failed` (`, N skipped` may follow); the exit status is 1
 when a check failed, 2 for a usage error.
@@ -51,7 +52,12 @@ def parse(argv):
     parser.add_argument(
         "--json",
         metavar="PATH",
-        help="where the JSON record goes (default: curriculum/results/grade-stageN[...].json)",
+        help="where the JSON record goes (default: runs/grader/grade-stageN[...].json)",
+    )
+    parser.add_argument(
+        "--results",
+        action="store_true",
+        help="write the record to curriculum/results/, the committed results (make results)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     if not bench:
@@ -73,9 +79,12 @@ def parse(argv):
         isolate=args.isolate,
         timeout=args.timeout,
         json=args.json,
+        results=args.results,
         seed=args.seed,
         command=shlex.join(["python", "-m", "grader", *argv]),
     )
+    if args.results and (args.impl or args.quick or args.json):
+        parser.error("--results records the repository's tier in full: no --impl, --quick, --json")
     if not bench:
         options.week, options.against = args.week, args.against
         options.ops = tuple(args.ops.split(",")) if args.ops else ()

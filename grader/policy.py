@@ -3,7 +3,7 @@
 What a learner may fairly be asked of each stage:
 
 - stage 2 (NumPy) against stage 1 (pure Python), at the sizes both run (each ladder's first size);
-- stage 3 (C) against stage 2, at every size; matmul and linear_forward against NumPy's OpenBLAS;
+- stage 3 (C) against stage 2 and NumPy's OpenBLAS: not yet (see SPEEDUP below);
 - stage 4 (CUDA): a share of the GPU's roofline, filled in with the GPU work (`roofline_share`).
 
 Each figure is one tenth of what the repository's own stage reaches on the 2-core CI machine
@@ -34,15 +34,11 @@ STAGE2_OVER_STAGE1 = {
 }
 # fmt: on
 
-# Speedup over stage 2 that stage 3 must reach (stage 3's measured speedup / 10): NumPy already
-# runs compiled loops, so a C op is asked not to be much slower than it.
-STAGE3_OVER_STAGE2 = {name: 0.05 for name in STAGE2_OVER_STAGE1}
-
-# Share of the library's speed (NumPy/OpenBLAS) that stage 3 must reach where there is one.
-STAGE3_LIBRARY_SHARE = {"matmul": 0.05, "linear_forward": 0.05}
-
-SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1, (3, 2): STAGE3_OVER_STAGE2}
-LIBRARY_SHARE = {3: STAGE3_LIBRARY_SHARE}
+# Stage 3 is not in the policy yet: its OpenMP threads collapse when the machine's cores are
+# oversubscribed (with 8 jobs on the 2-core CI machine, the repository's matmul ran at 0.003x of
+# stage 2 at 256^3 and tanh at 0.01x), so no honest threshold holds there until stage 3 is timed
+# on one thread. Its speed is reported (speedup, share of OpenBLAS) but does not fail.
+SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1}
 
 
 def roofline_share(op_name, timing):
@@ -58,8 +54,8 @@ def roofline_share(op_name, timing):
 def speed_problem(op_name, graded_stage, timing):
     """Why `timing` (a speed check's record, grader/speed.py) is too slow, or None.
 
-    The record holds the graded tier's median, and where they ran the reference tier's
-    (`reference`, `speedup`) and the library's (`library`, `library_fraction`).
+    The record holds the graded tier's median and, where it ran at this size, the reference
+    tier's (`reference`, `speedup`).
     """
     problems = []
     reference = timing.get("reference")
@@ -69,13 +65,6 @@ def speed_problem(op_name, graded_stage, timing):
             problems.append(
                 f"{_ratio(timing['speedup'])} the speed of {reference['tier']}, expected at "
                 f"least {_ratio(wanted)} (stage {graded_stage}'s speed policy, grader/policy.py)"
-            )
-    share = LIBRARY_SHARE.get(graded_stage, {}).get(op_name)
-    if share is not None and timing.get("library_fraction") is not None:
-        if timing["library_fraction"] < share:
-            problems.append(
-                f"{timing['library_fraction']:.1%} of {timing['library']['name']}'s speed, "
-                f"expected at least {share:.0%} (grader/policy.py)"
             )
     if graded_stage == 4:
         wanted = roofline_share(op_name, timing)

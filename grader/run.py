@@ -20,7 +20,8 @@ from .stages import tier_class
 from .weeks import ops_for_week
 
 DEFAULT_AGAINST = {1: (2,), 2: (1,), 3: (2,), 4: (3, 2)}  # stage 1 has no earlier tier: see README
-RESULTS = tiers.REPOSITORY / "curriculum" / "results"
+RESULTS = tiers.REPOSITORY / "curriculum" / "results"  # committed: written only with --results
+RUNS = tiers.REPOSITORY / "runs" / "grader"  # ignored by git: where ordinary runs write
 SPEED_TIME_FACTOR = 6  # a speed task times many calls: its time limit is this many check limits
 
 
@@ -39,6 +40,7 @@ class Options:
     timeout: float = 20.0
     seed: int = 0
     json: str | None = None
+    results: bool = False
     command: str = ""
 
 
@@ -84,13 +86,16 @@ def variants(options):
 
 
 def default_json_path(options, kind="grade"):
-    """curriculum/results/grade-stage2[-numba][-week7][-quick].json for the reference; a learner's
-    code (`--impl DIR`) gets DIR/results/ instead, so it never overwrites the committed results."""
+    """runs/grader/grade-stage2[-numba][-week7][-quick].json (ignored by git); with `--results`,
+    the committed curriculum/results/ (`make results`); a learner's code (`--impl DIR`) gets
+    DIR/results/, so it never overwrites the committed results."""
     parts = [f"{kind}-stage{options.stage}"]
     parts += [options.variant] if options.variant else []
     parts += [f"week{options.week}"] if options.week else []
     parts += ["quick"] if options.quick else []
-    folder = Path(options.impl) / "results" if options.impl else RESULTS
+    folder = RESULTS if options.results else RUNS
+    if options.impl:
+        folder = Path(options.impl) / "results"
     return folder / ("-".join(parts) + ".json")
 
 
