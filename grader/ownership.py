@@ -57,10 +57,18 @@ def _c_strides(shape, itemsize):
 
 
 def overlaps(first, second):
-    """True when two lists of regions (see `regions`) share memory."""
+    """True when two lists of regions (see `regions`) share memory.
+
+    Lists are matched by identity through a set (a stage 1 tensor holds thousands of them);
+    array ranges, a few per value, pair by pair.
+    """
+    lists = {start for kind, start, _ in first if kind == "list"}
+    if any(kind == "list" and start in lists for kind, start, _ in second):
+        return True
     return any(
         kind == other_kind and start < other_end and other_start < end
         for kind, start, end in first
+        if kind != "list"
         for other_kind, other_start, other_end in second
     )
 
