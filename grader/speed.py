@@ -13,11 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import contract, inputs, values
-from .contract import OPS
+from . import inputs, values
 from .correctness import compare_outputs
-from .session import FAILED, PASSED, Result, TierError
+from .ladders import ladder, size_label, timed_class
+from .ops import OPS
+from .ownership import Ownership, native_leaves
+from .policy import speed_problem
+from .records import FAILED, PASSED, Result, TierError
 from .timing import measure
+from .tolerance import tolerance
 
 
 @dataclass
@@ -85,24 +89,36 @@ TORCH_OPS = {  # (torch, tensors, args) -> a call doing the op's work
 
 def time_op(session, tier, op, args, role):
     """(Timing, outputs) of `op` on `tier`: the outputs of the last timed call (in-place ops:
-    of one more call on fresh arguments, since timing updated them over and over)."""
-    natives = [values.to_native(tier.module, args[name]) for name in op.params]
+    of one more call on fresh arguments, since timing updated them over and over).
+
+    The graded tier's last result must not share memory with its first (an op that returns a
+    cached result for the same input objects looks fast and is wrong for changed data).
+    """
+    natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
     function = getattr(tier.module, op.name)
     try:
+        first = function(*natives.values())
         timing, result = measure(
-            lambda: function(*natives), tier.module.synchronize, session.setup.quick
+            lambda: function(*natives.values()), tier.module.synchronize, session.setup.quick
         )
         if op.inplace:
             return timing, session.call(tier, op, args, role)
-        return timing, values.to_numpy_tree(tier.module, result, op.outputs)
+        outputs = values.to_numpy_tree(tier.module, result, op.outputs)
+        if role == "graded":
+            owner = Ownership()
+            for call in (first, result):
+                owner.check(native_leaves(call, op.outputs), natives)
+        return timing, outputs
     except TierError:
         raise
+    except values.ContractError as error:
+        raise TierError(role, op.name, error) from None
     except Exception as error:
         raise TierError(role, op.name, error) from error
 
 
 def _in_ladder(named, tier_class, op, bench):
-    return any(entry.size == named.size for entry in contract.ladder(op, tier_class, bench))
+    return any(entry.size == named.size for entry in ladder(op, tier_class, bench))
 
 
 def check_speed(session, task):
@@ -116,7 +132,7 @@ def check_speed(session, task):
         args, _ = session.arguments(
             op, named.size, session.rng(task), session.reference, "reference"
         )
-    label = contract.size_label(op, named, args)
+    label = size_label(op, named, args)
     timing, received = time_op(session, session.graded, op, args, "graded")
     record = timing.as_dict()
     record["shapes"] = {n: list(v.shape) for n, v in args.items() if isinstance(v, np.ndarray)}
@@ -130,23 +146,23 @@ def check_speed(session, task):
 
     expected, expected_bits, validated = None, None, "none"
     reference = session.reference
-    if reference and _in_ladder(named, contract.tier_class(reference.stage), op, bench):
+    if reference and _in_ladder(named, timed_class(reference.tier), op, bench):
         ref_timing, expected = time_op(session, reference, op, args, "reference")
-        expected_bits, validated = contract.FLOAT_BITS[reference.stage], reference.label
+        expected_bits, validated = reference.tier.bits, reference.label
         record.update(
-            reference={"tier": reference.label, **ref_timing.as_dict()},
+            reference={"tier": reference.label, "stage": reference.stage, **ref_timing.as_dict()},
             speedup=ref_timing.median / timing.median,
         )
     elif session.fast_reference is not None:
         fast = session.fast_reference
         expected = session.call(fast, op, args, "reference")
-        expected_bits, validated = contract.FLOAT_BITS[fast.stage], fast.label
+        expected_bits, validated = fast.tier.bits, fast.label
     elif numpy_evaluation(op.name, args, np.float64) is not None:
         expected, expected_bits = numpy_evaluation(op.name, args, np.float64), 64
         validated = "NumPy float64"
     record["validated_against"] = validated
 
-    baseline = library_baseline(op.name, args, contract.tier_class(session.setup.stage), bench)
+    baseline = library_baseline(op.name, args, timed_class(session.graded.tier), bench)
     if baseline is not None:
         library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
         record.update(
@@ -158,10 +174,13 @@ def check_speed(session, task):
     if expected is None:
         message = "output not re-validated: no independent reference at this size"
     else:
-        tol = contract.tolerance(op, session.graded_bits, expected_bits, args, session.gpu)
+        tol = tolerance(op, session.graded_bits, expected_bits, args, session.gpu)
         problem = compare_outputs(session, op, received, expected, tol)
         if problem:
             status, message = FAILED, f"after timing: {problem}"
+    slow = speed_problem(op.name, session.setup.stage, record)
+    if slow and status == PASSED:
+        status, message = FAILED, slow
     return Result(
         op.name,
         "speed",
@@ -203,7 +222,7 @@ def check_kernel(session, task):
     gflops = 2 * n * k * m / timing.median / 1e9
     record = timing.as_dict() | {"kernel": task.kernel, "threads": task.threads, "gflops": gflops}
     op = OPS["matmul"]
-    tol = contract.tolerance(op, session.graded_bits, 64, {"a": a, "b": b}, session.gpu)
+    tol = tolerance(op, session.graded_bits, 64, {"a": a, "b": b}, session.gpu)
     problem = compare_outputs(session, op, received, {"y": a.astype(np.float64) @ b}, tol)
     size = f"{task.kernel}, {_threads(task.threads)}, {n}x{k}x{m}"
     return Result(
