@@ -17,7 +17,7 @@ import sys
 import tiers
 
 from .ops import OPS
-from .run import Options, grade
+from .run import CHECKS, Options, grade
 from .weeks import WEEKS, ops_for_week
 
 
@@ -41,6 +41,12 @@ def parse(argv):
         "holding stage2_numpy/, or the package folder itself)",
     )
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    parser.add_argument(
+        "--checks",
+        default=",".join(CHECKS),
+        metavar="KINDS",
+        help=f"only these kinds of check, comma-separated (default: all, {','.join(CHECKS)})",
+    )
     parser.add_argument(
         "--isolate",
         action="store_true",
@@ -80,6 +86,7 @@ def parse(argv):
         variant=args.variant,
         impl=args.impl,
         quick=args.quick,
+        checks=tuple(args.checks.split(",")),
         isolate=args.isolate,
         timeout=args.timeout,
         json=args.json,
@@ -89,6 +96,9 @@ def parse(argv):
     )
     if args.variant and args.variant not in tiers.variants(args.stage):
         parser.error(f"stage {args.stage} has no variant {args.variant!r}")
+    unknown_checks = sorted(set(options.checks) - set(CHECKS))
+    if unknown_checks:
+        parser.error(f"unknown check(s) {', '.join(unknown_checks)}; kinds: {', '.join(CHECKS)}")
     if args.results and (args.impl or args.quick or args.json):
         parser.error("--results records the repository's tier in full: no --impl, --quick, --json")
     if not bench:

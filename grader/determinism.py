@@ -11,22 +11,24 @@ import time
 
 import numpy as np
 
-from . import contract
-from .tiers import flatten
 from .correctness import compare_outputs
+from .ladders import Named, size_label
+from .ops import OPS
 from .records import FAILED, PASSED, Result
+from .tolerance import tolerance
+from .values import flatten
 
 RUNS = 3
 
 
 def check_determinism(session, task):
     """Run `task.op` RUNS times on one set of inputs; any difference between runs fails."""
-    op = contract.OPS[task.op]
+    op = OPS[task.op]
     started = time.perf_counter()
-    named = task.size or contract.Named(None, op.cases[-1])
+    named = task.size or Named(None, op.cases[-1])
     args, _ = session.arguments(op, named.size, session.rng(task), session.graded, "graded")
     first = session.call(session.graded, op, args, "graded")
-    label = contract.size_label(op, named, args)
+    label = size_label(op, named, args)
     for run in range(2, RUNS + 1):
         again = session.call(session.graded, op, args, "graded")
         problem = _difference(session, op, args, first, again)
@@ -43,7 +45,7 @@ def check_determinism(session, task):
 def _difference(session, op, args, first, again):
     """None when the runs agree as the contract requires, else what differs."""
     if op.nondeterministic:  # atomics: agree within the op's tolerance, not bit for bit
-        tol = contract.tolerance(op, session.graded_bits, session.graded_bits, args, session.gpu)
+        tol = tolerance(op, session.graded_bits, session.graded_bits, args, session.gpu)
         return compare_outputs(session, op, again, first, tol)
     expected, received = _flat(op, first), _flat(op, again)
     for name, want in expected.items():

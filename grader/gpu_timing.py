@@ -9,6 +9,7 @@ inputs then come from device memory, as they do in a training step where each la
 evicted by the next layer's.
 """
 
+import functools
 import math
 import time
 
@@ -42,6 +43,12 @@ class L2Flush:
     def __call__(self):
         self._value += 1.0  # a new value each time: a write the hardware cannot skip
         self._fill(self.buffer, self._value)
+
+
+@functools.cache
+def l2_flush():
+    """The process's one L2Flush (its buffer is allocated once)."""
+    return L2Flush()
 
 
 def measure_gpu(call, quick=False, flush=None):

@@ -5,7 +5,6 @@
 op's builder (grader/builders.py); a `Named` size carries a label, e.g. "LeNet-5 conv1, batch 64".
 """
 
-import os
 from collections import namedtuple
 
 import numpy as np
@@ -134,6 +133,6 @@ def size_label(op, named, args):
 def timed_class(tier):
     """The ladder a registry tier is timed on: its own class, except that a GPU tier under the
     CUDA simulator (no GPU) only manages the tiny one."""
-    if tier.gpu and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    if tier.simulated:
         return "python"
     return tier.tier_class

@@ -66,6 +66,9 @@ class Op:
     work: Callable = work_arrays  # args -> (flops or None, bytes moved), grader/costs.py
     dist: tuple = ()  # sizes for the distribution check (init, dropout)
     note: Callable | None = None  # size -> how a case was built, for its messages (ties), or None
+    # Why repeated runs on the same inputs may differ (float atomics sum in arrival order), or
+    # "" when they must agree bit for bit (grader/determinism.py).
+    nondeterministic: str = ""
 
 
 def _backward_of(forward, params, grads, **extra):

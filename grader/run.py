@@ -25,6 +25,9 @@ RUNS = tiers.REPOSITORY / "runs" / "grader"  # ignored by git: where ordinary ru
 SPEED_TIME_FACTOR = 6  # a speed task times many calls: its time limit is this many check limits
 
 
+CHECKS = ("correct", "nan", "grad", "dist", "determinism", "speed")  # --checks chooses among them
+
+
 @dataclass
 class Options:
     """The command line's options (see grader/__main__.py)."""
@@ -41,6 +44,7 @@ class Options:
     seed: int = 0
     json: str | None = None
     results: bool = False
+    checks: tuple = CHECKS
     command: str = ""
 
 
@@ -60,7 +64,10 @@ def selected_ops(options):
 
 
 def plan_grade(options, info, results):
-    """Correctness, NaN, gradient and distribution checks per op, then the speed ladder."""
+    """Correctness, NaN, gradient and distribution checks per op (and determinism on a GPU), then
+    the speed ladder (not on the CUDA simulator, whose speed means nothing)."""
+    tier = tiers.find(options.stage, options.variant)
+    timed_on = timed_class(tier)
     names = selected_ops(options)
     tasks = []
     for name in names:
@@ -74,13 +81,15 @@ def plan_grade(options, info, results):
             tasks.append(Task("grad", name))
         if op.dist:
             tasks.append(Task("dist", name))
-    timed_on = timed_class(tiers.find(options.stage, options.variant))
-    for name in names:
+        if tier.gpu:  # races show at sizes that fill the device: the largest ladder size
+            sizes = ladder(op, timed_on) if not tier.simulated else ()
+            tasks.append(Task("determinism", name, sizes[-1] if sizes else None))
+    for name in names if not tier.simulated else ():
         sizes = ladder(OPS[name], timed_on)
         if options.quick:  # the first size (timed next to the earlier tier) and the largest
             sizes = list(dict.fromkeys([sizes[0], sizes[-1]])) if sizes else []
         tasks += [Task("speed", name, named) for named in sizes]
-    return tasks
+    return [task for task in tasks if task.kind in options.checks]
 
 
 def variants(options):
@@ -172,9 +181,14 @@ def _run_variant(options, variant, plan, kind, out):
                 against_text += f" tier ({info['reference_reason']})"
             where = _display(graded["origin"])
             isolated = ", isolated" if isolate else ""
+            simulated = (
+                " (CUDA simulator, no GPU: correctness at tiny sizes, no speed verdicts)"
+                if tier.simulated
+                else ""
+            )
             print(
                 f"grading {graded['label']} from {where} {against_text}{isolated}; "
-                f"seed {options.seed}",
+                f"seed {options.seed}{simulated}",
                 file=out,
             )
             report.print_header(out)

@@ -15,7 +15,7 @@ import numpy as np
 
 import tiers
 
-from . import correctness, gradients, inputs, propagation, speed, values
+from . import correctness, determinism, gradients, inputs, propagation, speed, values
 from .ops import OPS, SOURCES, output_names
 from .ownership import Ownership, native_leaves
 from .poison import holds_marker, poisoned_allocations
@@ -189,6 +189,7 @@ class Session:
             "dist": correctness.check_distribution,
             "grad": gradients.check_gradients,
             "nan": propagation.check_nan,
+            "determinism": determinism.check_determinism,
             "speed": speed.check_speed,
             "kernel": speed.check_kernel,
             "blas": speed.check_blas,

@@ -14,12 +14,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import inputs, values
+from .ceilings import measure_ceilings
 from .correctness import compare_outputs
+from .gpu_timing import l2_flush, measure_gpu
 from .ladders import ladder, size_label, timed_class
 from .ops import OPS
 from .ownership import Ownership, native_leaves
 from .policy import speed_problem
-from .records import FAILED, PASSED, Result, TierError
+from .records import FAILED, PASSED, SKIPPED, Result, TierError
+from .roofline import floor_problem, roofline
 from .timing import measure
 from .tolerance import tolerance
 
@@ -60,6 +63,8 @@ def library_baseline(op_name, args, tier_class, bench):
     if tier_class == "gpu":
         if torch is None or not torch.cuda.is_available() or op_name not in TORCH_OPS:
             return None
+        torch.backends.cuda.matmul.allow_tf32 = False  # FP32 against FP32: no tensor cores
+        torch.backends.cudnn.allow_tf32 = False
         tensors = {
             n: torch.from_numpy(v).cuda() for n, v in args.items() if isinstance(v, np.ndarray)
         }
@@ -98,9 +103,7 @@ def time_op(session, tier, op, args, role):
     function = getattr(tier.module, op.name)
     try:
         first = function(*natives.values())
-        timing, result = measure(
-            lambda: function(*natives.values()), tier.module.synchronize, session.setup.quick
-        )
+        timing, result = timer(tier)(lambda: function(*natives.values()), session.setup.quick)
         if op.inplace:
             return timing, session.call(tier, op, args, role)
         outputs = values.to_numpy_tree(tier.module, result, op.outputs)
@@ -115,6 +118,14 @@ def time_op(session, tier, op, args, role):
         raise TierError(role, op.name, error) from None
     except Exception as error:
         raise TierError(role, op.name, error) from error
+
+
+def timer(tier):
+    """How to time a call on `tier` (a tiers.LoadedTier): CUDA events with a cold L2 on a GPU,
+    the host clock around `synchronize()` elsewhere (the CUDA simulator included)."""
+    if tier.tier.gpu and not tier.tier.simulated:
+        return lambda call, quick: measure_gpu(call, quick, l2_flush())
+    return lambda call, quick: measure(call, tier.module.synchronize, quick)
 
 
 def _in_ladder(named, tier_class, op, bench):
@@ -143,6 +154,12 @@ def check_speed(session, task):
         gflops=flops / timing.median / 1e9 if flops else None,
         gbps=moved / timing.median / 1e9,
     )
+    too_fast = None
+    if session.graded.tier.gpu and not session.graded.tier.simulated:
+        ceilings = measure_ceilings()
+        line = roofline(flops, moved, timing.median, ceilings)
+        record.update(line.as_dict(), ceilings=ceilings.as_dict())
+        too_fast = floor_problem(line)
 
     expected, expected_bits, validated = None, None, "none"
     reference = session.reference
@@ -164,7 +181,10 @@ def check_speed(session, task):
 
     baseline = library_baseline(op.name, args, timed_class(session.graded.tier), bench)
     if baseline is not None:
-        library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
+        if session.graded.tier.gpu:
+            library, _ = measure_gpu(baseline.call, session.setup.quick, l2_flush())
+        else:
+            library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
         record.update(
             library={"name": baseline.name, **library.as_dict()},
             library_fraction=library.median / timing.median,
@@ -178,6 +198,8 @@ def check_speed(session, task):
         problem = compare_outputs(session, op, received, expected, tol)
         if problem:
             status, message = FAILED, f"after timing: {problem}"
+    if too_fast:
+        status, message = FAILED, f"{op.name}: {too_fast}"
     slow = speed_problem(op.name, session.setup.stage, record)
     if slow and status == PASSED:
         status, message = FAILED, slow
@@ -204,17 +226,17 @@ def _threads(count):
 
 
 def check_kernel(session, task):
-    """One of the tier's MATMUL_KERNELS at `task.threads` threads, validated against float64."""
+    """One of the tier's MATMUL_KERNELS (at `task.threads` threads on a CPU), validated against
+    float64."""
     module = session.graded.module
     a, b = _square_inputs(session, task)
     n, k, m = task.size.size
     native_a, native_b = module.from_numpy(a), module.from_numpy(b)
     try:
-        module.set_num_threads(task.threads)
-        timing, result = measure(
-            lambda: module.matmul(native_a, native_b, kernel=task.kernel),
-            module.synchronize,
-            session.setup.quick,
+        if task.threads:
+            module.set_num_threads(task.threads)
+        timing, result = timer(session.graded)(
+            lambda: module.matmul(native_a, native_b, kernel=task.kernel), session.setup.quick
         )
         received = {"y": np.asarray(module.to_numpy(result))}
     except Exception as error:
@@ -224,17 +246,33 @@ def check_kernel(session, task):
     op = OPS["matmul"]
     tol = tolerance(op, session.graded_bits, 64, {"a": a, "b": b}, session.gpu)
     problem = compare_outputs(session, op, received, {"y": a.astype(np.float64) @ b}, tol)
-    size = f"{task.kernel}, {_threads(task.threads)}, {n}x{k}x{m}"
+    where = f"{_threads(task.threads)}, " if task.threads else ""
+    size = f"{task.kernel}, {where}{n}x{k}x{m}"
     return Result(
         "matmul", "kernel", FAILED if problem else PASSED, problem or "", size=size, timing=record
     )
 
 
 def check_blas(session, task):
-    """NumPy's BLAS on the same matmul at `task.threads` threads (threadpoolctl sets them)."""
+    """The machine's library on the same matmul: NumPy's BLAS at `task.threads` threads
+    (threadpoolctl sets them), or on a GPU cuBLAS through PyTorch (TF32 off)."""
+    a, b = _square_inputs(session, task)
+    n, k, m = task.size.size
+    if session.graded.tier.gpu:
+        baseline = library_baseline("matmul", {"a": a, "b": b}, "gpu", bench=True)
+        if baseline is None:
+            return Result("matmul", "library", SKIPPED, "no GPU library (PyTorch with CUDA)")
+        timing, _ = measure_gpu(baseline.call, session.setup.quick, l2_flush())
+        gflops = 2 * n * k * m / timing.median / 1e9
+        record = timing.as_dict() | {"threads": None, "gflops": gflops}
+        size = f"{baseline.name}, {n}x{k}x{m}"
+        return Result("matmul", "library", PASSED, size=size, timing=record)
+    return _check_cpu_blas(session, task, a, b)
+
+
+def _check_cpu_blas(session, task, a, b):
     from threadpoolctl import threadpool_limits
 
-    a, b = _square_inputs(session, task)
     n, k, m = task.size.size
     with threadpool_limits(limits=task.threads, user_api="blas"):
         timing, _ = measure(lambda: a @ b, lambda: None, session.setup.quick)

@@ -10,6 +10,7 @@ name: `python`, `numpy`, `c`, `numba`, `nvcc`. The grader, `nn`, the tests, the 
     tiers.load(tiers.get("numpy"))     a LoadedTier (tiers/loading.py): the module, or why not
 """
 
+import os
 from dataclasses import dataclass
 
 from .loading import REPOSITORY, LoadedTier, describe_exception, load
@@ -49,6 +50,12 @@ class Tier:
     def gpu(self):
         """Whether it runs on a GPU (or, without one, on the CUDA simulator)."""
         return self.tier_class == "gpu"
+
+    @property
+    def simulated(self):
+        """Whether it is a GPU tier running on numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1):
+        the CPU imitating the GPU, right in logic, hopeless for speed."""
+        return self.gpu and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
     @property
     def reference_stages(self):
