@@ -20,7 +20,7 @@ NO_STAGE_IN_ARGS = @case " $(ARGS) " in *" --stage"*) \
 WORKSPACE ?= workspace
 ARGS ?=
 
-.PHONY: help setup build data test grade results bench train exercises notebooks asan lint clean
+.PHONY: help setup build data test grade results bench train exercises notebooks asan sanitize lint clean
 
 help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
