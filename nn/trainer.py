@@ -26,6 +26,7 @@ from nn.checkpoint import (
     restore,
     save_checkpoint,
 )
+from nn.device_data import device_data
 from nn.interrupts import DeferredInterrupt, Interrupted
 from nn.optimizers import make_optimizer
 from nn.schedules import Schedule
@@ -126,6 +127,10 @@ class Trainer:
         # (path, Progress) of the last checkpoint this run wrote or resumed from, else None
         self.last_good = None
         self.interrupt = DeferredInterrupt()
+        # On a GPU tier with the device-data hooks: the training set lives on the device, and a
+        # step's loss and correct count stay there (pending) until they are logged or saved.
+        self.device_data = device_data(self.tier, data, model.loss, recipe)
+        self.pending = []
         # True while a step (or an epoch's end) changes the state: a checkpoint then would mix two
         self.mid_update = False
 
@@ -185,6 +190,8 @@ class Trainer:
         recipe, progress, train = self.recipe, self.progress, self.data.train
         # Shuffle from (seed, epoch): the same order on every tier and after a resume.
         order = np.random.default_rng([recipe.seed, progress.epoch]).permutation(len(train))
+        if self.device_data:
+            self.device_data.start_epoch(progress.epoch, order)
         self.model.train()
         bar = tqdm(
             total=self.steps_per_epoch,
@@ -204,12 +211,20 @@ class Trainer:
             self.mid_update = False
             bar.update()
             if time.perf_counter() - last_refresh > 0.5:
+                self.settle()
                 last_refresh = time.perf_counter()
                 bar.set_postfix_str(self._running_metrics(), refresh=False)
+        self.settle()
         bar.close()
 
     def train_step(self, indices):
-        """One optimizer step on training examples `indices`; returns (loss, correct count)."""
+        """One optimizer step on training examples `indices`; returns (loss, correct count).
+
+        With the data on the device, both stay there: they are counted as 0 here and added to
+        the progress by `settle`, which reads them all at once.
+        """
+        if self.device_data:
+            return self._device_step()
         recipe, progress, tier, model = self.recipe, self.progress, self.tier, self.model
         images = self.data.train.inputs[indices]
         if images.ndim == 4 and (recipe.shift or recipe.flip):
@@ -219,6 +234,7 @@ class Trainer:
         logits = model.forward(tier.from_numpy(self.data.normalizer(images)))
         targets = tier.from_numpy(model.loss.targets(labels))
         loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
+        loss = float(loss)  # a GPU tier's loss stays on the device until read (CONTRACT.md)
         if not math.isfinite(loss):
             raise TrainingDiverged(
                 f"the loss became {loss} at step {progress.step + 1} (epoch {progress.epoch + 1}, "
@@ -229,6 +245,32 @@ class Trainer:
         self.optimizer.step(self.schedule(progress.step))
         correct = int((model.loss.predict(tier.to_numpy(logits)) == labels).sum())
         return loss, correct
+
+    def _device_step(self):
+        """train_step with the batch gathered on the device; nothing comes back to the host."""
+        progress, tier, model = self.progress, self.tier, self.model
+        inputs, targets, labels = self.device_data.batch(progress.batch)
+        logits = model.forward(inputs)
+        loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
+        model.backward(dlogits)
+        self.optimizer.step(self.schedule(progress.step))
+        count = labels.shape[0]
+        self.pending.append((progress.step + 1, loss, tier.correct_count(logits, labels), count))
+        return 0.0, 0
+
+    def settle(self):
+        """Read the pending steps' losses and correct counts from the device into the progress
+        (one synchronization for all of them); a NaN or Inf loss raises TrainingDiverged."""
+        pending, self.pending = self.pending, []
+        for step, loss, correct, count in pending:
+            loss = float(loss)
+            if not math.isfinite(loss):
+                raise TrainingDiverged(
+                    f"the loss became {loss} at step {step}; training stopped. "
+                    f"{self.last_good_text()}; try a lower --lr."
+                )
+            self.progress.loss_sum += loss * count
+            self.progress.correct += round(float(correct))
 
     def _running_metrics(self):
         progress = self.progress
@@ -294,7 +336,7 @@ class Trainer:
             labels = split.labels[start:start + EVAL_BATCH]
             logits = model.forward(tier.from_numpy(self.data.normalizer(inputs)))
             targets = tier.from_numpy(model.loss.targets(labels))
-            loss_sum += model.loss.value_and_grad(tier, logits, targets)[0] * len(labels)
+            loss_sum += float(model.loss.value_and_grad(tier, logits, targets)[0]) * len(labels)
             predictions.append(model.loss.predict(tier.to_numpy(logits)))
         model.train()
         predictions = np.concatenate(predictions)
@@ -304,6 +346,7 @@ class Trainer:
 
     def save(self, path):
         """Write a checkpoint of the current state to `path`; TrainingDiverged if not finite."""
+        self.settle()
         progress = self.progress
         record = {**self.record, "recipe": self.recipe.to_json(), "progress": asdict(progress)}
         try:

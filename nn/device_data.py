@@ -1,0 +1,74 @@
+"""The training set on the device (GPU tiers): uploaded once, each batch gathered there by index.
+
+A tier with the device-data hooks (CONTRACT.md, "Training with the data on the device": `take`,
+`shift_images`, `correct_count`) trains without sending a batch from the host at every step: the
+normalized training inputs, their loss targets and their labels go to the device once, the
+epoch's order (the same permutation as on every other tier) once per epoch, and each step gathers
+its rows there. Random shifts are drawn on the host from the very generators nn/augment.py uses,
+an epoch's worth at a time, and applied on the device, so a run sees the same batches on every
+tier. Random flips have no device hook: a recipe with `flip` trains from the host.
+"""
+
+import numpy as np
+
+HOOKS = ("take", "shift_images", "correct_count")
+
+
+def device_data(tier, data, loss, recipe):
+    """A DeviceData for training `data` on `tier`, or None when it trains from the host."""
+    if recipe.flip or not all(hasattr(tier, hook) for hook in HOOKS):
+        return None
+    return DeviceData(tier, data, loss, recipe)
+
+
+def shift_offsets(seed, epoch, batch, count, max_shift):
+    """(rows, cols) of nn/augment.random_shift for one batch: the same generator, the same draws."""
+    rng = np.random.default_rng([seed, epoch, batch, 1])
+    rows = rng.integers(0, 2 * max_shift + 1, count)
+    cols = rng.integers(0, 2 * max_shift + 1, count)
+    return rows, cols
+
+
+class DeviceData:
+    """The training split on the device; `batch(b)` gives batch b of the current epoch."""
+
+    def __init__(self, tier, data, loss, recipe):
+        self.tier, self.recipe = tier, recipe
+        train = data.train
+        self.inputs = tier.from_numpy(data.normalizer(train.inputs))
+        self.targets = tier.from_numpy(loss.targets(train.labels))
+        self.labels = tier.from_numpy(train.labels.astype(np.int64))
+        # A shifted-in pixel is black (0) before normalization: its value after, per channel.
+        blank = np.zeros((1, *train.inputs.shape[1:]), dtype=train.inputs.dtype)
+        self.fill = tier.from_numpy(data.normalizer(blank)[0, :, 0, 0].copy()) if (
+            train.inputs.ndim == 4
+        ) else None
+        self.size = len(train)
+
+    def start_epoch(self, epoch, order):
+        """Upload the epoch's order and, with shifts, every batch's offsets."""
+        recipe, tier = self.recipe, self.tier
+        self.order = tier.from_numpy(order.astype(np.int64))
+        self.offsets = None
+        if recipe.shift and self.fill is not None:
+            rows, cols = [], []
+            for start in range(0, self.size, recipe.batch_size):
+                count = min(recipe.batch_size, self.size - start)
+                batch = start // recipe.batch_size
+                r, c = shift_offsets(recipe.seed, epoch, batch, count, recipe.shift)
+                rows.append(r)
+                cols.append(c)
+            self.offsets = (
+                tier.from_numpy(np.concatenate(rows).astype(np.int64)),
+                tier.from_numpy(np.concatenate(cols).astype(np.int64)),
+            )
+
+    def batch(self, index):
+        """(inputs, targets, labels) of batch `index` of this epoch, all on the device."""
+        start = index * self.recipe.batch_size
+        chosen = self.order[start : start + self.recipe.batch_size]
+        inputs = self.tier.take(self.inputs, chosen)
+        if self.offsets is not None:
+            rows, cols = (offsets[start : start + chosen.shape[0]] for offsets in self.offsets)
+            inputs = self.tier.shift_images(inputs, rows, cols, self.recipe.shift, self.fill)
+        return inputs, self.tier.take(self.targets, chosen), self.tier.take(self.labels, chosen)
