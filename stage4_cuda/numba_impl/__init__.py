@@ -39,6 +39,7 @@ from .activations import (
 )
 from .conv import col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
+from .device_data import correct_count, shift_images, take
 from .init import he_normal, xavier_uniform
 from .linalg import MATMUL_KERNELS, SUM_ROWS_KERNELS, add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
@@ -119,6 +120,7 @@ __all__ = [
     "col2im",
     "conv2d_backward",
     "conv2d_forward",
+    "correct_count",
     "cross_entropy_loss",
     "cross_entropy_loss_backward",
     "dropout_backward",
@@ -146,6 +148,7 @@ __all__ = [
     "relu_backward",
     "rmsprop_step",
     "scale",
+    "shift_images",
     "sgd_step",
     "sigmoid",
     "sigmoid_backward",
@@ -153,6 +156,7 @@ __all__ = [
     "softmax_backward",
     "sum_rows",
     "synchronize",
+    "take",
     "tanh",
     "tanh_backward",
     "to_numpy",
