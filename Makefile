@@ -19,6 +19,9 @@ NO_STAGE_IN_ARGS = @case " $(ARGS) " in *" --stage"*) \
 	echo "make $@: give the stage as STAGE=N, not --stage in ARGS (IMPL follows STAGE)"; exit 2;; esac
 WORKSPACE ?= workspace
 ARGS ?=
+# nn.bench's sides: stage 3 beside stage 2 on the CPU at 1 and 2 threads; stage 4 alone against
+# PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
+NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
 
 .PHONY: help setup build data test grade results bench train exercises notebooks asan sanitize lint clean
 
@@ -58,7 +61,7 @@ bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyT
 	$(NO_STAGE_IN_ARGS)
 	$(PY) -m grader bench --stage $(STAGE) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 	@if $(PY) -c "import torch" 2>/dev/null; then \
-		$(PY) -m nn.bench --stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2 \
+		$(PY) -m nn.bench $(NN_BENCH) \
 			$(if $(IMPL),--impl $(IMPL)) --output $(if $(IMPL),$(IMPL)/results,curriculum/results)/nn-bench-stage$(STAGE); \
 	else echo "nn.bench skipped: it compares with PyTorch (pip install -r requirements-oracle.txt)"; fi
 

@@ -1,4 +1,4 @@
-"""Time one training epoch on one or more tiers against PyTorch on the CPU, in the same run.
+"""Time one training epoch on one or more tiers against PyTorch, in the same run.
 
     python -m nn.bench --stage 2 --models mlp lenet5 --output curriculum/results/nn-bench-stage2
     python -m nn.bench --stage 2 3 --models lenet5 fashion_cnn --output ...   (tiers side by side)
@@ -7,6 +7,8 @@
 Every side trains the same model (PyTorch's copy is translated layer by layer from nn's, with the
 same initial weights) on the same mini-batches of MNIST with the same batch size and optimizer
 (Adam; no augmentation, so only the training step is measured), with the same number of threads.
+When the benchmarked tier (the last --stage) runs on a GPU, PyTorch runs eagerly on that GPU with
+the training set on the device, as the tier's trainer keeps it (nn/device_data.py).
 Each side runs `--repeats` epochs, the sides taking turns, and keeps its fastest: on a shared
 machine the fastest epoch is the one least disturbed by other work. Needs PyTorch, an optional
 extra (`pip install -r requirements-oracle.txt`).
@@ -27,7 +29,7 @@ from nn.layers import Conv2d, Flatten, Linear, MaxPool2d, ReLU
 from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
-from nn.tiers import STAGES, load_tier
+from nn.tiers import STAGES, load_tier, runs_on_gpu
 from nn.trainer import Trainer
 
 
@@ -57,19 +59,25 @@ def to_torch(model, torch):
     return torch.nn.Sequential(*modules)
 
 
-def torch_epoch(torch, net, data, recipe):
-    """Seconds for one epoch of `net` on the batches the nn trainer uses (same order)."""
+def torch_epoch(torch, net, data, recipe, device="cpu"):
+    """Seconds for one epoch of `net` on the batches the nn trainer uses (same order), on
+    `device`; on a GPU the training set is uploaded first, outside the timed part."""
+    net = net.to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=recipe.lr)
     order = np.random.default_rng([recipe.seed, 0]).permutation(len(data.train))
+    inputs = torch.from_numpy(data.normalizer(data.train.inputs)).to(device)
+    labels = torch.from_numpy(data.train.labels.astype(np.int64)).to(device)
+    order = torch.from_numpy(order).to(device)
+    synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    synchronize()
     started = time.perf_counter()
     for start in range(0, len(order), recipe.batch_size):
         chosen = order[start:start + recipe.batch_size]
-        inputs = torch.from_numpy(data.normalizer(data.train.inputs[chosen]))
-        labels = torch.from_numpy(data.train.labels[chosen])
-        loss = torch.nn.functional.cross_entropy(net(inputs), labels)
+        loss = torch.nn.functional.cross_entropy(net(inputs[chosen]), labels[chosen])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+    synchronize()
     return time.perf_counter() - started
 
 
@@ -113,6 +121,10 @@ def main(argv=None):
                     schedule="constant")
     data = load_data("mnist", args.data_dir, recipe.val_size)
     baseline = args.stage[0]
+    # PyTorch runs where the benchmarked tier runs: on the GPU for stage 4.
+    device = "cuda" if runs_on_gpu(args.stage[-1]) else "cpu"
+    if device == "cuda":
+        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
     for threads, name in itertools.product(args.threads, args.models):
         torch.set_num_threads(threads)
@@ -123,7 +135,8 @@ def main(argv=None):
                 model = build_model(name, data.input_shape, data.num_classes)
                 model = model.build(tier, recipe.seed)
                 if stage == baseline:
-                    torch_times.append(torch_epoch(torch, to_torch(model, torch), data, recipe))
+                    net = to_torch(model, torch)
+                    torch_times.append(torch_epoch(torch, net, data, recipe, device))
                 tier_times[stage].append(tier_epoch(model, data, recipe))
         torch_seconds = min(torch_times)
         for stage, times in tier_times.items():
@@ -152,6 +165,7 @@ def main(argv=None):
             "tiers": [tier.NAME for tier in tiers.values()],
             "command": "python -m nn.bench " + " ".join(sys.argv[1:] if argv is None else argv),
             "torch": torch.__version__,
+            "torch_device": device,
             "repeats": args.repeats,
             "machine": machine(),
             "results": rows,
@@ -167,7 +181,8 @@ def _markdown(record):
     pairs = zip(stages, record["tiers"], strict=True)
     tiers = ", ".join(f"stage {stage} ({tier})" for stage, tier in pairs)
     lines = [
-        f"# One training epoch: {tiers} vs PyTorch {record['torch']} on the CPU",
+        f"# One training epoch: {tiers} vs PyTorch {record['torch']} "
+        f"on the {record.get('torch_device', 'cpu').upper()}",
         "",
         f"Command: `{record['command']}`. Machine: {record['machine']['processor']}, "
         f"{record['machine']['cpu_count']} CPUs. Adam, MNIST training split, no augmentation. "

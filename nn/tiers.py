@@ -27,3 +27,8 @@ def load_tier(stage, impl=None, variant=None):
         where = f" in {impl}" if impl else ""
         raise TierError(f"stage {stage} ({tier.module}{where}): {loaded.reason}")
     return loaded.module
+
+
+def runs_on_gpu(stage, variant=None):
+    """Whether the tier of `stage` (`variant`) runs on a GPU (or its simulator)."""
+    return tiers.find(stage, variant).gpu
