@@ -3,7 +3,8 @@
 Every GPU op is reported as a share of its roofline bound, and a bound is only as true as the
 ceilings under it: datasheet figures are not what this card, at this clock, in this machine
 reaches. So the grader measures both, once per process:
-- bandwidth: a device-to-device copy of COPY_BYTES, counting bytes read plus bytes written;
+- bandwidth: a device-to-device copy of COPY_BYTES (the driver's, and PyTorch's when installed:
+  the faster), counting bytes read plus bytes written;
 - FP32 throughput: a SGEMM of GEMM_SIZE^3 by cuBLAS through PyTorch or CuPy (TF32 off), or, with
   neither installed, the device's own figure: SMs x clock x FP32 lanes per SM x 2 (an FMA is two
   FLOPs), which no kernel reaches, so shares against it read lower.
@@ -36,12 +37,23 @@ class Ceilings:
 
 
 def _copy_bandwidth():
+    """The best of the driver's device-to-device copy and PyTorch's copy kernel (when present):
+    a ceiling is the most that was reached."""
     from numba import cuda
 
     source = cuda.device_array(COPY_BYTES // 4, dtype=np.float32)
     target = cuda.device_array_like(source)
-    timing, _ = measure_gpu(lambda: target.copy_to_device(source))
-    return 2 * COPY_BYTES / timing.median
+    seconds = [measure_gpu(lambda: target.copy_to_device(source))[0].median]
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            a = torch.empty(COPY_BYTES // 4, device="cuda")
+            b = torch.empty_like(a)
+            seconds.append(measure_gpu(lambda: b.copy_(a))[0].median)
+    except ImportError:
+        pass
+    return 2 * COPY_BYTES / min(seconds)
 
 
 def _gemm_torch():

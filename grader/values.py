@@ -46,9 +46,15 @@ def to_numpy_tree(tier, value, structure):
 
 def _leaf_to_numpy(tier, value, name):
     if name == "loss":
-        if not isinstance(value, float):
-            raise ContractError(f"returned {type(value).__name__}, expected a Python float")
-        return np.asarray(value, dtype=np.float64)
+        # A Python float, or on a GPU a device value that float() reads (CONTRACT.md: losses may
+        # stay on the GPU)
+        on_device = hasattr(value, "__cuda_array_interface__") and hasattr(value, "__float__")
+        if not (isinstance(value, float) or on_device):
+            raise ContractError(
+                f"returned {type(value).__name__}, expected a Python float (or, on a GPU, a "
+                "device value that float() reads)"
+            )
+        return np.asarray(float(value), dtype=np.float64)
     return np.asarray(tier.to_numpy(value))
 
 

@@ -54,6 +54,10 @@ def _lock_simulator_shared_arrays():
 
 if SIMULATOR:
     _lock_simulator_shared_arrays()
+else:  # before the first allocation creates the context: arrays come from a caching allocator
+    from ._pool import CachingMemoryManager
+
+    cuda.set_memory_manager(CachingMemoryManager)
 
 # Threads per block of the elementwise kernels: 256 fills a multiprocessor's schedulers on a GPU.
 # The simulator runs one Python thread per CUDA thread (about 0.4 ms each), so it gets one warp.

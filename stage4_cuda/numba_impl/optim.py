@@ -26,12 +26,19 @@ def _rates(op, **values):
     return [checks.real(op, name, value, 0) for name, value in values.items()]
 
 
+@cuda.jit(device=True)
+def _decayed(grad, p, weight_decay):
+    """grad + weight_decay * p, or grad itself without decay (0 * p would make an Inf p NaN,
+    where PyTorch keeps the state finite)."""
+    return grad + weight_decay * p if weight_decay != 0 else grad
+
+
 @cuda.jit
 def _sgd(p, g, lr, weight_decay):
     # BEGIN SOLUTION week 14, task sgd_step
     i = cuda.grid(1)
     if i < p.size:
-        p[i] -= lr * (g[i] + weight_decay * p[i])
+        p[i] -= lr * (_decayed(g[i], p[i], weight_decay))
     # END SOLUTION
 
 
@@ -47,7 +54,7 @@ def _momentum(p, g, v, lr, momentum, weight_decay, nesterov):
     # BEGIN SOLUTION week 14, task momentum_step
     i = cuda.grid(1)
     if i < p.size:
-        grad = g[i] + weight_decay * p[i]
+        grad = _decayed(g[i], p[i], weight_decay)
         v[i] = momentum * v[i] + grad
         p[i] -= lr * (grad + momentum * v[i] if nesterov else v[i])
     # END SOLUTION
@@ -67,7 +74,7 @@ def _rmsprop(p, g, s, lr, alpha, eps, weight_decay):
     # BEGIN SOLUTION week 14, task rmsprop_step
     i = cuda.grid(1)
     if i < p.size:
-        grad = g[i] + weight_decay * p[i]
+        grad = _decayed(g[i], p[i], weight_decay)
         s[i] = alpha * s[i] + (ONE - alpha) * grad * grad
         p[i] -= lr * grad / (math.sqrt(s[i]) + eps)
     # END SOLUTION
@@ -89,7 +96,7 @@ def _adam(p, g, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correcti
     # BEGIN SOLUTION week 14, task adam_step
     i = cuda.grid(1)
     if i < p.size:
-        grad = g[i] + weight_decay * p[i]
+        grad = _decayed(g[i], p[i], weight_decay)
         m[i] = beta1 * m[i] + (ONE - beta1) * grad
         v[i] = beta2 * v[i] + (ONE - beta2) * grad * grad
         p[i] -= lr * (m[i] / correction1) / (math.sqrt(v[i] / correction2) + eps)
