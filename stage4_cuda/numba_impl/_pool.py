@@ -48,6 +48,7 @@ class CachingMemoryManager(NumbaCUDAMemoryManager):
             pointer = self._allocate(size)
         context = weakref.proxy(self.context)
         memory = AutoFreePointer(context, pointer, size, finalizer=self._returner(pointer, size))
+        self.allocations[pointer] = memory  # alive until its owners are gone, as numba's own
         return memory.own()
 
     def _allocate(self, size):
@@ -61,6 +62,7 @@ class CachingMemoryManager(NumbaCUDAMemoryManager):
         """The finalizer of a block: onto its free list, or freed when the cache is full."""
 
         def give_back():
+            self.allocations.pop(pointer, None)
             if self.cached_bytes + size <= self.cache_limit:
                 self.free_blocks[size].append(pointer)
                 self.cached_bytes += size
