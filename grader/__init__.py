@@ -10,7 +10,7 @@ costs, ladders (speed sizes), tolerance, weeks; records (Setup, Task, Result), s
 tiers), the checks: correctness, gradients, propagation (NaN and Inf in, out where PyTorch has
 them), ownership (results that share memory), speed (with timing, policy), poison (NaN-filled
 allocations), isolation and worker (the child process), crash_site (where C crashed), report,
-machine, run (a whole grading), bench.
+run (a whole grading), bench; the machine a record names comes from tiers/machine.py.
 """
 
 from .run import Options, grade

@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 
 import tiers
+from tiers.machine import describe_machine
 
 from . import report
 from .ladders import Named, ladder, timed_class
-from .machine import describe_machine
 from .ops import OPS
 from .records import PASSED, Task
 from .run import default_json_path, execute

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import tiers
+from tiers.machine import machine_info
 
 from . import propagation, report
 from .isolation import InProcessRunner, IsolatedRunner, WorkerGone
 from .ladders import ladder, timed_class
-from .machine import machine_info
 from .ops import OPS
 from .records import FAILED, SKIPPED, Result, Setup, Task
 from .weeks import ops_for_week

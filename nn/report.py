@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from nn.plots import confusion_matrix, plot_confusion, plot_curves, plot_filters
+from tiers.machine import cpu_model, gpu_name
 
 
 def first_layer_weights(model):
@@ -36,22 +37,12 @@ def machine():
     """Where the run happened, for the record."""
     return {
         "platform": platform.platform(),
-        "processor": _cpu_model() or platform.processor() or platform.machine(),
+        "processor": cpu_model(),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "numpy": np.__version__,
+        "gpu": gpu_name(),
     }
-
-
-def _cpu_model():
-    """The CPU's model name from /proc/cpuinfo (Linux), or None."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
 
 
 def write_results(results_dir, stem, record, run_dir):
@@ -89,7 +80,8 @@ def _markdown(record):
             f"Command: `{record['command']}`",
             "",
             f"Machine: {record['machine']['processor']}, {record['machine']['cpu_count']} CPUs, "
-            f"numpy {record['machine']['numpy']}, BLAS threads {record['blas_threads']}. "
+            + (f"GPU {record['machine']['gpu']}, " if record["machine"].get("gpu") else "")
+            + f"numpy {record['machine']['numpy']}, BLAS threads {record['blas_threads']}. "
             f"Parameters: {record['parameters']:,}.",
             "",
             f"![training curves]({record['stem']}.png)",

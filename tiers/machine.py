@@ -1,4 +1,5 @@
-"""The machine a result was measured on, for the JSON records and the benchmark tables."""
+"""The machine a tier ran on (CPU model, BLAS, GPU), for the grader's records, the benchmark tables
+and nn's training results alike."""
 
 import os
 import platform
@@ -8,7 +9,8 @@ import subprocess
 import numpy as np
 
 
-def _cpu_model():
+def cpu_model():
+    """The CPU's model name (/proc/cpuinfo on Linux), else what `platform` knows."""
     try:
         with open("/proc/cpuinfo") as cpuinfo:
             for line in cpuinfo:
@@ -19,7 +21,7 @@ def _cpu_model():
     return platform.processor() or platform.machine()
 
 
-def _gpu_name():
+def gpu_name():
     """The first GPU's name from nvidia-smi, or None (no NVIDIA driver, no GPU)."""
     if not shutil.which("nvidia-smi"):
         return None
@@ -57,13 +59,13 @@ def _blas():
 def machine_info():
     """CPU model, cores, OS, Python, NumPy and its BLAS, GPU name (None without one)."""
     return {
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "os": platform.platform(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "blas": _blas(),
-        "gpu": _gpu_name(),
+        "gpu": gpu_name(),
     }
 
 
