@@ -14,13 +14,14 @@ IMPL ?= $(if $(wildcard workspace/stage$(STAGE)_*),workspace,)
 WORKSPACE ?= workspace
 ARGS ?=
 
-.PHONY: help setup build data test grade bench train exercises notebooks asan lint clean
+.PHONY: help setup build data test portability grade bench train exercises notebooks asan lint clean
 
 help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@echo
 	@echo "variables: STAGE=1..4  WEEK=k  IMPL=DIR (graded code: workspace or reference)  ARGS='...'"
+	@echo "           S2C_ARCH_FLAGS='-march=x86-64-v2' (the C tier's target; default -march=native)"
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON_SYSTEM) -m venv $(VENV)
@@ -30,7 +31,7 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP) build ## create .venv with the pinned dependencies and build the C tier
 
-build: $(STAMP) ## build the C tier's extension (cffi, -O3, OpenMP)
+build: $(STAMP) ## build the C tier's extension (cffi, -O3, OpenMP; target: S2C_ARCH_FLAGS)
 	@if [ -f stage3_c/build.py ]; then $(PY) -m stage3_c.build; fi
 
 data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
@@ -39,6 +40,23 @@ data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not fou
 
 test: setup ## run the project's tests (GPU checks run under the CUDA simulator)
 	NUMBA_ENABLE_CUDASIM=$${NUMBA_ENABLE_CUDASIM:-1} $(PY) -m pytest -q $(ARGS)
+
+# The suite must pass whatever the CPU: each C target (FMA or not, AVX-512, AVX2 or SSE only) and
+# thread count sums in another order. Each run's log is kept in $TMPDIR; the default build is restored.
+PORTABILITY_TARGETS := "-march=native" "-march=native -mno-fma" "-march=x86-64-v2"
+portability: $(STAMP) ## run the tests on each C target (native, -mno-fma, x86-64-v2) at 1 and 2 threads
+	@status=0; log=$${TMPDIR:-/tmp}/s2c-portability; \
+	for arch in $(PORTABILITY_TARGETS); do \
+		S2C_ARCH_FLAGS="$$arch" $(PY) -m stage3_c.build || exit 1; \
+		for threads in 1 2; do \
+			name="$$log$${arch// /}-$$threads.log"; \
+			S2C_ARCH_FLAGS="$$arch" OMP_NUM_THREADS=$$threads NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q -p no:cacheprovider $(ARGS) \
+				>"$$name" 2>&1 || status=1; \
+			echo "$$arch, OMP_NUM_THREADS=$$threads: $$(tail -n 1 "$$name") ($$name)"; \
+		done; \
+	done; \
+	$(PY) -m stage3_c.build; \
+	exit $$status
 
 grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace]
 	$(PY) -m grader --stage $(STAGE) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(ARGS)

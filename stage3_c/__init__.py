@@ -93,6 +93,16 @@ def get_num_threads():
     return _native.extension().lib.s2c_get_num_threads()
 
 
+def build_info():
+    """How the extension was built and what it runs here: {"flags": the compiler flags (build.py),
+    "threads": OpenMP threads}."""
+    native = _native.extension()
+    return {
+        "flags": native.ffi.string(native.lib.s2c_build_flags()).decode(),
+        "threads": native.lib.s2c_get_num_threads(),
+    }
+
+
 __all__ = [
     "NAME",
     "MATMUL_KERNELS",
@@ -102,6 +112,7 @@ __all__ = [
     "synchronize",
     "set_num_threads",
     "get_num_threads",
+    "build_info",
     "best_kernel",
     "matmul",
     "transpose",

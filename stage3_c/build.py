@@ -1,19 +1,25 @@
 """Build the C tier's extension module, stage3_c._s2c_native, with cffi (API mode, out of line).
 
-    python -m stage3_c.build [--asan]      (`make build`; `make asan` adds --asan)
+    python -m stage3_c.build [--asan] [--arch FLAGS]      (`make build`; `make asan` adds --asan)
 
 Every csrc/*.c file is compiled into one extension placed beside this file, so a copy of the
 package elsewhere (the exercise workspace's stage3_c) builds its own sources in its own folder.
 The declarations cffi needs are read from csrc/s2c.h and csrc/matmul.h, the headers the C files
 include, so there is one list of functions, not two.
 
-Flags: -O3 -march=native (the extension is built on the machine that runs it, so gcc may use every
-instruction that CPU has: AVX2 and FMA on the course machines) -ffp-contract=fast (multiply-adds
-fuse into FMA) -fopenmp -std=c99. With --asan: AddressSanitizer at -O1, for `make asan`.
+Flags: -O3, the target flags, -ffp-contract=fast (multiply-adds fuse into FMA where the target has
+it) -fopenmp -std=c99. The target flags are --arch, else the environment variable S2C_ARCH_FLAGS,
+else -march=native: the extension is built on the machine that runs it, so gcc may use every
+instruction that CPU has (AVX2 and FMA, AVX-512 where present). Other targets build the same code
+for another CPU, e.g. "-march=x86-64-v2" (SSE4.2 only), "-march=x86-64-v3" (AVX2 and FMA) or
+"-march=native -mno-fma"; `make portability` runs the tests on each. The extension reports its
+flags: stage3_c.build_info(). With --asan: AddressSanitizer at -O1, for `make asan`.
 """
 
 import argparse
+import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -27,7 +33,8 @@ BUILD_DIR = PACKAGE_DIR / "_build"
 MODULE = "_s2c_native"
 HEADERS = ("matmul.h", "s2c.h")  # matmul.h first: s2c.h includes it
 
-RELEASE_FLAGS = ["-O3", "-march=native", "-ffp-contract=fast", "-fopenmp", "-std=c99"]
+ARCH_VARIABLE = "S2C_ARCH_FLAGS"
+DEFAULT_ARCH = "-march=native"
 ASAN_FLAGS = [
     "-O1",
     "-g",
@@ -56,15 +63,31 @@ def sources():
     return [str(path) for path in found]
 
 
-def build(asan=False, verbose=False):
-    """Compile the extension and put it in the package folder; returns the path of the .so."""
-    compile_flags = ASAN_FLAGS if asan else RELEASE_FLAGS
+def release_flags(arch=None):
+    """The release build's compiler flags for target flags `arch` (a string; None: the
+    S2C_ARCH_FLAGS environment variable, else -march=native)."""
+    if arch is None:
+        arch = os.environ.get(ARCH_VARIABLE) or DEFAULT_ARCH
+    return ["-O3", *shlex.split(arch), "-ffp-contract=fast", "-fopenmp", "-std=c99"]
+
+
+def module_source(compile_flags):
+    """The extension's own C source: the API header, and s2c_build_flags() (declared in s2c.h)
+    returning the flags it was compiled with, so that a test or a benchmark can print them."""
+    flags = json.dumps(" ".join(compile_flags))  # a valid C string literal for ASCII flags
+    return f'#include "s2c.h"\nconst char *s2c_build_flags(void) {{ return {flags}; }}\n'
+
+
+def build(asan=False, verbose=False, arch=None):
+    """Compile the extension (target flags `arch`: see release_flags) and put it in the package
+    folder; returns the path of the .so."""
+    compile_flags = ASAN_FLAGS if asan else release_flags(arch)
     link_flags = ["-fopenmp"] + (["-fsanitize=address"] if asan else [])
     ffi = cffi.FFI()
     ffi.cdef(declarations())
     ffi.set_source(
         f"stage3_c.{MODULE}",
-        '#include "s2c.h"',
+        module_source(compile_flags),
         sources=sources(),
         include_dirs=[str(CSRC)],
         extra_compile_args=compile_flags,
@@ -90,15 +113,20 @@ def build(asan=False, verbose=False):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m stage3_c.build", description=__doc__)
     parser.add_argument("--asan", action="store_true", help="build with AddressSanitizer")
+    parser.add_argument(
+        "--arch",
+        help=f"target flags of the release build (default: ${ARCH_VARIABLE}, else {DEFAULT_ARCH})",
+    )
     parser.add_argument("--verbose", action="store_true", help="show the compiler commands")
     args = parser.parse_args(argv)
     try:
-        target = build(asan=args.asan, verbose=args.verbose)
+        target = build(asan=args.asan, verbose=args.verbose, arch=args.arch)
     except (cffi.VerificationError, OSError) as error:
         print(f"error: building the C tier failed: {error}", file=sys.stderr)
         return 1
+    flags = " ".join(ASAN_FLAGS if args.asan else release_flags(args.arch))
     kind = "AddressSanitizer build" if args.asan else "release build"
-    print(f"built {target.relative_to(PACKAGE_DIR.parent)} ({kind})")
+    print(f"built {target.relative_to(PACKAGE_DIR.parent)} ({kind}: {flags})")
     return 0
 
 
