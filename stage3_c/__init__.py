@@ -95,10 +95,12 @@ def get_num_threads():
 
 def build_info():
     """How the extension was built and what it runs here: {"flags": the compiler flags (build.py),
+    "simd_width": floats per vector of the GEMM's micro-kernel (16 AVX-512, 8 AVX2, 0 plain C),
     "threads": OpenMP threads}."""
     native = _native.extension()
     return {
         "flags": native.ffi.string(native.lib.s2c_build_flags()).decode(),
+        "simd_width": native.lib.s2c_simd_width(),
         "threads": native.lib.s2c_get_num_threads(),
     }
 
