@@ -13,7 +13,7 @@ else -march=native: the extension is built on the machine that runs it, so gcc m
 instruction that CPU has (AVX2 and FMA, AVX-512 where present). Other targets build the same code
 for another CPU, e.g. "-march=x86-64-v2" (SSE4.2 only), "-march=x86-64-v3" (AVX2 and FMA) or
 "-march=native -mno-fma"; `make portability` runs the tests on each. The extension reports its
-flags: stage3_c.build_info(). With --asan: AddressSanitizer at -O1, for `make asan`.
+flags: stage3_c.build_info(). With --asan: AddressSanitizer at -O1 (same target), for `make asan`.
 """
 
 import argparse
@@ -63,34 +63,37 @@ def sources():
     return [str(path) for path in found]
 
 
-def release_flags(arch=None):
-    """The release build's compiler flags for target flags `arch` (a string; None: the
-    S2C_ARCH_FLAGS environment variable, else -march=native)."""
+def compile_flags(asan=False, arch=None):
+    """The compiler flags of a release (or AddressSanitizer) build for target flags `arch` (a
+    string; None: the S2C_ARCH_FLAGS environment variable, else -march=native). The ASan build
+    keeps the target, so that it checks the SIMD micro-kernels that the release build runs."""
     if arch is None:
         arch = os.environ.get(ARCH_VARIABLE) or DEFAULT_ARCH
+    if asan:
+        return [*ASAN_FLAGS, *shlex.split(arch)]
     return ["-O3", *shlex.split(arch), "-ffp-contract=fast", "-fopenmp", "-std=c99"]
 
 
-def module_source(compile_flags):
+def module_source(flags):
     """The extension's own C source: the API header, and s2c_build_flags() (declared in s2c.h)
     returning the flags it was compiled with, so that a test or a benchmark can print them."""
-    flags = json.dumps(" ".join(compile_flags))  # a valid C string literal for ASCII flags
-    return f'#include "s2c.h"\nconst char *s2c_build_flags(void) {{ return {flags}; }}\n'
+    text = json.dumps(" ".join(flags))  # a valid C string literal for ASCII flags
+    return f'#include "s2c.h"\nconst char *s2c_build_flags(void) {{ return {text}; }}\n'
 
 
 def build(asan=False, verbose=False, arch=None):
-    """Compile the extension (target flags `arch`: see release_flags) and put it in the package
+    """Compile the extension (target flags `arch`: see compile_flags) and put it in the package
     folder; returns the path of the .so."""
-    compile_flags = ASAN_FLAGS if asan else release_flags(arch)
+    flags = compile_flags(asan, arch)
     link_flags = ["-fopenmp"] + (["-fsanitize=address"] if asan else [])
     ffi = cffi.FFI()
     ffi.cdef(declarations())
     ffi.set_source(
         f"stage3_c.{MODULE}",
-        module_source(compile_flags),
+        module_source(flags),
         sources=sources(),
         include_dirs=[str(CSRC)],
-        extra_compile_args=compile_flags,
+        extra_compile_args=flags,
         extra_link_args=link_flags,
         libraries=["m"],
     )
@@ -124,7 +127,7 @@ def main(argv=None):
     except (cffi.VerificationError, OSError) as error:
         print(f"error: building the C tier failed: {error}", file=sys.stderr)
         return 1
-    flags = " ".join(ASAN_FLAGS if args.asan else release_flags(args.arch))
+    flags = " ".join(compile_flags(args.asan, args.arch))
     kind = "AddressSanitizer build" if args.asan else "release build"
     print(f"built {target.relative_to(PACKAGE_DIR.parent)} ({kind}: {flags})")
     return 0
