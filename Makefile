@@ -52,7 +52,7 @@ portability: $(STAMP) ## run the tests on each C target (native, -mno-fma, x86-6
 			name="$$log$${arch// /}-$$threads.log"; \
 			S2C_ARCH_FLAGS="$$arch" OMP_NUM_THREADS=$$threads NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q -p no:cacheprovider $(ARGS) \
 				>"$$name" 2>&1 || status=1; \
-			echo "$$arch, OMP_NUM_THREADS=$$threads: $$(tail -n 1 "$$name") ($$name)"; \
+			echo "$$arch, OMP_NUM_THREADS=$$threads: $$(grep -E "(passed|failed)" "$$name" | tail -n 1) ($$name)"; \
 		done; \
 	done; \
 	$(PY) -m stage3_c.build; \

@@ -221,6 +221,9 @@ def section_key():
 def report(args):
     """Measure everything and return the text of the tables (markdown)."""
     rng = np.random.default_rng(0)
+    # Described first, before the peak probe's library is loaded and deleted: one run asked after
+    # it found no BLAS in threadpoolctl's list (printed "?").
+    machine = machine_description()
     load_before = os.getloadavg()[0]
     peaks = [measured_peak(args.rounds)]
     fast_enough = [k for k in stage3_c.MATMUL_KERNELS if k != "naive"] + ["numpy"]
@@ -246,7 +249,7 @@ def report(args):
     else:
         peak_text = "unknown (no FMA unit found, or the probe could not be built)."
     parts = [
-        f"Measured {date.today().isoformat()} on {machine_description()}; C built with "
+        f"Measured {date.today().isoformat()} on {machine}; C built with "
         f"`{info['flags']}`, so the simd kernel runs the {SIMD_NAMES[info['simd_width']]} "
         f"micro-kernel; load average {load_before:.1f} before, {load_after:.1f} after. Best of "
         f"{args.rounds} rounds of the median of {args.repeats} calls.",
