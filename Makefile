@@ -23,13 +23,14 @@ ARGS ?=
 # PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
 
-.PHONY: help setup build data test grade results bench train exercises notebooks asan sanitize lint clean
+.PHONY: help setup build data test portability grade results bench train exercises notebooks asan sanitize lint clean
 
 help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@echo
 	@echo "variables: STAGE=1..4  WEEK=k  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
+	@echo "           S2C_ARCH_FLAGS='-march=x86-64-v2' (the C tier's target; default -march=native)"
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON_SYSTEM) -m venv $(VENV)
@@ -39,7 +40,7 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP) build ## create .venv with the pinned dependencies and build the C tier
 
-build: $(STAMP) ## build the tiers that need it (the registry's build steps: the C tier's cffi extension)
+build: $(STAMP) ## build the tiers that need it (the registry's build steps; the C tier's target: S2C_ARCH_FLAGS)
 	$(PY) -m tiers build
 
 data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
@@ -48,6 +49,23 @@ data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not fou
 
 test: setup ## run the project's tests; the week tests check your workspace/ tiers (GPU checks under the CUDA simulator)
 	S2C_IMPL=$(TEST_IMPL) NUMBA_ENABLE_CUDASIM=$${NUMBA_ENABLE_CUDASIM:-1} $(PY) -m pytest -q $(ARGS)
+
+# The suite must pass whatever the CPU: each C target (FMA or not, AVX-512, AVX2 or SSE only) and
+# thread count sums in another order. Each run's log is kept in $TMPDIR; the default build is restored.
+PORTABILITY_TARGETS := "-march=native" "-march=native -mno-fma" "-march=x86-64-v2"
+portability: $(STAMP) ## run the tests on each C target (native, -mno-fma, x86-64-v2) at 1 and 2 threads
+	@status=0; log=$${TMPDIR:-/tmp}/s2c-portability; \
+	for arch in $(PORTABILITY_TARGETS); do \
+		S2C_ARCH_FLAGS="$$arch" $(PY) -m stage3_c.build || exit 1; \
+		for threads in 1 2; do \
+			name="$$log$${arch// /}-$$threads.log"; \
+			S2C_ARCH_FLAGS="$$arch" OMP_NUM_THREADS=$$threads NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest -q -p no:cacheprovider $(ARGS) \
+				>"$$name" 2>&1 || status=1; \
+			echo "$$arch, OMP_NUM_THREADS=$$threads: $$(grep -E "(passed|failed)" "$$name" | tail -n 1) ($$name)"; \
+		done; \
+	done; \
+	$(PY) -m stage3_c.build; \
+	exit $$status
 
 grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)

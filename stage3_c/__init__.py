@@ -94,6 +94,18 @@ def get_num_threads():
     return _native.extension().lib.s2c_get_num_threads()
 
 
+def build_info():
+    """How the extension was built and what it runs here: {"flags": the compiler flags (build.py),
+    "simd_width": floats per vector of the GEMM's micro-kernel (16 AVX-512, 8 AVX2, 0 plain C),
+    "threads": OpenMP threads}."""
+    native = _native.extension()
+    return {
+        "flags": native.ffi.string(native.lib.s2c_build_flags()).decode(),
+        "simd_width": native.lib.s2c_simd_width(),
+        "threads": native.lib.s2c_get_num_threads(),
+    }
+
+
 __all__ = [
     "NAME",
     "MATMUL_KERNELS",
@@ -104,6 +116,7 @@ __all__ = [
     "synchronize",
     "set_num_threads",
     "get_num_threads",
+    "build_info",
     "best_kernel",
     "matmul",
     "transpose",

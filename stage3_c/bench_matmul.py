@@ -1,7 +1,9 @@
 """Time the matmul ladder of csrc/matmul.c against NumPy's BLAS, and write MATMUL.md's table.
 
     python -m stage3_c.bench_matmul            print the tables (about two minutes on 2 cores)
-    python -m stage3_c.bench_matmul --write    also put them into stage3_c/MATMUL.md
+    python -m stage3_c.bench_matmul --write    also put them into stage3_c/MATMUL.md, in the
+                                               section of this build's micro-kernel (AVX-512,
+                                               AVX2 or plain C: see stage3_c.build_info())
     options: --size 1024 --naive-size 512 --large-size 2048 (0: none) --threads 1,2
              --repeats 5 --rounds 3
 
@@ -10,9 +12,12 @@ one warm-up call; the rounds visit every kernel in turn. Other programs sharing 
 slow a call down, so the best median is the closest to what the machine itself can do; the load
 average printed with the tables says how busy it was. Every result is checked against NumPy's.
 
-The peak is measured, not looked up: a small probe runs 12 independent chains of 8-float fused
-multiply-adds (enough to keep both FMA units of a core busy despite their 4-cycle latency), so its
-GFLOP/s is 2 units x 8 floats x 2 flops x the clock the core actually runs at.
+The peak is measured, not looked up: a small probe runs 12 independent chains of fused
+multiply-adds of the widest vectors the CPU has (16 floats with AVX-512, else 8 with AVX2 + FMA):
+enough to keep both FMA units of a core busy despite their 4-cycle latency, at the clock the core
+actually runs at. A kernel measured above that peak means the peak was measured wrong (the core ran
+slower during the probe, or the probe missed a faster unit): the table says so instead of printing
+a share over 100%.
 """
 
 import argparse
@@ -31,58 +36,68 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import stage3_c
-from stage3_c import build
 
 MARKDOWN = Path(__file__).resolve().parent / "MATMUL.md"
-TABLE_BEGIN = "<!-- BEGIN TABLES: python -m stage3_c.bench_matmul --write -->"
+TABLE_BEGIN = "<!-- BEGIN TABLES {key}: python -m stage3_c.bench_matmul --write -->"
 TABLE_END = "<!-- END TABLES -->"
 SINGLE_THREADED = ("naive", "loop_order")  # the kernels without OpenMP
-FLOPS_PER_CYCLE = 2 * 8 * 2  # FMA units x floats per AVX register x flops per FMA
+SIMD_NAMES = {16: "AVX-512", 8: "AVX2 + FMA", 0: "plain C"}  # by floats per vector register
 
+# 12 independent chains x = x * m + a of `width`-float vectors, compiled for the instruction set
+# that has them (a target attribute, so the probe builds on any x86 CPU), and the widest width the
+# CPU running it supports.
 PROBE_SOURCE = """
-typedef float v8 __attribute__((vector_size(32)));
-float fma_chains(long iterations)
-{
-    /* different starting values, or the compiler would compute one chain and copy it */
-    v8 x0 = {0}, x1 = {1}, x2 = {2}, x3 = {3}, x4 = {4}, x5 = {5};
-    v8 x6 = {6}, x7 = {7}, x8 = {8}, x9 = {9}, x10 = {10}, x11 = {11};
-    const v8 m = {0.999f, 0.999f, 0.999f, 0.999f, 0.999f, 0.999f, 0.999f, 0.999f};
-    const v8 a = {1e-3f, 1e-3f, 1e-3f, 1e-3f, 1e-3f, 1e-3f, 1e-3f, 1e-3f};
-    for (long i = 0; i < iterations; i++) {
-        x0 = x0 * m + a; x1 = x1 * m + a; x2 = x2 * m + a; x3 = x3 * m + a;
-        x4 = x4 * m + a; x5 = x5 * m + a; x6 = x6 * m + a; x7 = x7 * m + a;
-        x8 = x8 * m + a; x9 = x9 * m + a; x10 = x10 * m + a; x11 = x11 * m + a;
+#define CHAINS(width, isa)                                                                     \\
+    typedef float v##width __attribute__((vector_size(4 * width)));                            \\
+    __attribute__((target(isa))) float fma_chains_##width(long iterations)                     \\
+    {                                                                                          \\
+        /* different starting values, or the compiler would compute one chain and copy it */   \\
+        v##width x0 = {0}, x1 = {1}, x2 = {2}, x3 = {3}, x4 = {4}, x5 = {5};                   \\
+        v##width x6 = {6}, x7 = {7}, x8 = {8}, x9 = {9}, x10 = {10}, x11 = {11};               \\
+        const v##width m = x0 + 0.999f, a = x0 + 1e-3f; /* x0 is 0: every lane the same */     \\
+        for (long i = 0; i < iterations; i++) {                                                \\
+            x0 = x0 * m + a; x1 = x1 * m + a; x2 = x2 * m + a; x3 = x3 * m + a;                \\
+            x4 = x4 * m + a; x5 = x5 * m + a; x6 = x6 * m + a; x7 = x7 * m + a;                \\
+            x8 = x8 * m + a; x9 = x9 * m + a; x10 = x10 * m + a; x11 = x11 * m + a;            \\
+        }                                                                                      \\
+        v##width sum = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11;            \\
+        return sum[0];                                                                         \\
     }
-    v8 sum = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7 + x8 + x9 + x10 + x11;
-    return sum[0];
+CHAINS(8, "avx2,fma")
+CHAINS(16, "avx512f")
+int widest_fma(void)
+{
+    if (__builtin_cpu_supports("avx512f"))
+        return 16;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 8 : 0;
 }
 """
-PROBE_FLOPS_PER_ITERATION = 12 * 8 * 2
+PROBE_CHAINS = 12
 
 
-def measured_peak_gflops(rounds):
-    """One core's FMA throughput in GFLOP/s (best of 3 * `rounds` runs), or None where the AVX2 +
-    FMA probe cannot be built or run (another CPU, no compiler)."""
-    if not stage3_c._native.lib.s2c_simd_supported():
-        return None
+def measured_peak(rounds):
+    """(GFLOP/s, floats per FMA) of one core running its widest fused multiply-adds (best of
+    3 * `rounds` runs), or (None, 0) where the probe cannot be built or run (a CPU without FMA,
+    not x86, no compiler)."""
     import cffi
 
     ffi = cffi.FFI()
-    ffi.cdef("float fma_chains(long iterations);")
-    flags = ["-O2", "-mavx2", "-mfma", "-ffp-contract=fast"]
-    ffi.set_source("_fma_probe", PROBE_SOURCE, extra_compile_args=flags)
+    ffi.cdef("float fma_chains_8(long); float fma_chains_16(long); int widest_fma(void);")
+    ffi.set_source("_fma_probe", PROBE_SOURCE, extra_compile_args=["-O2", "-ffp-contract=fast"])
     with tempfile.TemporaryDirectory() as folder:
         try:
             spec = importlib.util.spec_from_file_location("_fma_probe", ffi.compile(tmpdir=folder))
             probe = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(probe)
         except (cffi.VerificationError, OSError, ImportError):
-            return None
+            return None, 0
+        width = probe.lib.widest_fma()
+        if not width:
+            return None, 0
+        chains = getattr(probe.lib, f"fma_chains_{width}")
         iterations = 20_000_000
-        seconds = min(
-            time_once(lambda: probe.lib.fma_chains(iterations)) for _ in range(3 * rounds)
-        )
-    return iterations * PROBE_FLOPS_PER_ITERATION / seconds / 1e9
+        seconds = min(time_once(lambda: chains(iterations)) for _ in range(3 * rounds))
+    return iterations * PROBE_CHAINS * width * 2 / seconds / 1e9, width
 
 
 def time_once(call):
@@ -139,6 +154,14 @@ def measure(size, kernels, thread_counts, repeats, rounds, rng):
     return best
 
 
+def share_of_peak(gflops, peak):
+    """`gflops` as a share of the measured peak; never a share over 100%, which can only be an
+    error in the measurement of the peak."""
+    if not peak:
+        return "?"
+    return f"{gflops / peak:.0%}" if gflops <= peak else "over the peak: mismeasured"
+
+
 def table(size, results, thread_counts, peak, naive_size=None):
     """A markdown table: one row per kernel, its GFLOP/s on each thread count and its ratios."""
     one, many = thread_counts[0], thread_counts[-1]
@@ -164,7 +187,7 @@ def table(size, results, thread_counts, peak, naive_size=None):
             lines.append(f"| {name} | {n} | not implemented yet |{dashes}")
             continue
         cells = [name, str(n), f"{single:.1f}", f"{single / numpy_single:.0%}"]
-        cells.append(f"{single / peak:.0%}" if peak else "?")
+        cells.append(share_of_peak(single, peak))
         if many != one:
             parallel = results[n].get((kernel, many))
             cells += [f"{parallel:.1f}", f"{parallel / single:.2f}x"] if parallel else ["-", "-"]
@@ -190,11 +213,19 @@ def machine_description():
     return f"{model}, {os.cpu_count()} cores; NumPy {np.__version__} with {blas}"
 
 
+def section_key():
+    """The MATMUL.md section that this build's tables go to: its micro-kernel's instruction set."""
+    return SIMD_NAMES[stage3_c.build_info()["simd_width"]]
+
+
 def report(args):
     """Measure everything and return the text of the tables (markdown)."""
     rng = np.random.default_rng(0)
+    # Described first, before the peak probe's library is loaded and deleted: one run asked after
+    # it found no BLAS in threadpoolctl's list (printed "?").
+    machine = machine_description()
     load_before = os.getloadavg()[0]
-    peaks = [measured_peak_gflops(args.rounds)]
+    peaks = [measured_peak(args.rounds)]
     fast_enough = [k for k in stage3_c.MATMUL_KERNELS if k != "naive"] + ["numpy"]
     plan = [(args.size, fast_enough), (args.naive_size, ["naive"])]
     if args.large_size:
@@ -204,17 +235,26 @@ def report(args):
         measured = measure(size, kernels, args.threads, args.repeats, args.rounds, rng)
         results.setdefault(size, {}).update(measured)
     load_after = os.getloadavg()[0]
-    peaks.append(measured_peak_gflops(args.rounds))  # again: a busy moment only lowers it
-    peak = max((gflops for gflops in peaks if gflops), default=None)
-    clock = f"{peak / FLOPS_PER_CYCLE:.2f} GHz" if peak else "unknown"
+    peaks.append(measured_peak(args.rounds))  # again: a busy moment only lowers it
+    peak, width = max(peaks, key=lambda found: found[0] or 0.0)
+    info = stage3_c.build_info()
+    if peak:
+        # 2 flops per float of an FMA; a core with 2 FMA units issues 2 per cycle
+        clock = peak / (2 * width * 2)
+        peak_text = (
+            f"{peak:.1f} GFLOP/s: {PROBE_CHAINS} independent chains of {width}-float FMAs "
+            f"({SIMD_NAMES[width]}), {peak / (2 * width):.2f} G FMA instructions per second "
+            f"(2 FMA units at {clock:.2f} GHz, or one at twice that)."
+        )
+    else:
+        peak_text = "unknown (no FMA unit found, or the probe could not be built)."
     parts = [
-        f"Measured {date.today().isoformat()} on {machine_description()}; C built with "
-        f"`{' '.join(build.RELEASE_FLAGS)}`; load average {load_before:.1f} before, "
-        f"{load_after:.1f} after. Best of {args.rounds} rounds of the median of "
-        f"{args.repeats} calls.",
+        f"Measured {date.today().isoformat()} on {machine}; C built with "
+        f"`{info['flags']}`, so the simd kernel runs the {SIMD_NAMES[info['simd_width']]} "
+        f"micro-kernel; load average {load_before:.1f} before, {load_after:.1f} after. Best of "
+        f"{args.rounds} rounds of the median of {args.repeats} calls.",
         "",
-        f"Peak of one core: 2 FMA units x 8 floats x 2 flops x {clock} = "
-        + (f"{peak:.1f} GFLOP/s (measured: 12 independent FMA chains)." if peak else "unknown."),
+        f"Peak of one core, measured: {peak_text}",
         "",
         f"c[n, n] = a[n, n] @ b[n, n] in float32, n = {args.size}; naive at n = "
         f"{args.naive_size}, as it is too slow at the full size:",
@@ -232,9 +272,14 @@ def report(args):
     return "\n".join(parts)
 
 
-def write_into_markdown(text):
+def write_into_markdown(text, key):
+    """Replace the tables of section `key` (between its BEGIN and END markers) by `text`."""
     document = MARKDOWN.read_text()
-    begin, end = document.index(TABLE_BEGIN) + len(TABLE_BEGIN), document.index(TABLE_END)
+    marker = TABLE_BEGIN.format(key=key)
+    if marker not in document:
+        raise SystemExit(f"error: {MARKDOWN.name} has no section {marker!r} to write into")
+    begin = document.index(marker) + len(marker)
+    end = document.index(TABLE_END, begin)
     MARKDOWN.write_text(document[:begin] + "\n" + text + "\n" + document[end:])
 
 
@@ -267,8 +312,9 @@ def main(argv=None):
     text = report(args)
     print(text)
     if args.write:
-        write_into_markdown(text)
-        print(f"\nwritten into {MARKDOWN}")
+        key = section_key()
+        write_into_markdown(text, key)
+        print(f"\nwritten into {MARKDOWN}, section {key}")
 
 
 if __name__ == "__main__":

@@ -1,20 +1,27 @@
 """Build the C tier's extension module, stage3_c._s2c_native, with cffi (API mode, out of line).
 
-    python -m stage3_c.build [--asan]      (`make build`; `make asan` adds --asan)
-    python -m stage3_c.build --if-stale    (only when a source is newer than the extension)
+    python -m stage3_c.build [--asan] [--arch FLAGS]      (`make build`; `make asan` adds --asan)
+    python -m stage3_c.build --if-stale    (only when a source is newer than the extension, and
+                                            then as the extension in place was built)
 
 Every csrc/*.c file is compiled into one extension placed beside this file, so a copy of the
 package elsewhere (the exercise workspace's stage3_c) builds its own sources in its own folder.
 The declarations cffi needs are read from csrc/s2c.h and csrc/matmul.h, the headers the C files
 include, so there is one list of functions, not two.
 
-Flags: -O3 -march=native (the extension is built on the machine that runs it, so gcc may use every
-instruction that CPU has: AVX2 and FMA on the course machines) -ffp-contract=fast (multiply-adds
-fuse into FMA) -fopenmp -std=c99. With --asan: AddressSanitizer at -O1, for `make asan`.
+Flags: -O3, the target flags, -ffp-contract=fast (multiply-adds fuse into FMA where the target has
+it) -fopenmp -std=c99. The target flags are --arch, else the environment variable S2C_ARCH_FLAGS,
+else -march=native: the extension is built on the machine that runs it, so gcc may use every
+instruction that CPU has (AVX2 and FMA, AVX-512 where present). Other targets build the same code
+for another CPU, e.g. "-march=x86-64-v2" (SSE4.2 only), "-march=x86-64-v3" (AVX2 and FMA) or
+"-march=native -mno-fma"; `make portability` runs the tests on each. The extension reports its
+flags: stage3_c.build_info(). With --asan: AddressSanitizer at -O1 (same target), for `make asan`.
 """
 
 import argparse
+import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -26,9 +33,11 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 CSRC = PACKAGE_DIR / "csrc"
 BUILD_DIR = PACKAGE_DIR / "_build"
 MODULE = "_s2c_native"
+BUILD_RECORD = BUILD_DIR / "last-build.json"  # how the extension in place was built
 HEADERS = ("matmul.h", "s2c.h")  # matmul.h first: s2c.h includes it
 
-RELEASE_FLAGS = ["-O3", "-march=native", "-ffp-contract=fast", "-fopenmp", "-std=c99"]
+ARCH_VARIABLE = "S2C_ARCH_FLAGS"
+DEFAULT_ARCH = "-march=native"
 ASAN_FLAGS = [
     "-O1",
     "-g",
@@ -57,10 +66,28 @@ def sources():
     return [str(path) for path in found]
 
 
+def compile_flags(asan=False, arch=None):
+    """The compiler flags of a release (or AddressSanitizer) build for target flags `arch` (a
+    string; None: the S2C_ARCH_FLAGS environment variable, else -march=native). The ASan build
+    keeps the target, so that it checks the SIMD micro-kernels that the release build runs."""
+    if arch is None:
+        arch = os.environ.get(ARCH_VARIABLE) or DEFAULT_ARCH
+    if asan:
+        return [*ASAN_FLAGS, *shlex.split(arch)]
+    return ["-O3", *shlex.split(arch), "-ffp-contract=fast", "-fopenmp", "-std=c99"]
+
+
+def module_source(flags):
+    """The extension's own C source: the API header, and s2c_build_flags() (declared in s2c.h)
+    returning the flags it was compiled with, so that a test or a benchmark can print them."""
+    text = json.dumps(" ".join(flags))  # a valid C string literal for ASCII flags
+    return f'#include "s2c.h"\nconst char *s2c_build_flags(void) {{ return {text}; }}\n'
+
+
 def stale_reason():
     """Why the extension must be rebuilt ("" when it is up to date): it is missing, or a source
     of csrc/ or this build script is newer than it. The grader and nn.train ask before loading
-    the tier (grader/tiers.py), so a learner's edited C is never run from an old build."""
+    the tier (tiers/loading.py), so a learner's edited C is never run from an old build."""
     built = sorted(PACKAGE_DIR.glob(f"{MODULE}.*.so"))
     if not built:
         return "the extension is not built"
@@ -69,18 +96,29 @@ def stale_reason():
     return f"changed since the last build: {', '.join(sorted(newer))}" if newer else ""
 
 
-def build(asan=False, verbose=False):
-    """Compile the extension and put it in the package folder; returns the path of the .so."""
-    compile_flags = ASAN_FLAGS if asan else RELEASE_FLAGS
+def last_build():
+    """(asan, arch) of the build in place, as `build` recorded them; the defaults when none is."""
+    try:
+        recorded = json.loads(BUILD_RECORD.read_text())
+        return bool(recorded["asan"]), str(recorded["arch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False, None
+
+
+def build(asan=False, verbose=False, arch=None):
+    """Compile the extension (target flags `arch`: see compile_flags) and put it in the package
+    folder; returns the path of the .so."""
+    arch = os.environ.get(ARCH_VARIABLE) or DEFAULT_ARCH if arch is None else arch
+    flags = compile_flags(asan, arch)
     link_flags = ["-fopenmp"] + (["-fsanitize=address"] if asan else [])
     ffi = cffi.FFI()
     ffi.cdef(declarations())
     ffi.set_source(
         f"stage3_c.{MODULE}",
-        '#include "s2c.h"',
+        module_source(flags),
         sources=sources(),
         include_dirs=[str(CSRC)],
-        extra_compile_args=compile_flags,
+        extra_compile_args=flags,
         extra_link_args=link_flags,
         libraries=["m"],
     )
@@ -94,6 +132,7 @@ def build(asan=False, verbose=False):
         staged = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         shutil.copy2(built, staged)
     os.replace(staged, target)  # atomic: a process importing now gets the old or the new file
+    BUILD_RECORD.write_text(json.dumps({"asan": asan, "arch": arch}))
     for stale in PACKAGE_DIR.glob(f"{MODULE}.*.so"):
         if stale != target:  # built for another Python version
             stale.unlink()
@@ -103,20 +142,27 @@ def build(asan=False, verbose=False):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m stage3_c.build", description=__doc__)
     parser.add_argument("--asan", action="store_true", help="build with AddressSanitizer")
+    parser.add_argument(
+        "--arch",
+        help=f"target flags of the release build (default: ${ARCH_VARIABLE}, else {DEFAULT_ARCH})",
+    )
     parser.add_argument("--verbose", action="store_true", help="show the compiler commands")
     parser.add_argument("--if-stale", action="store_true", help="build only when out of date")
     args = parser.parse_args(argv)
     reason = stale_reason()
     if args.if_stale and not reason:
         return 0
+    if args.if_stale:  # sources changed: rebuild as it was built (an ASan build stays one)
+        args.asan, args.arch = last_build()
     try:
-        target = build(asan=args.asan, verbose=args.verbose)
+        target = build(asan=args.asan, verbose=args.verbose, arch=args.arch)
     except (cffi.VerificationError, OSError) as error:
         print(f"error: building the C tier failed: {error}", file=sys.stderr)
         return 1
+    flags = " ".join(compile_flags(args.asan, args.arch))
     kind = "AddressSanitizer build" if args.asan else "release build"
     why = f"; {reason}" if args.if_stale else ""
-    print(f"built {target.relative_to(PACKAGE_DIR.parent)} ({kind}{why})")
+    print(f"built {target.relative_to(PACKAGE_DIR.parent)} ({kind}: {flags}{why})")
     return 0
 
 

@@ -10,8 +10,9 @@ MATMUL_KERNELS = ("naive", "loop_order", "blocked", "register", "simd")
 
 
 def best_kernel():
-    """The fastest kernel this CPU runs: simd where it has AVX2 and FMA, else register."""
-    return "simd" if extension().lib.s2c_simd_supported() else "register"
+    """The fastest kernel this build runs on this CPU: simd where it has a SIMD micro-kernel
+    (AVX-512, or AVX2 and FMA: see build_info()), else register."""
+    return "simd" if extension().lib.s2c_simd_width() else "register"
 
 
 def _kernel_name(kernel):

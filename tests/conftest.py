@@ -46,3 +46,13 @@ def rng():
     seed = secrets.randbits(32)
     print(f"rng seed {seed}")
     return np.random.default_rng(seed)
+
+
+def pytest_report_header():
+    """How the C tier was built (target flags, SIMD width, threads): the summation orders of its
+    sums, hence its last bits, depend on them."""
+    import stage3_c
+
+    if stage3_c.available()[0]:
+        return f"stage3_c build: {stage3_c.build_info()}"
+    return None

@@ -5,17 +5,20 @@ allowed.
 The bound is the classic one for a sum of K products computed in float32, in any order, with or
 without fused multiply-adds: |computed - exact| <= (K + 2) * 2^-24 * (|a| @ |b| + |c_old|). A wrong
 index, a missed tile or a NaN read from c breaks it by orders of magnitude. Sizes are chosen around
-the kernels' tile sizes (MR = 6, NR = 16, KC = 256, MC = 144, NC = 4096) and the 32-row blocks of
-the blocked kernel, so that every edge path runs. The C extension must be built (`make build`).
+the kernels' tile sizes (MR x NR = 6 x 16, 12 x 32 for AVX-512; KC = 256, MC = 144, NC = 4096) and
+the 32-row blocks of the blocked kernel, so that every edge path runs. The C extension must be
+built (`make build`).
 """
 
 import secrets
+import subprocess
 
 import numpy as np
 import pytest
 
 import stage3_c as s3
 from stage3_c import _native
+from stage3_c.bench_matmul import share_of_peak
 
 pytestmark = [
     pytest.mark.week11,
@@ -33,6 +36,8 @@ LADDER_SHAPES = [
     (5, 3, 15),
     (6, 16, 16),
     (7, 17, 17),
+    (12, 32, 32),
+    (13, 33, 31),
     (33, 65, 17),
     (127, 129, 255),
     (1000, 1, 1000),
@@ -115,17 +120,31 @@ def test_threads_split_the_work_without_changing_a_bit(rng, threads, kernel):
     assert_within_rounding(double, a, b, what=f"{kernel} on 2 threads")
 
 
-def test_the_simd_kernel_is_reported_where_the_cpu_has_avx2_and_fma():
-    flags = set()
+def test_the_simd_width_is_the_widest_that_the_build_and_the_cpu_allow():
     try:
         with open("/proc/cpuinfo") as cpuinfo:
-            flags = next(
-                (line.split(":")[1].split() for line in cpuinfo if line.startswith("flags")), []
-            )
+            flags = (line.split(":")[1] for line in cpuinfo if line.startswith("flags"))
+            cpu = set(next(flags, "").split())
     except OSError:
         pytest.skip("no /proc/cpuinfo to compare with")
-    assert _native.lib.s2c_simd_supported() == int({"avx2", "fma"} <= set(flags))
-    assert s3.best_kernel() == ("simd" if _native.lib.s2c_simd_supported() else "register")
+    build = s3.build_info()["flags"]
+    enabled = subprocess.run(
+        ["gcc", *build.split(), "-dM", "-E", "-"], input="", capture_output=True, text=True
+    ).stdout
+    usable = {
+        16: "__AVX512F__" in enabled and "__FMA__" in enabled and "avx512f" in cpu,
+        8: "__AVX2__" in enabled and "__FMA__" in enabled and {"avx2", "fma"} <= cpu,
+    }
+    expected = max((width for width, ok in usable.items() if ok), default=0)
+    assert _native.lib.s2c_simd_width() == expected, build
+    assert s3.best_kernel() == ("simd" if expected else "register")
+
+
+def test_no_share_of_the_measured_peak_above_100_percent_is_printed():
+    assert share_of_peak(90.0, 100.0) == "90%"
+    assert share_of_peak(100.0, 100.0) == "100%"
+    assert "%" not in share_of_peak(100.5, 100.0)  # the peak was mismeasured: said, not printed
+    assert share_of_peak(50.0, None) == "?"
 
 
 # ---- s2c_gemm: transposes and accumulation ------------------------------------------------------

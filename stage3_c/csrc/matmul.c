@@ -6,7 +6,7 @@
  *   3 blocked     loop_order on tiles that stay in the caches, one OpenMP thread per row block
  *   4 register    packed panels of a and b and a 6x16 micro-kernel whose accumulators live in
  *                 registers (plain C that gcc vectorizes), OpenMP
- *   5 simd        kernel 4 with its micro-kernel written in AVX2 + FMA intrinsics
+ *   5 simd        kernel 4 with its micro-kernel written in intrinsics: AVX-512 or AVX2 + FMA
  *
  * MATMUL.md explains each step and gives the GFLOP/s measured on the course machine. Run one:
  *   stage3_c.matmul(a, b, kernel="blocked")       (from Python; kernel is a MATMUL_KERNELS name)
@@ -21,9 +21,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define S2C_X86 1 /* gcc or clang on x86: AVX2 intrinsics and __builtin_cpu_supports exist */
+/* The SIMD micro-kernels of kernel 5 are compiled when the build's flags enable their instructions
+ * (build.py: -march=native by default, so those of the CPU that builds) and used when the CPU that
+ * runs the extension has them: a build for another target (-march=x86-64-v2) keeps kernel 4's. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && defined(__FMA__)
 #include <immintrin.h>
+#if defined(__AVX512F__)
+#define S2C_AVX512 1
+#endif
+#if defined(__AVX2__)
+#define S2C_AVX2 1
+#endif
 #endif
 
 #include "internal.h"
@@ -42,7 +50,7 @@ int s2c_get_num_threads(void)
 static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 static int64_t round_up(int64_t x, int64_t multiple) { return ceil_div(x, multiple) * multiple; }
 
-/* `count` floats aligned to a cache line (64 bytes), which also suits 32-byte AVX loads;
+/* `count` floats aligned to a cache line (64 bytes), which also suits AVX and AVX-512 loads;
  * NULL when out of memory. Release with free(). */
 static float *alloc_floats(size_t count)
 {
@@ -163,13 +171,22 @@ int s2c_matmul_blocked(const float *a, const float *b, float *c, int64_t n, int6
  * of b (4 MiB) sits in L3.
  *
  * MR x NR = 6 x 16: 6 rows times two 8-float AVX registers make 12 accumulator registers, and with
- * 2 for b and 1 for a broadcast value that is 15 of the 16 ymm registers. */
+ * 2 for b and 1 for a broadcast value that is 15 of the 16 ymm registers. The tile is a property
+ * of the micro-kernel (kernel 5's AVX-512 one computes a larger tile), so the driver below takes
+ * it from the micro-kernel it is given; MAX_MR x MAX_NR is the largest of them. */
 enum { MR = 6, NR = 16, MC = 144, KC = 256, NC = 4096 };
+enum { MAX_MR = 12, MAX_NR = 32 };
 
-/* A micro-kernel: c[0:MR, 0:NR] (row stride ldc) = a_panel @ b_panel, plus the old c when
- * add_to_c != 0. a_panel holds depth columns of MR floats, b_panel depth rows of NR floats. */
+/* A micro-kernel: c[0:rows, 0:cols] (row stride ldc) = a_panel @ b_panel, plus the old c when
+ * add_to_c != 0, for its own tile size rows x cols. a_panel holds depth columns of `rows` floats,
+ * b_panel depth rows of `cols` floats. */
 typedef int micro_kernel_fn(int64_t depth, const float *a_panel, const float *b_panel, float *c,
                             int64_t ldc, int add_to_c);
+struct micro_kernel {
+    micro_kernel_fn *run;
+    int64_t rows, cols; /* the tile it computes: MR x NR */
+    int vector_floats;  /* floats per vector register of its intrinsics; 0: plain C */
+};
 
 /* A matrix read through strides: element (i, j) is data[i * row_stride + j * col_stride]. The
  * transpose of a row-major [rows, cols] matrix is the same memory with the strides swapped. */
@@ -178,44 +195,44 @@ struct strided_matrix {
     int64_t row_stride, col_stride;
 };
 
-/* Pack rows [row0, row0 + rows) x columns [col0, col0 + depth) of `a` into micro-panels of MR
- * rows: panel q holds element (q * MR + r, p) at packed[q * MR * depth + p * MR + r]. Rows past
+/* Pack rows [row0, row0 + rows) x columns [col0, col0 + depth) of `a` into micro-panels of mr
+ * rows: panel q holds element (q * mr + r, p) at packed[q * mr * depth + p * mr + r]. Rows past
  * the end of the last panel are zero. */
 static int pack_a(struct strided_matrix a, int64_t row0, int64_t rows, int64_t col0,
-                  int64_t depth, float *packed)
+                  int64_t depth, int64_t mr, float *packed)
 {
     /* BEGIN SOLUTION week 11, task matmul_register */
-    for (int64_t panel_row = 0; panel_row < rows; panel_row += MR) {
-        const int64_t live_rows = s2c_min(MR, rows - panel_row);
+    for (int64_t panel_row = 0; panel_row < rows; panel_row += mr) {
+        const int64_t live_rows = s2c_min(mr, rows - panel_row);
         const float *source = a.data + (row0 + panel_row) * a.row_stride + col0 * a.col_stride;
         for (int64_t p = 0; p < depth; p++) {
             for (int64_t r = 0; r < live_rows; r++)
                 packed[r] = source[r * a.row_stride + p * a.col_stride];
-            for (int64_t r = live_rows; r < MR; r++)
+            for (int64_t r = live_rows; r < mr; r++)
                 packed[r] = 0.0f;
-            packed += MR;
+            packed += mr;
         }
     }
     return S2C_OK;
     /* END SOLUTION */
 }
 
-/* Pack rows [row0, row0 + depth) x columns [col0, col0 + cols) of `b` into micro-panels of NR
- * columns: panel q holds element (p, q * NR + j) at packed[q * NR * depth + p * NR + j]. Columns
+/* Pack rows [row0, row0 + depth) x columns [col0, col0 + cols) of `b` into micro-panels of nr
+ * columns: panel q holds element (p, q * nr + j) at packed[q * nr * depth + p * nr + j]. Columns
  * past the end of the last panel are zero. */
 static int pack_b(struct strided_matrix b, int64_t row0, int64_t depth, int64_t col0,
-                  int64_t cols, float *packed)
+                  int64_t cols, int64_t nr, float *packed)
 {
     /* BEGIN SOLUTION week 11, task matmul_register */
-    for (int64_t panel_col = 0; panel_col < cols; panel_col += NR) {
-        const int64_t live_cols = s2c_min(NR, cols - panel_col);
+    for (int64_t panel_col = 0; panel_col < cols; panel_col += nr) {
+        const int64_t live_cols = s2c_min(nr, cols - panel_col);
         const float *source = b.data + row0 * b.row_stride + (col0 + panel_col) * b.col_stride;
         for (int64_t p = 0; p < depth; p++) {
             for (int64_t j = 0; j < live_cols; j++)
                 packed[j] = source[p * b.row_stride + j * b.col_stride];
-            for (int64_t j = live_cols; j < NR; j++)
+            for (int64_t j = live_cols; j < nr; j++)
                 packed[j] = 0.0f;
-            packed += NR;
+            packed += nr;
         }
     }
     return S2C_OK;
@@ -253,31 +270,32 @@ static int micro_kernel_portable(int64_t depth, const float *a_panel, const floa
 }
 
 /* The macro-kernel: c[rows, cols] (row stride ldc) = packed_a @ packed_b (plus the old c when
- * add_to_c != 0), one MR x NR tile at a time. packed_a holds `rows` rows of a block of a packed by
- * pack_a, packed_b `cols` columns of a block of b packed by pack_b, both of depth `depth`. The b
- * micro-panel is the outer loop, so it stays in L1 while every a micro-panel streams past it.
- * Edge tiles (fewer than MR rows or NR columns left) are computed whole, padding included, into a
- * local tile, and only their live part is written to c. */
-static int multiply_packed(micro_kernel_fn *micro_kernel, const float *packed_a,
+ * add_to_c != 0), one tile of the micro-kernel (MR x NR) at a time. packed_a holds `rows` rows of
+ * a block of a packed by pack_a, packed_b `cols` columns of a block of b packed by pack_b, both of
+ * depth `depth`. The b micro-panel is the outer loop, so it stays in L1 while every a micro-panel
+ * streams past it. Edge tiles (fewer than MR rows or NR columns left) are computed whole, padding
+ * included, into a local tile, and only their live part is written to c. */
+static int multiply_packed(struct micro_kernel kernel, const float *packed_a,
                            const float *packed_b, int64_t rows, int64_t cols, int64_t depth,
                            float *c, int64_t ldc, int add_to_c)
 {
     /* BEGIN SOLUTION week 11, task matmul_register */
-    float edge_tile[MR * NR];
-    for (int64_t j = 0; j < cols; j += NR) {
+    const int64_t mr = kernel.rows, nr = kernel.cols;
+    float edge_tile[MAX_MR * MAX_NR];
+    for (int64_t j = 0; j < cols; j += nr) {
         const float *b_panel = packed_b + j * depth;
-        for (int64_t i = 0; i < rows; i += MR) {
+        for (int64_t i = 0; i < rows; i += mr) {
             const float *a_panel = packed_a + i * depth;
             float *c_tile = c + i * ldc + j;
-            const int64_t tile_rows = s2c_min(MR, rows - i), tile_cols = s2c_min(NR, cols - j);
-            if (tile_rows == MR && tile_cols == NR) {
-                micro_kernel(depth, a_panel, b_panel, c_tile, ldc, add_to_c);
+            const int64_t tile_rows = s2c_min(mr, rows - i), tile_cols = s2c_min(nr, cols - j);
+            if (tile_rows == mr && tile_cols == nr) {
+                kernel.run(depth, a_panel, b_panel, c_tile, ldc, add_to_c);
             } else {
-                micro_kernel(depth, a_panel, b_panel, edge_tile, NR, 0);
+                kernel.run(depth, a_panel, b_panel, edge_tile, nr, 0);
                 for (int64_t r = 0; r < tile_rows; r++)
                     for (int64_t t = 0; t < tile_cols; t++)
-                        c_tile[r * ldc + t] = add_to_c ? c_tile[r * ldc + t] + edge_tile[r * NR + t]
-                                                       : edge_tile[r * NR + t];
+                        c_tile[r * ldc + t] = add_to_c ? c_tile[r * ldc + t] + edge_tile[r * nr + t]
+                                                       : edge_tile[r * nr + t];
             }
         }
     }
@@ -291,7 +309,7 @@ static int multiply_packed(micro_kernel_fn *micro_kernel, const float *packed_a,
  * blocks of rows (pack that block of a, multiply). The threads of an OpenMP team split the packing
  * of b and the row blocks. Returns S2C_OUT_OF_MEMORY when the scratch buffers cannot be allocated;
  * c is untouched then. */
-static int packed_gemm(micro_kernel_fn *micro_kernel, struct strided_matrix a,
+static int packed_gemm(struct micro_kernel kernel, struct strided_matrix a,
                        struct strided_matrix b, float *c, int64_t ldc, int64_t rows,
                        int64_t cols, int64_t depth, int accumulate)
 {
@@ -300,17 +318,18 @@ static int packed_gemm(micro_kernel_fn *micro_kernel, struct strided_matrix a,
      * team and meeting at its barriers costs more than the work (measured: a 64 x 676 x 9
      * product, Fashion-CNN conv1 on one image, takes 1.5x longer on two threads than on one),
      * and inside a parallel region (conv2d calls this per group of images from its threads). */
-    int threads = (int)s2c_min(s2c_get_num_threads(), ceil_div(rows, MR));
+    const int64_t mr = kernel.rows, nr = kernel.cols;
+    int threads = (int)s2c_min(s2c_get_num_threads(), ceil_div(rows, mr));
     if ((double)rows * (double)cols * (double)depth < 128.0 * 128.0 * 128.0 || omp_in_parallel())
         threads = 1;
-    /* The rows, in micro-panels of MR, are cut into row blocks of at most MC rows, as many as a
+    /* The rows, in micro-panels of mr, are cut into row blocks of at most MC rows, as many as a
      * multiple of the thread count, and as even as possible: block i holds panels
      * [i * panels / row_blocks, (i + 1) * panels / row_blocks), so the threads get equal shares. */
-    const int64_t panels = ceil_div(rows, MR);
-    const int64_t row_blocks = round_up(ceil_div(panels * MR, MC), threads);
+    const int64_t panels = ceil_div(rows, mr);
+    const int64_t row_blocks = round_up(ceil_div(panels * mr, MC), threads);
     const int64_t max_depth = s2c_min(KC, depth);
-    const int64_t b_block_floats = max_depth * round_up(s2c_min(NC, cols), NR);
-    const int64_t a_block_floats = max_depth * ceil_div(panels, row_blocks) * MR;
+    const int64_t b_block_floats = max_depth * round_up(s2c_min(NC, cols), nr);
+    const int64_t a_block_floats = max_depth * ceil_div(panels, row_blocks) * mr;
 
     /* One packed block of b shared by the team, one packed block of a per thread. */
     float *scratch = alloc_floats((size_t)(b_block_floats + threads * a_block_floats));
@@ -331,16 +350,16 @@ static int packed_gemm(micro_kernel_fn *micro_kernel, struct strided_matrix a,
                 /* Only the first slice of the depth may overwrite c; the later ones add to it. */
                 const int add_to_c = accumulate || depth0 > 0;
 #pragma omp for schedule(static)
-                for (int64_t panel = 0; panel < block_cols; panel += NR)
-                    pack_b(b, depth0, block_depth, col0 + panel, s2c_min(NR, block_cols - panel),
-                           packed_b + panel * block_depth);
+                for (int64_t panel = 0; panel < block_cols; panel += nr)
+                    pack_b(b, depth0, block_depth, col0 + panel, s2c_min(nr, block_cols - panel),
+                           nr, packed_b + panel * block_depth);
 #pragma omp for schedule(static)
                 for (int64_t block = 0; block < row_blocks; block++) {
-                    const int64_t row0 = block * panels / row_blocks * MR;
-                    const int64_t row1 = s2c_min((block + 1) * panels / row_blocks * MR, rows);
+                    const int64_t row0 = block * panels / row_blocks * mr;
+                    const int64_t row1 = s2c_min((block + 1) * panels / row_blocks * mr, rows);
                     const int64_t live_rows = row1 - row0;
-                    pack_a(a, row0, live_rows, depth0, block_depth, packed_a);
-                    multiply_packed(micro_kernel, packed_a, packed_b, live_rows, block_cols,
+                    pack_a(a, row0, live_rows, depth0, block_depth, mr, packed_a);
+                    multiply_packed(kernel, packed_a, packed_b, live_rows, block_cols,
                                     block_depth, c + row0 * ldc + col0, ldc, add_to_c);
                 }
             }
@@ -357,29 +376,21 @@ static struct strided_matrix row_major(const float *data, int64_t cols)
     return matrix;
 }
 
+static const struct micro_kernel PORTABLE = {micro_kernel_portable, MR, NR, 0};
+
 int s2c_matmul_register(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
 {
     S2C_REQUIRE(n >= 1 && k >= 1 && m >= 1);
     /* BEGIN SOLUTION week 11, task matmul_register */
-    return packed_gemm(micro_kernel_portable, row_major(a, k), row_major(b, m), c, m, n, m, k, 0);
+    return packed_gemm(PORTABLE, row_major(a, k), row_major(b, m), c, m, n, m, k, 0);
     /* END SOLUTION */
 }
 
-/* ---- 5. the micro-kernel in AVX2 + FMA intrinsics ----------------------------------------- */
+/* ---- 5. the micro-kernel in intrinsics: AVX2 + FMA, and AVX-512 ----------------------------- */
 
-int s2c_simd_supported(void)
-{
-#ifdef S2C_X86
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return 0;
-#endif
-}
-
-#ifdef S2C_X86
+#ifdef S2C_AVX2
 /* c_row[0:16] = left, right (plus the old c_row[0:16] when add_to_c != 0). */
-__attribute__((target("avx2,fma"))) static inline int store_row_avx2(float *c_row, __m256 left,
-                                                                    __m256 right, int add_to_c)
+static inline int store_row_avx2(float *c_row, __m256 left, __m256 right, int add_to_c)
 {
     /* BEGIN SOLUTION week 11, task matmul_simd */
     if (add_to_c) {
@@ -397,13 +408,9 @@ __attribute__((target("avx2,fma"))) static inline int store_row_avx2(float *c_ro
  * and per step p two loads of b, six broadcasts of a and twelve fused multiply-adds
  * (vfmadd231ps: 8 multiplies and 8 adds with one rounding). Zen 3 issues two FMAs per cycle with
  * a latency of 4 cycles, so at least 8 independent accumulators are needed to keep both units
- * busy; 12 leave slack for the loads. `target("avx2,fma")` lets this one function use AVX2 while
- * the rest of the file stays portable; fastest_micro_kernel() calls it only on a CPU that has
- * both. */
-__attribute__((target("avx2,fma"))) static int micro_kernel_avx2(int64_t depth,
-                                                                 const float *a_panel,
-                                                                 const float *b_panel, float *c,
-                                                                 int64_t ldc, int add_to_c)
+ * busy; 12 leave slack for the loads. */
+static int micro_kernel_avx2(int64_t depth, const float *a_panel, const float *b_panel, float *c,
+                             int64_t ldc, int add_to_c)
 {
     /* BEGIN SOLUTION week 11, task matmul_simd */
     __m256 c0_left = _mm256_setzero_ps(), c0_right = _mm256_setzero_ps();
@@ -452,18 +459,79 @@ __attribute__((target("avx2,fma"))) static int micro_kernel_avx2(int64_t depth,
 }
 #endif
 
-/* The AVX2 micro-kernel where the CPU has it, else kernel 4's. */
-static micro_kernel_fn *fastest_micro_kernel(void)
+#ifdef S2C_AVX512
+/* The AVX-512 tile: 12 rows x 32 columns (two 16-float zmm registers per row). */
+enum { AVX512_MR = 12, AVX512_NR = 32 };
+
+/* The same micro-kernel for 16-float zmm registers, on a tile twice as wide and twice as high:
+ * 24 accumulators (12 rows x two halves of 32 columns), and per step p two loads of b, twelve
+ * broadcasts of a and 24 fused multiply-adds of 16 floats. AVX-512 has 32 vector registers, so 24
+ * accumulators, 2 for b and 1 for a broadcast value fit; the taller tile also halves the loads of
+ * b per multiply-add (its KC x 32 panel of b, 32 KiB, fits the 48 KiB L1 of the AVX-512 Xeons it
+ * was measured on). The 24 sums are an array indexed by fully unrolled loops with constant
+ * bounds, which gcc keeps in registers as if each had its own name (as kernel 4's sums). */
+static int micro_kernel_avx512(int64_t depth, const float *a_panel, const float *b_panel,
+                               float *c, int64_t ldc, int add_to_c)
 {
-#ifdef S2C_X86
-    if (s2c_simd_supported())
-        return micro_kernel_avx2;
+    /* BEGIN SOLUTION week 11, task matmul_simd */
+    __m512 left[AVX512_MR], right[AVX512_MR];
+#pragma GCC unroll 12
+    for (int r = 0; r < AVX512_MR; r++) {
+        left[r] = _mm512_setzero_ps();
+        right[r] = _mm512_setzero_ps();
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0); /* as in the AVX2 kernel */
+        _mm_prefetch((const char *)(c + r * ldc + AVX512_NR - 1), _MM_HINT_T0);
+    }
+    for (int64_t p = 0; p < depth; p++) {
+        const __m512 b_left = _mm512_loadu_ps(b_panel + p * AVX512_NR);
+        const __m512 b_right = _mm512_loadu_ps(b_panel + p * AVX512_NR + 16);
+        const float *a_column = a_panel + p * AVX512_MR;
+#pragma GCC unroll 12
+        for (int r = 0; r < AVX512_MR; r++) {
+            const __m512 a_value = _mm512_set1_ps(a_column[r]);
+            left[r] = _mm512_fmadd_ps(a_value, b_left, left[r]);
+            right[r] = _mm512_fmadd_ps(a_value, b_right, right[r]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < AVX512_MR; r++) {
+        float *c_row = c + r * ldc;
+        if (add_to_c) {
+            left[r] = _mm512_add_ps(left[r], _mm512_loadu_ps(c_row));
+            right[r] = _mm512_add_ps(right[r], _mm512_loadu_ps(c_row + 16));
+        }
+        _mm512_storeu_ps(c_row, left[r]);
+        _mm512_storeu_ps(c_row + 16, right[r]);
+    }
+    return S2C_OK;
+    /* END SOLUTION */
+}
 #endif
-    return micro_kernel_portable;
+
+/* The widest micro-kernel that this build has and the CPU running it supports, else kernel 4's. */
+static struct micro_kernel fastest_micro_kernel(void)
+{
+#ifdef S2C_AVX512
+    if (__builtin_cpu_supports("avx512f")) {
+        const struct micro_kernel avx512 = {micro_kernel_avx512, AVX512_MR, AVX512_NR, 16};
+        return avx512;
+    }
+#endif
+#ifdef S2C_AVX2
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        const struct micro_kernel avx2 = {micro_kernel_avx2, MR, NR, 8};
+        return avx2;
+    }
+#endif
+    return PORTABLE;
 }
 
-/* On a CPU without AVX2 and FMA (or a non-x86 build) this runs kernel 4's micro-kernel:
- * s2c_simd_supported() tells which one ran. */
+int s2c_simd_width(void)
+{
+    return fastest_micro_kernel().vector_floats;
+}
+
+/* Where neither SIMD micro-kernel can run this runs kernel 4's: s2c_simd_width() tells which ran. */
 int s2c_matmul_simd(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
 {
     S2C_REQUIRE(n >= 1 && k >= 1 && m >= 1);

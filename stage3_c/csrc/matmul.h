@@ -17,14 +17,15 @@ int s2c_matmul_simd(const float *a, const float *b, float *c, int64_t n, int64_t
 
 /* c[m, n] = op(a) @ op(b), plus the old c when accumulate != 0. op(a) is [m, k]: a is stored
  * [m, k], or [k, m] when trans_a != 0; op(b) is [k, n]: b is stored [k, n], or [n, k] when
- * trans_b != 0. Kernel 5 (kernel 4's micro-kernel without AVX2), on the OpenMP threads set below;
+ * trans_b != 0. Kernel 5 (kernel 4's micro-kernel without SIMD), on the OpenMP threads set below;
  * called from inside a parallel region, it runs on the calling thread alone. Thread-safe. */
 int s2c_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
              const float *a, const float *b, float *c, int accumulate);
 
-/* 1 when the CPU running this supports the simd kernel's instructions (AVX2 and FMA); elsewhere
- * s2c_matmul_simd runs kernel 4's micro-kernel. */
-int s2c_simd_supported(void);
+/* The floats per vector register of the micro-kernel that s2c_matmul_simd and s2c_gemm run: 16
+ * (AVX-512) or 8 (AVX2 + FMA), the widest that both the build's flags enable and the CPU running
+ * it supports; 0 where neither does (they run kernel 4's micro-kernel then). */
+int s2c_simd_width(void);
 
 /* OpenMP threads used by kernels 3..5 and s2c_gemm (and by the other ops' parallel loops);
  * n <= 0 restores OpenMP's default (omp_get_max_threads()). Set it between calls, not during. */

@@ -18,6 +18,10 @@ enum s2c_status {
 
 #include "matmul.h"
 
+/* The compiler flags the extension was built with (build.py defines it in the module's own
+ * source, from its --arch or S2C_ARCH_FLAGS): stage3_c.build_info() reports them. */
+const char *s2c_build_flags(void);
+
 /* ---- linear algebra (week 11, linalg.c); matmul is the ladder of matmul.h ---- */
 /* out[m, n] = a[n, m] transposed */
 int s2c_transpose(const float *a, float *out, int64_t n, int64_t m);
