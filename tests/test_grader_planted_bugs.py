@@ -46,8 +46,10 @@ BUGS = [
     ("linear_fortran", "linear_forward", "correct", r"linear_forward: y is not C-contiguous"),
     ("argmax_int32", "maxpool2d_forward", "correct",
      r"^maxpool2d_forward: argmax must be int64, got int32 \["),
-    ("cache_by_id", "matmul", "correct|speed",  # the same objects again: the cached result
-     r"matmul: y shares memory with y returned by an earlier call"),
+    # the same objects again (or new ones at a recycled id): the cached result
+    ("cache_by_id", "matmul", "correct|nan|speed",
+     r"matmul: (y shares memory with y returned by an earlier call|y has shape \[\d+, \d+\], "
+     r"expected)"),
     # too slow for the stage: Python loops in NumPy code
     ("relu_slow", "relu", "speed",
      r"^relu: too slow: [\d.]+x the speed of stage 1 \[python\], expected at least 200x"),

@@ -7,5 +7,6 @@ from tests.planted.reference import *  # noqa: F403
 
 
 def relu(x):
-    y = np.array([v if v > 0 else 0.0 for v in x.reshape(-1).tolist()], dtype=np.float32)
+    # v <= 0 is False for NaN: a NaN stays, as it must (only the speed is wrong here)
+    y = np.array([0.0 if v <= 0 else v for v in x.reshape(-1).tolist()], dtype=np.float32)
     return y.reshape(x.shape)
