@@ -153,4 +153,6 @@ class DeviceScalar:
 
     @property
     def __cuda_array_interface__(self):
+        if SIMULATOR:  # its "device" memory is host memory, described by NumPy's interface
+            return {**self.array.__array_interface__, "version": 3}
         return self.array.__cuda_array_interface__
