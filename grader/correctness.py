@@ -97,6 +97,9 @@ def compare_outputs(session, op, received, expected, tol, args=None):
 def check_distribution(session, task):
     """Statistics the op must show on its own: initializers' spread, dropout's keep rate."""
     op = OPS[task.op]
+    if session.graded.tier.simulated:
+        return Result(op.name, "dist", SKIPPED, "the CUDA simulator cannot draw enough samples in "
+                      "time; the correctness check compares every value with the reference")
     started = time.perf_counter()
     checker = _dropout_problems if op.name == "dropout_forward" else _init_problems
     for index, size in enumerate(op.dist):
