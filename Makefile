@@ -9,6 +9,11 @@ STAMP := $(VENV)/.installed
 
 STAGE ?= 2
 WEEK ?=
+VARIANT ?=
+# Without an NVIDIA GPU, stage 4's numba kernels run on numba's CUDA simulator (correct, slow: the
+# grader then checks tiny sizes and gives no speed verdicts). Set NUMBA_ENABLE_CUDASIM to choose.
+NUMBA_ENABLE_CUDASIM ?= $(if $(shell nvidia-smi -L 2>/dev/null),0,1)
+export NUMBA_ENABLE_CUDASIM
 # One rule for grade, train, bench and test: the learner's tier in workspace/ when it holds stage
 # STAGE, else the repository's (the reference). IMPL=DIR takes DIR's; IMPL= (empty) the reference.
 IMPL ?= $(if $(wildcard workspace/stage$(STAGE)_*),workspace,)
@@ -19,6 +24,7 @@ NO_STAGE_IN_ARGS = @case " $(ARGS) " in *" --stage"*) \
 	echo "make $@: give the stage as STAGE=N, not --stage in ARGS (IMPL follows STAGE)"; exit 2;; esac
 WORKSPACE ?= workspace
 ARGS ?=
+VARIANT_ARG = $(if $(VARIANT),--variant $(VARIANT))  # stage 4: numba or nvcc (default: every one)
 # nn.bench's sides: stage 3 beside stage 2 on the CPU at 1 and 2 threads; stage 4 alone against
 # PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
@@ -29,7 +35,7 @@ help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@echo
-	@echo "variables: STAGE=1..4  WEEK=k  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
+	@echo "variables: STAGE=1..4  WEEK=k  VARIANT=numba|nvcc  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
 	@echo "           S2C_ARCH_FLAGS='-march=x86-64-v2' (the C tier's target; default -march=native)"
 
 $(STAMP): requirements.txt
@@ -48,7 +54,7 @@ data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not fou
 	$(PY) -m datasets fetch fashion-mnist
 
 test: setup ## run the project's tests; the week tests check your workspace/ tiers (GPU checks under the CUDA simulator)
-	S2C_IMPL=$(TEST_IMPL) NUMBA_ENABLE_CUDASIM=$${NUMBA_ENABLE_CUDASIM:-1} $(PY) -m pytest -q $(ARGS)
+	S2C_IMPL=$(TEST_IMPL) $(PY) -m pytest -q $(ARGS)
 
 # The suite must pass whatever the CPU: each C target (FMA or not, AVX-512, AVX2 or SSE only) and
 # thread count sums in another order. Each run's log is kept in $TMPDIR; the default build is restored.
@@ -69,7 +75,7 @@ portability: $(STAMP) ## run the tests on each C target (native, -mno-fma, x86-6
 
 grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
-	$(PY) -m grader --stage $(STAGE) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 results: setup ## rewrite the committed grader records of the repository's tier: make results STAGE=3
 	$(PY) -m grader --stage $(STAGE) --results
@@ -77,7 +83,7 @@ results: setup ## rewrite the committed grader records of the repository's tier:
 
 bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
-	$(PY) -m grader bench --stage $(STAGE) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+	$(PY) -m grader bench --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 	@if $(PY) -c "import torch" 2>/dev/null; then \
 		$(PY) -m nn.bench $(NN_BENCH) \
 			$(if $(IMPL),--impl $(IMPL)) --output $(if $(IMPL),$(IMPL)/results,curriculum/results)/nn-bench-stage$(STAGE); \
@@ -85,7 +91,7 @@ bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyT
 
 train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
 	$(NO_STAGE_IN_ARGS)
-	$(PY) -m nn.train --stage $(STAGE) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+	$(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
 	$(PY) -m tools.exercises --out $(WORKSPACE) $(ARGS)
