@@ -112,8 +112,8 @@ def indices(tier, op, name, x, dims, limit, meaning, **known):
     info = describe(tier, op, name, x)
     _check_dtype(tier, op, name, info, integers=True)
     _check_shape(op, name, info.shape, dims, "", known)
-    x = tier.indices(x)
+    x = tier.copy_indices(x)  # validated, then used: the same private copy
     low, high = tier.index_range(x)
     if low < 0 or high >= limit:
         fail(op, f"{name} must hold {meaning}, got {low if low < 0 else high}")
-    return x
+    return tier.index_array(x)

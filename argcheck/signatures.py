@@ -11,8 +11,11 @@ The adapter says what the tier's arrays are:
 - `float_dtype`: the dtype of its float data ("float64" in stage 1, "float32" elsewhere);
 - `describe(op, name, x)`: x's ArrayInfo (metadata.py), or None when x is not such an array;
 - `readable(x)`: x as the op body reads it (e.g. a C-contiguous, aligned copy where it is not);
-- `indices(x)`: an index array as the op reads it, a private copy where native code trusts it;
-- `index_range(x)`: (lowest, highest) value of an index array, as Python ints.
+- `copy_indices(x)`: an index array (labels, argmax) as it will be validated and then used: a
+  private copy where native code trusts it and runs without the GIL (another thread could change
+  the caller's array between the check and the use);
+- `index_range(x)`: (lowest, highest) value of that copy, as Python ints;
+- `index_array(x)`: the validated copy as the op reads it (e.g. int64 for C).
 """
 
 import functools
