@@ -18,7 +18,8 @@ def describe(tier, op, name, x):
     """
     info = tier.describe(op, name, x)
     if info is None:
-        foreign = isinstance(x, list) or interface_of(x) is not None
+        interface = interface_of(x)  # a NumPy scalar has one too, of shape ()
+        foreign = isinstance(x, list) or bool(interface and interface["shape"])
         hint = f" (this tier's arrays are {tier.native}: use from_numpy)" if foreign else ""
         fail_type(op, f"{name} must be an array, got {type_name(x)}{hint}")
     if 0 in info.shape:

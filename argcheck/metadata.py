@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from .errors import fail, fail_type
+from .scalars import is_bool
 
 # typestr kind and size -> NumPy's dtype name
 _KINDS = {"f": "float", "i": "int", "u": "uint", "c": "complex", "b": "bool"}
@@ -91,7 +92,7 @@ def from_interface(interface):
 
 def _element_kind(value):
     """A Python value's dtype kind in a nested list: "b" bool, "i" int, "f" float, or None."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    if is_bool(value):
         return "b"
     if isinstance(value, numbers.Integral):
         return "i"

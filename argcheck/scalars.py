@@ -13,8 +13,12 @@ from .limits import MAX_INT, SEED_LIMIT, check_elements
 
 
 def is_bool(value):
-    """True for Python's and NumPy's bools."""
-    return isinstance(value, bool) or type(value).__name__ == "bool_"
+    """True for Python's and NumPy's bools (numpy.bool_, named numpy.bool in NumPy 2)."""
+    kind = type(value)
+    return isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in NUMPY_BOOLS)
+
+
+NUMPY_BOOLS = ("bool", "bool_")
 
 
 def is_int(value):

@@ -19,11 +19,13 @@ The adapter says what the tier's arrays are:
 """
 
 import functools
+import numbers
 import types
 
 from . import arrays
 from .errors import fail, fail_type, type_name
 from .limits import check_elements
+from .metadata import interface_of
 from .scalars import flag, integer, real, seed, shape_argument
 from .windows import columns_fit, conv_window, pool_window
 
@@ -277,8 +279,13 @@ def batchnorm_backward(t, dy, x, gamma, saved):
     c = shape[1]
     dy = arrays.like(t, op, "dy", dy, "x", shape)
     gamma = arrays.array(t, op, "gamma", gamma, "C", hint=" (C: x's channels)", C=c)[0]
-    if not isinstance(saved, tuple | list):
-        fail_type(op, f"saved must be the forward's pair (mean, invstd), got {type_name(saved)}")
+    # one array instead of the pair: a NumPy (or device) array, or stage 1's list of numbers
+    one_array = interface_of(saved) is not None or (
+        isinstance(saved, list) and bool(saved) and isinstance(saved[0], numbers.Number)
+    )
+    if one_array or not isinstance(saved, tuple | list):
+        got = "one array" if one_array else type_name(saved)
+        fail_type(op, f"saved must be the forward's pair (mean, invstd), got {got}")
     if len(saved) != 2:
         fail(op, f"saved must be the forward's pair (mean, invstd), got {len(saved)} items")
     saved = tuple(
