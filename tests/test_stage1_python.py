@@ -153,10 +153,16 @@ def test_ragged_lists_are_refused(call, op, argument):
             id="string",
         ),
         pytest.param(
-            lambda: s1.relu([1.0, None]), r"relu: x must hold numbers, but x\[1\] is NoneType", marks=week02, id="none"
+            lambda: s1.relu([1.0, None]),
+            r"relu: x must hold numbers, but x\[1\] is NoneType",
+            marks=week02,
+            id="none",
         ),
         pytest.param(
-            lambda: s1.relu([True, 1.0]), r"relu: x must hold numbers, got bools mixed with numbers", marks=week02, id="bool"
+            lambda: s1.relu([True, 1.0]),
+            r"relu: x must hold numbers, got bools mixed with numbers",
+            marks=week02,
+            id="bool",
         ),
         pytest.param(
             lambda: s1.relu((1.0, 2.0)),
@@ -224,7 +230,8 @@ def test_elements_must_be_numbers_and_dimensions_non_empty(call, message):
         ),
         pytest.param(
             lambda: s1.add([[1.0, 2.0]], [1.0, 2.0, 3.0]),
-            "add: b must have a's shape [1, 2] or be one row of length 2 (a's last dimension), got [3]",
+            "add: b must have a's shape [1, 2] or be one row of length 2 (a's last dimension), "
+            "got [3]",
             marks=week01,
             id="add-row",
         ),
@@ -311,11 +318,11 @@ SCALAR_ERRORS = [
     (lambda: s1.dropout_backward([1.0], [1.0], math.nan), r"p must be a finite number", week06),
     (lambda: s1.dropout_forward([1.0], 0.5, -1), r"seed must be an int in \[0, ", week06),
     (lambda: s1.dropout_forward([1.0], 0.5, 1.0), r"seed must be an int", week06),
-    (lambda: s1.maxpool2d_forward(X4, 0, 1), r"k must be an int in \[1, 2147483647\], got 0", week06),
+    (lambda: s1.maxpool2d_forward(X4, 0, 1), r"k must be an int in \[1, \d+\], got 0", week06),
     (lambda: s1.maxpool2d_forward(X4, 2.0, 1), r"k must be an int, got 2.0", week06),
-    (lambda: s1.avgpool2d_forward(X4, 2, 0), r"stride must be an int in \[1, 2147483647\], got 0", week06),
-    (lambda: s1.avgpool2d_forward(X4, 4, 1), r"output height must be >= 1, got \(H - k\) // stride \+ 1", week06),
-    (lambda: s1.im2col(X4, 2, 2, 1, -1), r"padding must be an int in \[0, 2147483647\], got -1", week05),
+    (lambda: s1.avgpool2d_forward(X4, 2, 0), r"stride must be an int in \[1, \d+\]", week06),
+    (lambda: s1.avgpool2d_forward(X4, 4, 1), r"output height must be >= 1, got \(H - k\)", week06),
+    (lambda: s1.im2col(X4, 2, 2, 1, -1), r"padding must be an int in \[0, \d+\], got -1", week05),
     (
         lambda: s1.conv2d_forward(X4, [[[[1.0] * 4] * 4]], [0.0]),
         r"output height must be >= 1, got \(H \+ 2\*padding - R\) // stride \+ 1",
