@@ -27,6 +27,7 @@ import pytest
 
 import argcheck
 from grader import contract
+from tests.array_views import negative_strides, non_contiguous, read_only, unaligned, with_first
 
 RAISES, SUCCEEDS, AGREE = "raises", "succeeds", "agree"
 TIER_MODULES = ("stage1_python", "stage2_numpy", "stage3_c", "stage4_cuda.numba_impl")
@@ -97,31 +98,6 @@ def bool_array(tier, value):
     return value if has_numpy_arrays(tier) else value.tolist()
 
 
-def non_contiguous(array):
-    wide = np.zeros(array.shape[:-1] + (2 * array.shape[-1],), array.dtype)
-    wide[..., ::2] = array
-    return wide[..., ::2]
-
-
-def unaligned(array):
-    raw = np.empty(array.nbytes + 1, np.uint8)[1:]
-    copy = raw.view(array.dtype).reshape(array.shape)
-    copy[...] = array
-    return copy
-
-
-def read_only(array):
-    copy = array.copy()
-    copy.flags.writeable = False
-    return copy
-
-
-def with_first(array, value):
-    copy = array.copy()
-    copy.flat[0] = value
-    return copy
-
-
 def one_axis_less(array):
     return array.reshape(-1) if array.ndim > 1 else array[0]  # a 1-D array's becomes a scalar
 
@@ -146,7 +122,7 @@ def array_mutations(in_place):
     out += [
         ("a 0-d array", RAISES, numpy_only(lambda v: np.array(v.flat[0]))),
         ("a strided view", views, numpy_only(non_contiguous)),
-        ("negative strides", views, numpy_only(lambda v: v[..., ::-1].copy()[..., ::-1])),
+        ("negative strides", views, numpy_only(negative_strides)),
         ("an unaligned copy", views, numpy_only(unaligned)),
         ("a read-only copy", views, numpy_only(read_only)),
     ]

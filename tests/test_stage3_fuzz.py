@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import stage3_c as s3
+from tests.array_views import negative_strides, non_contiguous, read_only, unaligned, with_first
 
 pytestmark = pytest.mark.skipif(not s3.available()[0], reason=s3.available()[1])
 
@@ -40,26 +41,6 @@ def floats(rng, *shape):
 # ("shape", rank or None), ("saved",) for batchnorm's (mean, invstd), ("choice",) for a name.
 
 WRONG_TYPES = [None, "1", [1.0, 2.0], {"a": 1}, object()]
-
-
-def unaligned(array):
-    """A copy of `array` whose data starts 1 byte past an aligned address (still C-contiguous)."""
-    raw = np.empty(array.nbytes + 1, np.uint8)[1:]
-    copy = raw.view(array.dtype).reshape(array.shape)
-    copy[...] = array
-    return copy
-
-
-def negative_strides(array):
-    """A view with array's values whose last axis runs backwards in memory."""
-    return np.ascontiguousarray(array[..., ::-1])[..., ::-1]
-
-
-def non_contiguous(array):
-    """A view with array's values, every other element of a larger buffer."""
-    wide = np.zeros(array.shape[:-1] + (2 * array.shape[-1],), array.dtype)
-    wide[..., ::2] = array
-    return wide[..., ::2]
 
 
 def array_mutations(value, fixed_rank, in_place=False):
@@ -88,20 +69,6 @@ def array_mutations(value, fixed_rank, in_place=False):
         ("read-only", read_only(value)),
     ]
     return out + [(RAISES if in_place else SUCCEEDS, what, view) for what, view in views]
-
-
-def read_only(array):
-    """A read-only copy of `array`."""
-    copy = array.copy()
-    copy.flags.writeable = False
-    return copy
-
-
-def with_first(array, value):
-    """A copy of `array` whose first element is `value`."""
-    copy = array.copy()
-    copy.flat[0] = value
-    return copy
 
 
 def integer_array_mutations(value, limit, name):
