@@ -8,9 +8,10 @@ array itself, so one check gives one message in every tier. Only index arrays (l
 are read for their values: each tier computes their range its own way (see arrays.indices).
 """
 
+import functools
 import numbers
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import fail, fail_type
 from .scalars import is_bool
@@ -19,9 +20,8 @@ from .scalars import is_bool
 _KINDS = {"f": "float", "i": "int", "u": "uint", "c": "complex", "b": "bool"}
 
 
-@dataclass(frozen=True)
-class ArrayInfo:
-    """An array's metadata.
+class ArrayInfo(NamedTuple):
+    """An array's metadata (a named tuple: the checks build one per argument on every call).
 
     `dtype` is NumPy's name ("float32", "int64", "bool"), with " (big-endian)" added when the
     bytes are not in the machine's order. `kind` is NumPy's kind letter: "f" float, "i"/"u"
@@ -37,9 +37,10 @@ class ArrayInfo:
     writeable: bool = True
 
 
+@functools.cache  # a handful of typestrs, met on every call
 def _dtype_name(typestr):
-    """'<f4' -> ('float32', 'f'); '>f4' -> ('float32 (big-endian)', 'f'); '|O' -> ('object',
-    'O')."""
+    """'<f4' -> ('float32', 'f', 4); '>f4' -> ('float32 (big-endian)', 'f', 4); '|O8' ->
+    ('object', 'O', 8): the dtype's name, kind and item size."""
     order, kind, size = typestr[0], typestr[1], int(typestr[2:] or 0)
     if kind == "b":
         name = "bool"
@@ -50,7 +51,7 @@ def _dtype_name(typestr):
     native = "<" if sys.byteorder == "little" else ">"
     if order not in (native, "|", "="):
         name += " (big-endian)" if order == ">" else " (little-endian)"
-    return name, kind
+    return name, kind, max(size, 1)
 
 
 def _c_contiguous(shape, strides, itemsize):
@@ -77,8 +78,7 @@ def interface_of(x):
 def from_interface(interface):
     """The ArrayInfo of an array described by an (array or CUDA array) interface dict."""
     shape = tuple(interface["shape"])
-    dtype, kind = _dtype_name(interface["typestr"])
-    itemsize = int(interface["typestr"][2:] or 1)
+    dtype, kind, itemsize = _dtype_name(interface["typestr"])
     pointer, read_only = interface.get("data") or (0, False)
     return ArrayInfo(
         shape=shape,
