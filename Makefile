@@ -9,8 +9,14 @@ STAMP := $(VENV)/.installed
 
 STAGE ?= 2
 WEEK ?=
-# `make grade` and `make train` use the learner workspace's tier when it exists, else the reference.
+# One rule for grade, train, bench and test: the learner's tier in workspace/ when it holds stage
+# STAGE, else the repository's (the reference). IMPL=DIR takes DIR's; IMPL= (empty) the reference.
 IMPL ?= $(if $(wildcard workspace/stage$(STAGE)_*),workspace,)
+# `make test` takes every stage workspace/ holds (IMPL given: that folder, or none for IMPL=).
+TEST_IMPL = $(if $(filter file,$(origin IMPL)),$(if $(wildcard workspace/stage*_*),workspace),$(IMPL))
+# The stage is STAGE=N, never --stage in ARGS: IMPL follows STAGE.
+NO_STAGE_IN_ARGS = @case " $(ARGS) " in *" --stage"*) \
+	echo "make $@: give the stage as STAGE=N, not --stage in ARGS (IMPL follows STAGE)"; exit 2;; esac
 WORKSPACE ?= workspace
 ARGS ?=
 
@@ -20,7 +26,7 @@ help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@echo
-	@echo "variables: STAGE=1..4  WEEK=k  IMPL=DIR (graded code: workspace or reference)  ARGS='...'"
+	@echo "variables: STAGE=1..4  WEEK=k  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PYTHON_SYSTEM) -m venv $(VENV)
@@ -30,27 +36,30 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP) build ## create .venv with the pinned dependencies and build the C tier
 
-build: $(STAMP) ## build the C tier's extension (cffi, -O3, OpenMP)
-	@if [ -f stage3_c/build.py ]; then $(PY) -m stage3_c.build; fi
+build: $(STAMP) ## build the tiers that need it (the registry's build steps: the C tier's cffi extension)
+	$(PY) -m tiers build
 
 data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
 	$(PY) -m datasets fetch mnist
 	$(PY) -m datasets fetch fashion-mnist
 
-test: setup ## run the project's tests (GPU checks run under the CUDA simulator)
-	NUMBA_ENABLE_CUDASIM=$${NUMBA_ENABLE_CUDASIM:-1} $(PY) -m pytest -q $(ARGS)
+test: setup ## run the project's tests; the week tests check your workspace/ tiers (GPU checks under the CUDA simulator)
+	S2C_IMPL=$(TEST_IMPL) NUMBA_ENABLE_CUDASIM=$${NUMBA_ENABLE_CUDASIM:-1} $(PY) -m pytest -q $(ARGS)
 
 grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace]
+	$(NO_STAGE_IN_ARGS)
 	$(PY) -m grader --stage $(STAGE) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
-bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyTorch (and stage 2): make bench STAGE=3
-	$(PY) -m grader bench --stage $(STAGE) $(ARGS)
+bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
+	$(NO_STAGE_IN_ARGS)
+	$(PY) -m grader bench --stage $(STAGE) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 	@if $(PY) -c "import torch" 2>/dev/null; then \
 		$(PY) -m nn.bench --stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2 \
-			--output curriculum/results/nn-bench-stage$(STAGE); \
+			$(if $(IMPL),--impl $(IMPL)) --output $(if $(IMPL),$(IMPL)/results,curriculum/results)/nn-bench-stage$(STAGE); \
 	else echo "nn.bench skipped: it compares with PyTorch (pip install -r requirements-oracle.txt)"; fi
 
-train: setup ## train a model with its recipe (nn/recipes.py), on the workspace's tier when there is one: make train ARGS='--model lenet5 --data mnist'
+train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
+	$(NO_STAGE_IN_ARGS)
 	$(PY) -m nn.train --stage $(STAGE) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
@@ -73,6 +82,10 @@ asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grad
 lint: $(STAMP) ## ruff over the project
 	$(PY) -m ruff check .
 
-clean: ## remove build outputs (keeps .venv and data)
-	rm -rf stage3_c/_build workspace .pytest_cache
-	find . -name __pycache__ -prune -exec rm -rf {} +
+# The repository's own code folders (a package's __init__.py, and tests/): `make clean` looks only
+# there, never in workspace/ or any other folder a learner's tiers live in.
+CODE_DIRS = $(patsubst %/__init__.py,%,$(wildcard */__init__.py)) tests
+
+clean: ## remove build outputs: the C tier's extension and _build/, __pycache__ of the repository's code, .pytest_cache, .ruff_cache (never workspace/, .venv or data)
+	rm -rf stage3_c/_build stage3_c/_s2c_native*.so stage3_c/_s2c_native*.c .pytest_cache .ruff_cache
+	find $(CODE_DIRS) -name __pycache__ -prune -exec rm -rf {} +

@@ -23,17 +23,20 @@ def read_checked(dataset, file_spec, path):
 
     Returns the array with shape `file_spec.shape` and dtype `file_spec.dtype`. Raises DatasetError
     (naming `path` and what to do) on bad gzip data, a bad IDX header or length, another shape or
-    dtype, or a sha256 of the decompressed payload other than `file_spec.sha256`.
+    dtype (seen in the header, before the values are read), or a sha256 of the decompressed payload
+    other than `file_spec.sha256`.
     """
     path = Path(path)
-    try:
-        payload = read_payload(path)
-        array = decode_idx(payload, path)
-        if array.shape != file_spec.shape or array.dtype != np.dtype(file_spec.dtype):
+
+    def check_header(dtype, shape):  # before the values are read
+        if shape != file_spec.shape or dtype != np.dtype(file_spec.dtype):
             raise DatasetError(
-                path, f"wrong dims: holds {array.dtype} {array.shape}, expected "
-                f"{file_spec.dtype} {file_spec.shape} for {dataset.name} {file_spec.split} "
-                f"{file_spec.kind}")
+                path, f"wrong dims: holds {dtype} {shape}, expected {file_spec.dtype} "
+                f"{file_spec.shape} for {dataset.name} {file_spec.split} {file_spec.kind}")
+
+    try:
+        payload = read_payload(path, check_header)
+        array = decode_idx(payload, path)
         stat = path.stat()
         key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, file_spec.sha256)
         if key not in _verified:

@@ -56,10 +56,19 @@ def candidates(name, data_dir=None):
 
 
 def file_in(directory, file_spec):
-    """The path of `file_spec`'s file in `directory` (canonical .gz name or gunzipped), or None."""
+    """The path of `file_spec`'s file in `directory` (canonical .gz name or gunzipped), or None.
+
+    Raises DatasetError if `directory` cannot be looked into (permissions).
+    """
     for filename in (file_spec.filename, file_spec.filename.removesuffix(".gz")):
-        if (directory / filename).is_file():
-            return directory / filename
+        try:
+            if (directory / filename).is_file():
+                return directory / filename
+        except OSError as error:  # is_file is False for a missing file, raises for a locked one
+            raise DatasetError(
+                directory, f"cannot look in: {error.strerror or error}",
+                "give read and execute permission on it, or use another data directory"
+            ) from None
     return None
 
 
@@ -127,7 +136,11 @@ def fetch(name, data_dir=None, mirrors=None, progress=True):
         location = None
     if location is not None and location.directory.resolve() != cache.resolve():
         return verify(name, data_dir)
-    cache.mkdir(parents=True, exist_ok=True)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DatasetError(cache, f"cannot create the cache: {error.strerror or error}",
+                           f"set {CACHE_DIR_ENV} to a writable directory") from None
     bases = mirror_urls(name, mirrors)
     for spec in dataset.files:
         if _is_good(dataset, spec, file_in(cache, spec)):

@@ -6,8 +6,9 @@
 
 From Python: `grade(Options(stage=2, quick=True))` returns (exit status, JSON record).
 Modules: contract (the ops as data), inputs (random arguments), session (calling tiers, one
-check), correctness, gradients, speed, timing, poison (NaN-filled allocations), isolation and
-worker (the child process), report, machine, run (a whole grading), bench.
+check), correctness, gradients, propagation (NaN and Inf in, out where PyTorch has them), speed,
+timing, poison (NaN-filled allocations), isolation and worker (the child process), report,
+machine, run (a whole grading), bench.
 """
 
 from .run import Options, grade

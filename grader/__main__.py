@@ -13,6 +13,8 @@ import argparse
 import shlex
 import sys
 
+import tiers
+
 from . import contract
 from .run import Options, grade
 
@@ -26,8 +28,10 @@ def parse(argv):
         else "Grade a tier of scratch2cuda: correctness "
         "against an earlier tier, gradients by finite differences, speed.",
     )
-    parser.add_argument("--stage", type=int, required=True, choices=(1, 2, 3, 4))
-    parser.add_argument("--variant", choices=("numba", "nvcc"), help="stage 4 only (default: both)")
+    parser.add_argument("--stage", type=int, required=True, choices=tiers.STAGES)
+    parser.add_argument(
+        "--variant", choices=tiers.VARIANTS, help="for a stage of several tiers (default: each)"
+    )
     parser.add_argument(
         "--impl",
         metavar="DIR",
@@ -59,7 +63,7 @@ def parse(argv):
         parser.add_argument(
             "--against",
             type=int,
-            choices=(1, 2, 3),
+            choices=tiers.STAGES,
             metavar="M",
             help="reference stage (default N-1; stage 1: stage 2)",
         )
@@ -75,6 +79,8 @@ def parse(argv):
         seed=args.seed,
         command=shlex.join(["python", "-m", "grader", *argv]),
     )
+    if args.variant and args.variant not in tiers.variants(args.stage):
+        parser.error(f"stage {args.stage} has no variant {args.variant!r}")
     if not bench:
         options.week, options.against = args.week, args.against
         options.ops = tuple(args.ops.split(",")) if args.ops else ()

@@ -12,15 +12,16 @@ import time
 
 import numpy as np
 
-from . import contract, tiers
+from . import contract, values
 from .compare import dtype_problem, mismatch
 from .contract import OPS
 from .session import FAILED, PASSED, SKIPPED, Result
 
 
 def check_correct(session, task):
-    """Every correctness case of `task.op`: graded against reference."""
+    """Every correctness case of `task.op` (of its rung `task.kernel`): graded against reference."""
     op = OPS[task.op]
+    rung = f"kernel {task.kernel}" if task.kernel else ""
     if session.reference is None:
         return Result(
             op.name, "correct", SKIPPED, f"no reference tier: {session._reference_reason}"
@@ -31,7 +32,7 @@ def check_correct(session, task):
         rng = session.rng(task, index)
         args, _ = session.arguments(op, size, rng, session.reference, "reference")
         expected = session.call(session.reference, op, args, "reference")
-        received = session.call(session.graded, op, args, "graded")
+        received = session.call(session.graded, op, args, "graded", task.kernel)
         tol = contract.tolerance(op, session.graded_bits, reference_bits, args, session.gpu)
         message = compare_outputs(session, op, received, expected, tol)
         if message:
@@ -41,18 +42,18 @@ def check_correct(session, task):
                 "correct",
                 FAILED,
                 f"{message} [{case}]",
+                size=rung,
                 seconds=time.perf_counter() - started,
             )
-    return Result(
-        op.name, "correct", PASSED, f"{len(op.cases)} cases", seconds=time.perf_counter() - started
-    )
+    seconds = time.perf_counter() - started
+    return Result(op.name, "correct", PASSED, f"{len(op.cases)} cases", rung, seconds)
 
 
 def compare_outputs(session, op, received, expected, tol, how=""):
     """The first problem among an op's outputs (dtype or values), or None."""
     structure = op.outputs + op.inplace
-    flat_received = tiers.flatten(received, structure)
-    flat_expected = tiers.flatten(expected, structure)
+    flat_received = values.flatten(received, structure)
+    flat_expected = values.flatten(expected, structure)
     for name, want in flat_expected.items():
         got = flat_received[name]
         if name != "loss":

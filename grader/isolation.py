@@ -18,9 +18,10 @@ import threading
 import time
 from contextlib import contextmanager
 
+from tiers import REPOSITORY
+
 from . import protocol
 from .session import FAILED, CheckTimeout, Result, Session
-from .tiers import REPOSITORY
 
 STARTUP_SECONDS = 120  # importing a tier may compile kernels
 
@@ -75,10 +76,12 @@ class WorkerGone(Exception):
 class IsolatedRunner:
     """Checks run in a worker process, restarted after a crash or a hang."""
 
-    def __init__(self, setup):
+    def __init__(self, setup, environment=None):
         self.setup = setup
+        self.environment = environment  # None: this process's (crash_site adds ASan's)
         self.process = None
         self.info = None
+        self.signal = None  # the signal that killed the last worker
 
     def _start(self):
         self.errors = tempfile.TemporaryFile()
@@ -89,6 +92,7 @@ class IsolatedRunner:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errors,
+            env=self.environment,
         )
         protocol.send(self.process.stdin, self.setup)
         self.info = self._receive(STARTUP_SECONDS)
@@ -100,6 +104,7 @@ class IsolatedRunner:
         return self.info
 
     def run(self, task, timeout):
+        self.signal = None
         try:
             if self.process is None:
                 self._start()
@@ -107,6 +112,10 @@ class IsolatedRunner:
             return self._receive(timeout)
         except (WorkerGone, BrokenPipeError) as gone:
             message = str(gone) if isinstance(gone, WorkerGone) else "the worker closed its pipe"
+            if self.signal and self.environment is None:  # a crash: find it in the C sources
+                from .crash_site import native_crash_site
+
+                message += native_crash_site(self.setup, task, timeout + STARTUP_SECONDS)
             return Result(task.op, task.kind, FAILED, f"{task.op}: {message}")
 
     def _receive(self, timeout):
@@ -141,19 +150,21 @@ class IsolatedRunner:
         """'the tier crashed (signal SIGSEGV) at path:line in fn', once the worker has exited."""
         code = self.process.wait()
         self._relay_errors()
-        where = _crash_site(self._errors_text())
+        self.signal = -code if code < 0 else None
+        where = _crash_site(self.errors_text())
         self.process = None
         if code < 0:
             return f"the tier crashed (signal {signal.Signals(-code).name}){where}"
         return f"the worker exited with status {code}{where}"
 
-    def _errors_text(self):
+    def errors_text(self):
+        """All the current worker wrote to stderr."""
         self.errors.seek(0)
         return self.errors.read().decode(errors="replace")
 
     def _relay_errors(self):
         """Pass on what the worker wrote to stderr since last time (tier prints, warnings)."""
-        text = self._errors_text()
+        text = self.errors_text()
         if len(text) > self.errors_shown:
             sys.stderr.write(text[self.errors_shown :])
             self.errors_shown = len(text)

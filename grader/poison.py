@@ -1,14 +1,18 @@
 """Pre-filling outputs with NaN, for ops that allocate their own results.
 
 The contract's ops return fresh arrays, so the grader cannot hand them a NaN-filled output
-buffer. Instead, while a graded op runs, `numpy.empty` and `numpy.empty_like` return arrays filled
-with NaN (integer arrays with their most negative value): an element the op forgets to write then
-reads as NaN and fails the comparison, instead of holding whatever the memory held before, which
-may even be the right answer left over from an earlier call. Tiers that allocate through
-`np.empty` (NumPy code, the C tier's wrappers) are covered; stage 1 builds lists and has nothing
-to leave unwritten.
+buffer. Instead, while a graded op runs, the tier's allocation hook `empty(shape, dtype)`
+(CONTRACT.md, "The tier interface") returns outputs filled with NaN (integer ones with their most
+negative value), made by the tier's own `from_numpy`: nested lists on stage 1, NumPy arrays on
+stages 2-3, device memory on a GPU. An element the op forgets to write then reads as NaN and fails
+the comparison, instead of holding whatever the memory held before, which may even be the right
+answer left over from an earlier call.
+
+Code that bypasses the hook and calls NumPy itself (a learner's `np.empty_like(x)` in stage 2) is
+covered as well: `numpy.empty` and `numpy.empty_like` are poisoned the same way.
 """
 
+import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -23,12 +27,19 @@ def _fill(array):
 
 
 @contextmanager
-def poisoned_allocations(enabled=True):
-    """Within the block, np.empty and np.empty_like return poisoned arrays (see above)."""
+def poisoned_allocations(tier, enabled=True):
+    """Within the block, `tier`'s allocation hook and NumPy's empty allocations are poisoned."""
     if not enabled:
         yield
         return
+    # The ops look the hook up in its own module at call time (`_memory.empty(...)`): replace it
+    # there, and on the tier module that re-exports it.
+    real_hook = tier.empty
+    owners = [tier, sys.modules[real_hook.__module__]]
     real_empty, real_empty_like = np.empty, np.empty_like
+
+    def poisoned_hook(shape, dtype=np.float32):
+        return tier.from_numpy(_fill(real_empty(shape, dtype)))
 
     def empty(*args, **kwargs):
         return _fill(real_empty(*args, **kwargs))
@@ -36,8 +47,12 @@ def poisoned_allocations(enabled=True):
     def empty_like(*args, **kwargs):
         return _fill(real_empty_like(*args, **kwargs))
 
+    for owner in owners:
+        owner.empty = poisoned_hook
     np.empty, np.empty_like = empty, empty_like
     try:
         yield
     finally:
         np.empty, np.empty_like = real_empty, real_empty_like
+        for owner in owners:
+            owner.empty = real_hook

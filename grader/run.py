@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import contract, report, tiers
+import tiers
+
+from . import contract, propagation, report
 from .contract import OPS
 from .isolation import InProcessRunner, IsolatedRunner, WorkerGone
 from .machine import machine_info
 from .session import FAILED, SKIPPED, Result, Setup, Task
 
-DEFAULT_AGAINST = {1: (2,), 2: (1,), 3: (2,), 4: (3, 2)}  # stage 1 has no earlier tier: see README
 RESULTS = tiers.REPOSITORY / "curriculum" / "results"
 SPEED_TIME_FACTOR = 6  # a speed task times many calls: its time limit is this many check limits
 
@@ -55,12 +56,16 @@ def selected_ops(options):
 
 
 def plan_grade(options, info, results):
-    """Correctness, gradient and distribution checks per op, then the speed ladder."""
+    """Correctness, NaN, gradient and distribution checks per op, then the speed ladder."""
     names = selected_ops(options)
     tasks = []
     for name in names:
         op = OPS[name]
         tasks.append(Task("correct", name))
+        if name == "matmul":  # each rung of a matmul ladder on its own (a stub hides no other)
+            tasks += [Task("correct", name, kernel=kernel) for kernel in info["matmul_kernels"]]
+        if propagation.has_float_inputs(op):
+            tasks.append(Task("nan", name))
         if op.grads:
             tasks.append(Task("grad", name))
         if op.dist:
@@ -73,9 +78,8 @@ def plan_grade(options, info, results):
 
 
 def variants(options):
-    if options.stage != 4:
-        return [None]
-    return [options.variant] if options.variant else list(tiers.VARIANTS)
+    """The variant asked for, else every variant of the stage ([None] for a stage of one tier)."""
+    return [options.variant] if options.variant else list(tiers.variants(options.stage)) or [None]
 
 
 def default_json_path(options, kind="grade"):
@@ -131,14 +135,17 @@ def _display(path):
 
 def _run_variant(options, variant, plan, kind, out):
     """Grade one tier (stage 4 has two variants); returns (results, the run's JSON record)."""
-    against = (options.against,) if options.against else DEFAULT_AGAINST[options.stage]
+    tier = tiers.find(options.stage, variant)
+    # By default the registry's references (stage 1 has no earlier tier: it is checked against 2).
+    references = tuple(tiers.get(name).stage for name in tier.references)
+    against = (options.against,) if options.against else references
     impl = str(Path(options.impl).resolve()) if options.impl else None
     setup = Setup(
         options.stage, variant, impl, against, options.seed, options.quick, bench=kind == "bench"
     )
     isolate = options.isolate or options.stage >= 3  # native code may crash or hang
     runner = IsolatedRunner(setup) if isolate else InProcessRunner(setup)
-    label = tiers.tier_label(options.stage, variant)
+    label = tier.label
     record = {"tier": label, "impl": impl, "isolated": isolate}
     results = []
     try:
@@ -175,11 +182,13 @@ def _run_variant(options, variant, plan, kind, out):
 
 def _run_tasks(options, runner, tasks, results, out):
     """Run tasks in order, appending to `results`. An op whose correctness failed is not timed;
-    an op not implemented is reported once, its other checks skipped."""
+    an op not implemented is reported once, its other checks skipped. A matmul rung (`kernel`)
+    counts as an op of its own."""
     failed_ops, missing_ops = set(), set()
     for task in tasks:
-        if task.op in missing_ops or (task.kind == "speed" and task.op in failed_ops):
-            why = "not implemented" if task.op in missing_ops else "its correctness check failed"
+        key = (task.op, task.kernel)
+        if key in missing_ops or (task.kind == "speed" and key in failed_ops):
+            why = "not implemented" if key in missing_ops else "its correctness check failed"
             size = (task.size.label or "") if task.size else ""
             result = Result(task.op, task.kind, SKIPPED, f"skipped: {why}", size=size)
         else:
@@ -187,8 +196,8 @@ def _run_tasks(options, runner, tasks, results, out):
             limit = options.timeout * (SPEED_TIME_FACTOR if timed else 1)
             result = runner.run(task, limit)
             if result.status == FAILED:
-                failed_ops.add(task.op)
+                failed_ops.add(key)
                 if ": not implemented (" in result.message:
-                    missing_ops.add(task.op)
+                    missing_ops.add(key)
         report.print_row(result, out)
         results.append(result)

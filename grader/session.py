@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import contract, inputs, tiers
+import tiers
+
+from . import contract, inputs, values
 from .contract import OPS, SOURCES
 from .poison import poisoned_allocations
 
@@ -36,7 +38,7 @@ class Setup:
 
 @dataclass(frozen=True)
 class Task:
-    """One check: kind is correct, grad, dist, speed, kernel or blas."""
+    """One check: kind is correct, grad, nan, dist, speed, kernel or blas."""
 
     kind: str
     op: str
@@ -93,16 +95,16 @@ class Session:
 
     def __init__(self, setup):
         self.setup = setup
-        self.graded = tiers.load(setup.stage, setup.variant, setup.impl)
+        self.graded = tiers.load(tiers.find(setup.stage, setup.variant), setup.impl)
         self.reference, reasons = None, []
         for stage in setup.against:  # the first one available
-            candidate = tiers.load(stage, setup.variant)
+            candidate = tiers.load(tiers.find(stage))
             if candidate.ok:
                 self.reference = candidate
                 break
             reasons.append(f"{candidate.label}: {candidate.reason}")
         self._reference_reason = "; ".join(reasons)
-        self.oracle = tiers.load(1)
+        self.oracle = tiers.load(tiers.get("python"))
         self.graded_bits = contract.FLOAT_BITS[setup.stage]
         self.gpu = setup.stage == 4
 
@@ -114,7 +116,7 @@ class Session:
             self._fast_reference = None
             for stage in (2, 3):
                 if stage != self.setup.stage or self.setup.impl is not None:
-                    loaded = tiers.load(stage)
+                    loaded = tiers.load(tiers.find(stage))
                     if loaded.ok:
                         self._fast_reference = loaded
                         break
@@ -139,22 +141,24 @@ class Session:
 
     # --- calling tiers --------------------------------------------------------------------
 
-    def call(self, tier, op, args, role):
+    def call(self, tier, op, args, role, kernel=None):
         """Run `op` on `tier` with `args` (NumPy values); returns {output name: NumPy value}.
+        `kernel` picks a rung of the tier's matmul ladder (`matmul(a, b, kernel=...)`).
 
         In-place arguments come back under their own names. For the graded tier, outputs it
         allocates are NaN-poisoned (grader/poison.py), dtypes are checked, and its inputs must
         come back unchanged.
         """
         graded = role == "graded"
-        natives = {name: tiers.to_native(tier.module, args[name]) for name in op.params}
+        natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
         try:
-            with poisoned_allocations(enabled=graded):
-                result = getattr(tier.module, op.name)(*natives.values())
-            outputs = tiers.to_numpy_tree(tier.module, result, op.outputs)
+            with poisoned_allocations(tier.module, enabled=graded):
+                extra = {"kernel": kernel} if kernel else {}
+                result = getattr(tier.module, op.name)(*natives.values(), **extra)
+            outputs = values.to_numpy_tree(tier.module, result, op.outputs)
             for name in op.inplace:
                 outputs[name] = np.asarray(tier.module.to_numpy(natives[name]))
-        except tiers.ContractError as error:
+        except values.ContractError as error:
             raise TierError(role, op.name, error) from None
         except Exception as error:
             raise TierError(role, op.name, error) from error
@@ -172,8 +176,9 @@ class Session:
             for original, native in zip(originals, values, strict=True):
                 if not isinstance(original, np.ndarray):
                     break  # a scalar, or a shape such as x_shape
-                if not np.array_equal(np.asarray(self.graded.module.to_numpy(native)), original):
-                    problem = tiers.ContractError(
+                unchanged = np.asarray(self.graded.module.to_numpy(native))
+                if not np.array_equal(unchanged, original, equal_nan=True):  # NaN inputs: nan check
+                    problem = values.ContractError(
                         f"modified its input {name} (only optimizers and batchnorm's running "
                         "statistics may change their arguments)"
                     )
@@ -212,17 +217,19 @@ class Session:
 
     def run(self, task):
         """Run one check and return its Result; every failure becomes a message."""
-        from . import correctness, gradients, speed  # the checks, one module per kind
+        from . import correctness, gradients, propagation, speed  # one module per kind
 
         checks = {
             "correct": correctness.check_correct,
             "dist": correctness.check_distribution,
             "grad": gradients.check_gradients,
+            "nan": propagation.check_nan,
             "speed": speed.check_speed,
             "kernel": speed.check_kernel,
             "blas": speed.check_blas,
         }
         label = (task.size.label or str(task.size.size)) if task.size else ""
+        label = f"kernel {task.kernel}" if task.kind == "correct" and task.kernel else label
         try:
             return checks[task.kind](self, task)
         except TierError as error:
@@ -234,7 +241,7 @@ class Session:
     def _explain(self, error):
         if error.role == "graded" and isinstance(error.error, NotImplementedError):
             return f"{error.op}: {not_implemented_message(self.setup.stage, error.op, error.error)}"
-        if isinstance(error.error, tiers.ContractError):
+        if isinstance(error.error, values.ContractError):
             return f"{error.op}: {error.error}"
         who = {
             "graded": "",

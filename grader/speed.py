@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import contract, inputs, tiers
+from . import contract, inputs, values
 from .contract import OPS
 from .correctness import compare_outputs
 from .session import FAILED, PASSED, Result, TierError
@@ -86,7 +86,7 @@ TORCH_OPS = {  # (torch, tensors, args) -> a call doing the op's work
 def time_op(session, tier, op, args, role):
     """(Timing, outputs) of `op` on `tier`: the outputs of the last timed call (in-place ops:
     of one more call on fresh arguments, since timing updated them over and over)."""
-    natives = [tiers.to_native(tier.module, args[name]) for name in op.params]
+    natives = [values.to_native(tier.module, args[name]) for name in op.params]
     function = getattr(tier.module, op.name)
     try:
         timing, result = measure(
@@ -94,7 +94,7 @@ def time_op(session, tier, op, args, role):
         )
         if op.inplace:
             return timing, session.call(tier, op, args, role)
-        return timing, tiers.to_numpy_tree(tier.module, result, op.outputs)
+        return timing, values.to_numpy_tree(tier.module, result, op.outputs)
     except TierError:
         raise
     except Exception as error:

@@ -2,6 +2,7 @@
 
     python -m nn.bench --stage 2 --models mlp lenet5 --output curriculum/results/nn-bench-stage2
     python -m nn.bench --stage 2 3 --models lenet5 fashion_cnn --output ...   (tiers side by side)
+    python -m nn.bench --stage 2 3 --impl workspace   (stage 3 from workspace/, 2 the reference)
 
 Every side trains the same model (PyTorch's copy is translated layer by layer from nn's, with the
 same initial weights) on the same mini-batches of MNIST with the same batch size and optimizer
@@ -72,18 +73,27 @@ def torch_epoch(torch, net, data, recipe):
     return time.perf_counter() - started
 
 
-def tier_epoch(tier, model, data, recipe):
-    """Seconds for one epoch of the nn trainer on `tier` (the training steps only)."""
+def tier_epoch(model, data, recipe):
+    """Seconds for one epoch of the nn trainer on the model's tier (the training steps only)."""
     trainer = Trainer(model, data, recipe, run_dir="/nonexistent", progress_bar=False)
     started = time.perf_counter()
     trainer.train_epoch()
     return time.perf_counter() - started
 
 
+def load_tiers(stages, impl=None):
+    """{stage: tier}: the benchmarked tier (the last stage) from folder `impl` when given (the
+    rule of `make bench`), the stages before it the repository's, to compare with."""
+    return {stage: load_tier(stage, impl if stage == stages[-1] else None) for stage in stages}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nn.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--stage", type=int, nargs="+", default=[2], choices=STAGES,
                         help="the tiers to time (several: side by side, the first is the baseline)")
+    parser.add_argument("--impl", metavar="DIR",
+                        help="take the benchmarked tier (the last --stage) from DIR, e.g. your "
+                        "workspace; the stages before it, for comparison, are the repository's")
     parser.add_argument("--models", nargs="+", default=["mlp", "lenet5"])
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--data-dir")
@@ -98,7 +108,7 @@ def main(argv=None):
         print("error: nn.bench compares with PyTorch: pip install -r requirements-oracle.txt",
               file=sys.stderr)
         return 2
-    tiers = {stage: load_tier(stage) for stage in args.stage}
+    tiers = load_tiers(args.stage, args.impl)
     recipe = Recipe(epochs=1, batch_size=args.batch_size, optimizer="adam", lr=1e-3,
                     schedule="constant")
     data = load_data("mnist", args.data_dir, recipe.val_size)
@@ -114,7 +124,7 @@ def main(argv=None):
                 model = model.build(tier, recipe.seed)
                 if stage == baseline:
                     torch_times.append(torch_epoch(torch, to_torch(model, torch), data, recipe))
-                tier_times[stage].append(tier_epoch(tier, model, data, recipe))
+                tier_times[stage].append(tier_epoch(model, data, recipe))
         torch_seconds = min(torch_times)
         for stage, times in tier_times.items():
             row = {

@@ -4,6 +4,7 @@ Image models declare the input they were designed for (a mismatch with the data 
 the first step); `perceptron` and `mlp` size their first layer from the data instead.
 """
 
+import inspect
 from math import prod
 
 from nn.layers import (
@@ -19,6 +20,7 @@ from nn.layers import (
     Tanh,
 )
 from nn.model import Model
+from nn.values import is_int, is_number
 
 MNIST_SHAPE = (1, 28, 28)
 
@@ -72,7 +74,7 @@ def lenet5(input_shape=MNIST_SHAPE, num_classes=10):
 
 
 def fashion_cnn(input_shape=MNIST_SHAPE, num_classes=10, dropout=0.0, init="he"):
-    """The Fashion-MNIST CNN of DESIGN.md: 896,522 parameters.
+    """The Fashion-MNIST CNN of ARCHITECTURE.md ("The network"): 896,522 parameters.
 
     Conv 1->64 k3, MaxPool 2, ReLU, Conv 64->128 k3, MaxPool 2, ReLU, Linear 3200->256, ReLU,
     Linear 256->10. `dropout` > 0 adds a Dropout before the last layer (no parameters); `init`
@@ -160,13 +162,37 @@ MODELS = {
 }
 
 
+def check_options(name, options):
+    """ValueError unless `options` ({name: value}) are arguments that model `name`'s builder
+    takes, each of its default's type (an int option takes an integer >= 1)."""
+    defaults = {
+        option.name: option.default
+        for option in list(inspect.signature(MODELS[name]).parameters.values())[2:]
+    }
+    for option, value in options.items():
+        if option not in defaults:
+            takes = f"takes the options {sorted(defaults)}" if defaults else "takes no options"
+            raise ValueError(f"model {name!r} {takes}, got {option!r}")
+        default = defaults[option]
+        if isinstance(default, str):
+            valid, expected = isinstance(value, str), "a string"
+        elif isinstance(default, int):
+            valid, expected = is_int(value, 1), "an integer >= 1"
+        else:
+            valid, expected = is_number(value), "a finite number"
+        if not valid:
+            raise ValueError(f"model option {option} must be {expected}, got {value!r}")
+
+
 def build_model(name, input_shape, num_classes, **options):
     """The unbuilt Model `name` for data of `input_shape` with `num_classes` classes.
 
-    Raises ValueError when the model cannot take that data (checked before any training step).
+    Raises ValueError when the options or the data do not fit the model (checked before any
+    training step).
     """
     if name not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {name!r}")
+    check_options(name, options)
     model = MODELS[name](tuple(input_shape), num_classes, **options)
     if model.input_shape != tuple(input_shape):
         raise ValueError(

@@ -5,7 +5,8 @@
 
 An image file is converted to the model's channels and size (MNIST digits are white on black:
 use --invert for a dark digit on a light background). --index takes example i of the test split of
-the data set the model was trained on.
+the data set the model was trained on. Any failure is one line on stderr and an exit status of its
+kind (nn/exits.py, listed by --help).
 """
 
 import argparse
@@ -14,17 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
-from datasets import DatasetError
-from nn.checkpoint import CheckpointError, read_checkpoint, restore
-from nn.data import Normalizer, load_data
+from nn.checkpoint import CheckpointError, meta_field, read_checkpoint, restore
+from nn.data import DATA_NAMES, Normalizer, load_data
+from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
 from nn.models import build_model
 from nn.recipes import Recipe
-from nn.tiers import STAGES, TierError, load_tier
+from nn.tiers import STAGES, load_tier
+from nn.values import is_int, is_number
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m nn.predict", description=__doc__.split("\n")[0]
+        prog="python -m nn.predict", description=__doc__.split("\n")[0], epilog=EPILOG
     )
     parser.add_argument("--checkpoint", type=Path, required=True)
     source = parser.add_mutually_exclusive_group(required=True)
@@ -42,13 +44,40 @@ def parse_args(argv=None):
 def load_model(path, tier):
     """(model in evaluation mode with the checkpoint's weights, the checkpoint's meta)."""
     meta, arrays = read_checkpoint(path)
-    model = build_model(
-        meta["model"], meta["input_shape"], meta["num_classes"], **meta["model_options"]
-    )
-    model.build(tier, seed=0)  # initial weights are replaced by the checkpoint's
+    check_record(path, meta)
+    try:
+        model = build_model(
+            meta["model"], meta["input_shape"], meta["num_classes"], **meta["model_options"]
+        )
+        model.build(tier, seed=0)  # initial weights are replaced by the checkpoint's
+    except ValueError as error:
+        raise CheckpointError(f"checkpoint {path}: its model cannot be built: {error}") from None
     restore(path, meta, arrays, model)
     model.eval()
     return model, meta
+
+
+def check_record(path, meta):
+    """CheckpointError unless `meta` holds the record nn.train writes, as prediction uses it."""
+    meta_field(path, meta, "input_shape",
+               lambda v: isinstance(v, list) and 1 <= len(v) <= 3 and all(is_int(n, 1) for n in v),
+               "a list of 1 to 3 sizes >= 1")
+    classes = meta_field(path, meta, "num_classes", lambda v: is_int(v, 1), "an integer >= 1")
+    meta_field(path, meta, "model_options", lambda v: isinstance(v, dict), "a JSON object")
+    meta_field(path, meta, "class_names",
+               lambda v: isinstance(v, list) and len(v) == classes
+               and all(isinstance(name, str) for name in v), f"a list of {classes} names")
+    meta_field(path, meta, "data", lambda v: v in DATA_NAMES, f"one of {list(DATA_NAMES)}")
+    channels = meta["input_shape"][0] if len(meta["input_shape"]) == 3 else meta["input_shape"][-1]
+    meta_field(path, meta, "normalizer",
+               lambda v: isinstance(v["is_image"], bool) and all(
+                   isinstance(v[key], list) and len(v[key]) == channels
+                   and all(map(is_number, v[key])) for key in ("mean", "std")),
+               f"mean and std of {channels} values and is_image")
+    try:
+        Recipe.from_json(meta.get("recipe"))
+    except (ValueError, TypeError) as error:
+        raise CheckpointError(f"checkpoint {path}: bad recipe: {error}") from None
 
 
 def read_image(path, input_shape, invert=False):
@@ -73,6 +102,8 @@ def read_image(path, input_shape, invert=False):
 def main(argv=None):
     args = parse_args(argv)
     try:
+        if args.top_k < 1:
+            raise ValueError(f"--top-k must be an integer >= 1, got {args.top_k}")
         tier = load_tier(args.stage, args.impl)
         model, meta = load_model(args.checkpoint, tier)
         if args.index is not None:
@@ -85,9 +116,12 @@ def main(argv=None):
                   f"{meta['class_names'][test.labels[args.index]]}")
         else:
             inputs = read_image(args.image, meta["input_shape"], args.invert)
-    except (TierError, DatasetError, CheckpointError, ValueError) as error:
+    except REPORTED as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2
+        return exit_status(error)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return INTERRUPTED
     normalized = Normalizer.from_json(meta["normalizer"])(inputs)
     logits = model.forward(tier.from_numpy(normalized))
     probabilities = model.loss.probabilities(tier, logits)[0]

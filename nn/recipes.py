@@ -7,6 +7,36 @@ targets are the ones the committed results in curriculum/results/train-*.json we
 
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from nn.schedules import Schedule
+from nn.values import is_int, is_number, is_positive
+
+OPTIMIZER_NAMES = ("sgd", "momentum", "nesterov", "rmsprop", "adam")
+# What each field must be: (predicate, what to say otherwise). Recipes come from this file, from
+# flags and from checkpoints; all three are checked here, before anything is built.
+FIELD_CHECKS = {
+    "epochs": (lambda v: is_int(v, 1), "an integer >= 1"),
+    "batch_size": (lambda v: is_int(v, 1), "an integer >= 1"),
+    "optimizer": (lambda v: v in OPTIMIZER_NAMES, f"one of {list(OPTIMIZER_NAMES)}"),
+    "lr": (is_positive, "a finite number > 0"),
+    "momentum": (is_number, "a finite number"),
+    "beta2": (lambda v: is_number(v, 0.0) and v < 1, "a number in [0, 1)"),
+    "weight_decay": (lambda v: is_number(v, 0.0), "a finite number >= 0"),
+    "schedule": (lambda v: v in Schedule.KINDS, f"one of {list(Schedule.KINDS)}"),
+    "warmup_epochs": (lambda v: is_number(v, 0.0), "a finite number >= 0"),
+    "gamma": (is_positive, "a finite number > 0"),
+    "step_epochs": (lambda v: is_int(v, 1), "an integer >= 1"),
+    "min_lr_factor": (lambda v: is_number(v, 0.0, 1.0), "a number in [0, 1]"),
+    "shift": (is_int, "an integer >= 0"),
+    "flip": (lambda v: isinstance(v, bool), "true or false"),
+    "val_size": (is_int, "an integer >= 0"),
+    "train_size": (is_int, "an integer >= 0"),
+    "patience": (is_int, "an integer >= 0"),
+    "seed": (is_int, "an integer >= 0"),
+    "synthetic_size": (lambda v: is_int(v, 1), "an integer >= 1"),
+    "model_options": (lambda v: isinstance(v, dict) and all(isinstance(k, str) for k in v),
+                      "a dict of NAME: VALUE"),
+}
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -31,6 +61,14 @@ class Recipe:
     synthetic_size: int = 1000  # points per split of blobs and spirals
     model_options: dict = field(default_factory=dict)  # keyword arguments of the model builder
 
+    def __post_init__(self):
+        """ValueError naming the first field (as its flag) that FIELD_CHECKS refuses."""
+        for name, (is_valid, expected) in FIELD_CHECKS.items():
+            value = getattr(self, name)
+            if not is_valid(value):
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} must be {expected}, got {value!r}")
+
     def with_overrides(self, **overrides):
         """A copy with the given fields replaced (None values are ignored)."""
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
@@ -46,6 +84,9 @@ class Recipe:
 
     @classmethod
     def from_json(cls, values):
+        """The recipe `to_json` gave; ValueError if `values` is not one."""
+        if not isinstance(values, dict):
+            raise ValueError(f"a recipe is a JSON object, got {values!r}")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:

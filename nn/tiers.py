@@ -1,28 +1,29 @@
-"""`--stage N [--impl DIR]` to the tier that implements the op contract.
+"""`--stage N [--variant V] [--impl DIR]` to the tier module that implements the op contract.
 
-The repository's tier, or a learner's from a workspace folder (`make exercises`), found and
-imported exactly as `python -m grader --impl DIR` finds it.
+The tier comes from the registry (tiers/): the repository's, or a learner's copy from a workspace
+folder (`make exercises`), found and imported exactly as `python -m grader --impl DIR` finds it.
 """
 
-from grader.tiers import PACKAGES, load
+import tiers
 
-STAGES = sorted(PACKAGES)
+STAGES = tiers.STAGES
+VARIANTS = tiers.VARIANTS
 
 
 class TierError(RuntimeError):
     """A tier that cannot be used here (not written yet, unavailable, or failing to import)."""
 
 
-def load_tier(stage, impl=None):
-    """The tier module of `stage` (1-4), the repository's or the one under `impl`.
+def load_tier(stage, impl=None, variant=None):
+    """The tier module of `stage` (and `variant`: stage 4's default is its first, numba), the
+    repository's or the one under `impl`.
 
-    Stage 4 is its nvcc variant, which the `stage4_cuda` package re-exports (DESIGN.md).
-    Raises TierError saying why there is none.
+    Raises ValueError for a stage or variant the registry does not know, TierError saying why
+    there is no module.
     """
-    if stage not in PACKAGES:
-        raise ValueError(f"stage must be one of {STAGES}, got {stage!r}")
-    tier = load(stage, variant="nvcc" if stage == 4 else None, impl=impl)
-    if not tier.ok:
+    tier = tiers.find(stage, variant)
+    loaded = tiers.load(tier, impl)
+    if not loaded.ok:
         where = f" in {impl}" if impl else ""
-        raise TierError(f"stage {stage} ({PACKAGES[stage]}{where}): {tier.reason}")
-    return tier.module
+        raise TierError(f"stage {stage} ({tier.module}{where}): {loaded.reason}")
+    return loaded.module

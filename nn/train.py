@@ -1,8 +1,8 @@
 """Train a model on a tier: `python -m nn.train --stage 2 --model lenet5 --data mnist`.
 
 Settings come from the recipe for the model and data (nn/recipes.py); flags override them. The
-last line printed is `test_accuracy=0.XXXX` so that scripts can read the result.
-Exit status: 0 done, 1 training diverged, 2 bad arguments or data, 130 interrupted (resumable).
+last line printed is `test_accuracy=0.XXXX` so that scripts can read the result. Any failure is
+one line on stderr and an exit status of its kind (nn/exits.py, listed by --help).
 """
 
 import argparse
@@ -13,20 +13,25 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from datasets import DatasetError
 from nn.checkpoint import CheckpointError, read_checkpoint
 from nn.data import DATA_NAMES, load_data
-from nn.models import MODELS, build_model
+from nn.exits import DIVERGED, EPILOG, INTERRUPTED, REPORTED, exit_status
+from nn.interrupts import Interrupted
+from nn.models import MODELS, build_model, check_options
 from nn.recipes import Recipe, recipe_for
 from nn.report import command_line, machine, save_pictures, write_results
 from nn.schedules import Schedule
-from nn.tiers import STAGES, TierError, load_tier
+from nn.tiers import STAGES, VARIANTS, load_tier
 from nn.trainer import Trainer, TrainingDiverged
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m nn.train", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m nn.train", description=__doc__.split("\n")[0], epilog=EPILOG
+    )
     parser.add_argument("--stage", type=int, default=2, choices=STAGES)
+    parser.add_argument("--variant", choices=VARIANTS,
+                        help="stage 4's variant (default: numba, the first)")
     parser.add_argument("--impl", metavar="DIR",
                         help="train on the tier in DIR, e.g. your workspace "
                         "(default: the reference)")
@@ -90,23 +95,30 @@ RECIPE_FLAGS = (
 def main(argv=None):
     args = parse_args(argv)
     try:
-        tier = load_tier(args.stage, args.impl)
+        tier = load_tier(args.stage, args.impl, args.variant)
         if args.summary:
             print(MODELS[args.model]().build(tier, seed=0).summary())
             return 0
         if args.data is None:
             raise ValueError("--data is required (one of " + ", ".join(DATA_NAMES) + ")")
-        if args.threads:
+        if args.threads is not None:
+            if args.threads < 1:
+                raise ValueError(f"--threads must be an integer >= 1, got {args.threads}")
             # NumPy's BLAS (and any other native thread pool) uses this many threads from here on
             threadpool_limits(args.threads)
         return train(args, tier)
-    except (TierError, DatasetError, CheckpointError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except NotImplementedError as error:  # an exercise of the --impl tier still to be written
-        print(f"error: {error}; `make grade STAGE={args.stage}` lists what is left",
-              file=sys.stderr)
-        return 2
+    except REPORTED as error:
+        hint = ""
+        if isinstance(error, NotImplementedError):  # an exercise of the --impl tier to write
+            hint = (
+                f"; `make grade STAGE={args.stage}` lists what is left "
+                "(`make train IMPL=` trains on the reference)"
+            )
+        print(f"error: {error}{hint}", file=sys.stderr)
+        return exit_status(error)
+    except KeyboardInterrupt:  # outside training (which says what it saved): nothing to save
+        print("\ninterrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 def train(args, tier):
@@ -117,12 +129,17 @@ def train(args, tier):
     if args.resume:
         checkpoint = run_dir / "last.npz" if args.resume == "last" else Path(args.resume)
         meta, _ = read_checkpoint(checkpoint)
-        if (meta["model"], meta["data"]) != (args.model, args.data):
+        if (meta["model"], meta.get("data")) != (args.model, args.data):
             raise CheckpointError(
-                f"checkpoint {checkpoint} is of {meta['model']} on {meta['data']}, "
+                f"checkpoint {checkpoint} is of {meta['model']} on {meta.get('data')}, "
                 f"not {args.model} on {args.data}"
             )
-        recipe = Recipe.from_json(meta["recipe"]).with_overrides(**overrides)
+        try:
+            recipe = Recipe.from_json(meta.get("recipe"))
+            check_options(args.model, recipe.model_options)
+        except (ValueError, TypeError) as error:
+            raise CheckpointError(f"checkpoint {checkpoint}: bad recipe: {error}") from None
+        recipe = recipe.with_overrides(**overrides)
     else:
         recipe = recipe_for(args.model, args.data).with_overrides(**overrides)
     if args.model_option:
@@ -159,11 +176,10 @@ def train(args, tier):
         history = trainer.fit()
     except TrainingDiverged as error:
         print(f"error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: checkpoint saved to {trainer.last_path}; continue with the same "
-              "command and --resume", file=sys.stderr)
-        return 130
+        return DIVERGED
+    except Interrupted as interrupted:  # the message says whether a checkpoint was saved
+        print(f"\n{interrupted}", file=sys.stderr)
+        return INTERRUPTED
     wall_seconds = time.perf_counter() - started
 
     test_loss, test_accuracy, predictions = trainer.evaluate(data.test)

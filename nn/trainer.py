@@ -2,29 +2,41 @@
 
 Everything random is derived from the recipe's seed and a position (epoch, batch), never from a
 running generator, so a run resumed from a checkpoint (even one written by Ctrl-C in the middle of
-an epoch) continues exactly as the uninterrupted run would have.
+an epoch) continues exactly as the uninterrupted run would have. Ctrl-C takes effect between two
+steps (nn/interrupts.py), so the checkpoint it writes holds one step's weights, optimizer state,
+counters and data order, never half of a step.
 """
 
 import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
 from nn.augment import augment
-from nn.checkpoint import read_checkpoint, restore, save_checkpoint
+from nn.checkpoint import (
+    CheckpointError,
+    NotFiniteError,
+    meta_field,
+    read_checkpoint,
+    restore,
+    save_checkpoint,
+)
+from nn.interrupts import DeferredInterrupt, Interrupted
 from nn.optimizers import make_optimizer
 from nn.schedules import Schedule
+from nn.values import is_int, is_number
 
+RESUME_HINT = "; continue with the same command and --resume"
 EVAL_BATCH = 500  # examples per forward pass when evaluating (memory, not results, depends on it)
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss became NaN or Inf; the last checkpoint on disk is the last good one."""
+    """The loss, the weights or the optimizer state became NaN or Inf; nothing was written."""
 
 
 @dataclass
@@ -44,6 +56,38 @@ class Progress:
     seen: int = 0
     seconds: float = 0.0
     history: list = field(default_factory=list)  # one dict of metrics per completed epoch
+
+    def count_batch(self, loss, correct, examples, seconds):
+        """Count one finished batch of `examples` (mean `loss`, `correct` predictions)."""
+        self.loss_sum += loss * examples
+        self.correct += correct
+        self.seen += examples
+        self.seconds += seconds
+        self.batch += 1
+        self.step += 1
+
+    @classmethod
+    def from_checkpoint(cls, path, values, steps_per_epoch):
+        """The Progress saved in checkpoint `path` as `values` (a dict from its JSON), checked
+        against the recipe's `steps_per_epoch`; CheckpointError naming what does not fit."""
+        names = sorted(field.name for field in fields(cls))
+        if not isinstance(values, dict) or sorted(values) != names:
+            raise CheckpointError(f"checkpoint {path}: progress must hold exactly {names}")
+        for name in ("epoch", "batch", "step", "best_epoch", "epochs_without_improvement",
+                     "correct", "seen"):
+            meta_field(path, values, name, is_int, "an integer >= 0")
+        for name in ("loss_sum", "seconds"):
+            meta_field(path, values, name, lambda v: is_number(v, 0.0), "a finite number >= 0")
+        meta_field(path, values, "best_val_loss", lambda v: v == math.inf or is_number(v),
+                   "a finite number or Infinity")
+        meta_field(path, values, "stopped_early", lambda v: isinstance(v, bool), "a boolean")
+        meta_field(path, values, "batch",
+                   lambda v: v <= steps_per_epoch and (v == 0) == (values["seen"] == 0),
+                   f"at most the {steps_per_epoch} of an epoch, and 0 exactly when seen is")
+        meta_field(path, values, "history",
+                   lambda v: len(v) == values["epoch"] and all(map(_is_metrics, v)),
+                   "one dict of numbers per epoch done")
+        return cls(**values)
 
 
 class Trainer:
@@ -79,6 +123,11 @@ class Trainer:
             min_factor=recipe.min_lr_factor,
         )
         self.progress = Progress()
+        # (path, Progress) of the last checkpoint this run wrote or resumed from, else None
+        self.last_good = None
+        self.interrupt = DeferredInterrupt()
+        # True while a step (or an epoch's end) changes the state: a checkpoint then would mix two
+        self.mid_update = False
 
     @property
     def last_path(self):
@@ -93,18 +142,43 @@ class Trainer:
     def fit(self):
         """Train until the recipe's epochs are done or early stopping triggers.
 
-        Ctrl-C saves a checkpoint of the exact position, then re-raises KeyboardInterrupt.
-        A NaN or Inf loss raises TrainingDiverged without touching the checkpoints.
+        Ctrl-C finishes the step under way, saves a checkpoint of that position, and raises
+        Interrupted (a KeyboardInterrupt) saying so; a KeyboardInterrupt in the middle of a step
+        (a second Ctrl-C) saves nothing and keeps the last checkpoint. A NaN or Inf loss, or
+        weights or optimizer state that became NaN or Inf by the time a checkpoint is due, raise
+        TrainingDiverged without touching the checkpoints.
         """
         progress = self.progress
-        try:
-            while progress.epoch < self.recipe.epochs and not progress.stopped_early:
-                self.train_epoch()
-                self._end_epoch()
-        except KeyboardInterrupt:
-            self.save(self.last_path)
-            raise
+        with self.interrupt:
+            try:
+                while progress.epoch < self.recipe.epochs and not progress.stopped_early:
+                    self.train_epoch()
+                    self._stop_if_requested()
+                    self._end_epoch()
+                self._stop_if_requested()
+            except KeyboardInterrupt:
+                raise self._interrupted() from None
         return progress.history
+
+    def _stop_if_requested(self):
+        """At a step boundary: stop if Ctrl-C was pressed (fit then saves this position)."""
+        if self.interrupt.requested:
+            raise KeyboardInterrupt
+
+    def _interrupted(self):
+        """The Interrupted to raise after a KeyboardInterrupt, once this position is saved if it
+        can be: not in the middle of a step, and not after a second Ctrl-C."""
+        if self.mid_update or self.interrupt.forced:
+            what = "interrupted at once, in the middle of a step or after a second Ctrl-C"
+        else:
+            try:
+                self.save(self.last_path)
+                return Interrupted(f"interrupted: checkpoint saved to {self.last_path} "
+                                   f"({_position(self.progress)} done){RESUME_HINT}")
+            except KeyboardInterrupt:
+                what = f"interrupted while saving {self.last_path}"
+        hint = RESUME_HINT if self.last_good else ""
+        return Interrupted(f"{what}: nothing saved. {self.last_good_text()}{hint}")
 
     def train_epoch(self):
         """Run the remaining batches of the current epoch (all of them unless resumed mid-way)."""
@@ -121,15 +195,13 @@ class Trainer:
         )
         last_refresh = 0.0
         while progress.batch < self.steps_per_epoch:
+            self._stop_if_requested()
+            self.mid_update = True
             started = time.perf_counter()
             chosen = order[progress.batch * recipe.batch_size:][: recipe.batch_size]
             loss, correct = self.train_step(chosen)
-            progress.seconds += time.perf_counter() - started
-            progress.loss_sum += loss * len(chosen)
-            progress.correct += correct
-            progress.seen += len(chosen)
-            progress.batch += 1
-            progress.step += 1
+            progress.count_batch(loss, correct, len(chosen), time.perf_counter() - started)
+            self.mid_update = False
             bar.update()
             if time.perf_counter() - last_refresh > 0.5:
                 last_refresh = time.perf_counter()
@@ -150,8 +222,8 @@ class Trainer:
         if not math.isfinite(loss):
             raise TrainingDiverged(
                 f"the loss became {loss} at step {progress.step + 1} (epoch {progress.epoch + 1}, "
-                f"batch {progress.batch + 1}); training stopped. The last good checkpoint is "
-                f"{self.last_path} ({progress.epoch} epochs done); try a lower --lr."
+                f"batch {progress.batch + 1}); training stopped. {self.last_good_text()}; "
+                "try a lower --lr."
             )
         model.backward(dlogits)
         self.optimizer.step(self.schedule(progress.step))
@@ -182,6 +254,7 @@ class Trainer:
         if self.data.val is not None:
             metrics["val_loss"], metrics["val_accuracy"], _ = self.evaluate(self.data.val)
         metrics["eval_seconds"] = time.perf_counter() - started
+        self.mid_update = True  # until the checkpoints and the log agree with the new epoch
         progress.history.append(metrics)
         progress.epoch += 1
         progress.batch = progress.seen = progress.correct = 0
@@ -200,6 +273,7 @@ class Trainer:
         if improved:
             self.save(self.best_path)
         self._write_metrics_log()
+        self.mid_update = False
         # Long runs of tiny epochs (XOR: 300) print about 20 lines, not one per epoch.
         every = max(1, recipe.epochs // 20)
         if progress.epoch % every == 0 or progress.epoch == 1 or progress.stopped_early:
@@ -229,19 +303,34 @@ class Trainer:
     # -- checkpoints and logs -----------------------------------------------------------------
 
     def save(self, path):
-        record = {
-            **self.record,
-            "recipe": self.recipe.to_json(),
-            "progress": asdict(self.progress),
-        }
-        save_checkpoint(path, self.model, self.optimizer, record)
+        """Write a checkpoint of the current state to `path`; TrainingDiverged if not finite."""
+        progress = self.progress
+        record = {**self.record, "recipe": self.recipe.to_json(), "progress": asdict(progress)}
+        try:
+            save_checkpoint(path, self.model, self.optimizer, record)
+        except NotFiniteError as error:
+            raise TrainingDiverged(
+                f"after step {progress.step}, {error}; training stopped. "
+                f"{self.last_good_text()}; try a lower --lr."
+            ) from None
+        if path == self.last_path:
+            self.last_good = (path, Progress(epoch=progress.epoch, batch=progress.batch))
+
+    def last_good_text(self):
+        """Where the last good checkpoint is, for messages: one sentence without a full stop."""
+        if self.last_good is None:
+            return "This run has written no checkpoint yet"
+        path, progress = self.last_good
+        return f"The last good checkpoint is {path} ({_position(progress)} done)"
 
     def resume(self, path=None):
         """Continue from checkpoint `path` (default: this run's last.npz)."""
         path = Path(path or self.last_path)
         meta, arrays = read_checkpoint(path)
+        progress = Progress.from_checkpoint(path, meta.get("progress"), self.steps_per_epoch)
         restore(path, meta, arrays, self.model, self.optimizer)
-        self.progress = Progress(**meta["progress"])
+        self.progress = progress
+        self.last_good = (path, Progress(epoch=self.progress.epoch, batch=self.progress.batch))
         return meta
 
     def _write_metrics_log(self):
@@ -251,6 +340,19 @@ class Trainer:
         temporary = path.with_suffix(".jsonl.tmp")
         temporary.write_text("".join(json.dumps(m) + "\n" for m in self.progress.history))
         os.replace(temporary, path)
+
+
+def _is_metrics(metrics):
+    """Whether `metrics` is an epoch's entry of the history (see _end_epoch)."""
+    required = {"epoch", "train_loss", "train_accuracy", "lr", "seconds", "images_per_second",
+                "eval_seconds"}
+    return (isinstance(metrics, dict) and required <= set(metrics)
+            and all(is_number(value) for value in metrics.values()))
+
+
+def _position(progress):
+    """'3 epochs and 5 batches' done, for messages."""
+    return f"{progress.epoch} epochs" + (f" and {progress.batch} batches" if progress.batch else "")
 
 
 def _epoch_line(metrics, epochs):

@@ -9,6 +9,7 @@ import numpy as np
 
 import argcheck
 
+from ._memory import empty
 from .activations import (
     leaky_relu,
     leaky_relu_backward,
@@ -81,6 +82,7 @@ __all__ = [
     "to_numpy",
     "synchronize",
     "available",
+    "empty",
     # linear algebra
     "matmul",
     "transpose",

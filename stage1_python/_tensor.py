@@ -7,6 +7,11 @@ and walk such lists; the ops' math lives in the solution regions of the other fi
 import math
 
 
+def sqrt(value):
+    """math.sqrt, but NaN for a negative or NaN value (as NumPy and C give) instead of raising."""
+    return math.sqrt(value) if value >= 0.0 else math.nan
+
+
 def full(shape, value):
     """A new nested list of `shape` (a tuple) filled with `value`; every row a distinct list."""
     if len(shape) == 1:

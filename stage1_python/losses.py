@@ -84,7 +84,9 @@ def hinge_loss(scores, labels, margin=1.0):
     total = 0.0
     for row, label in zip(scores, labels, strict=True):
         correct = row[label]
-        total += sum(max(0.0, s - correct + margin) for j, s in enumerate(row) if j != label)
+        hinges = (s - correct + margin for j, s in enumerate(row) if j != label)
+        # `0.0 if h <= 0.0 else h`, not max(0.0, h): max drops a NaN hinge, this keeps it
+        total += sum(0.0 if h <= 0.0 else h for h in hinges)
     return total / n
     # END SOLUTION
 

@@ -3,10 +3,13 @@ lists) and returns None. g is the gradient; weight_decay adds weight_decay * p t
 torch.optim). p, g and the state (v, s, m) have one shape, any rank.
 """
 
-import math
-
 from ._checks import checks
-from ._tensor import rows
+from ._tensor import rows, sqrt
+
+
+def _decayed(grad, p, weight_decay):
+    """grad + weight_decay * p, or grad itself without decay (0 * p would make an Inf p NaN)."""
+    return grad + weight_decay * p if weight_decay else grad
 
 
 def sgd_step(p, g, lr, weight_decay=0):
@@ -15,7 +18,7 @@ def sgd_step(p, g, lr, weight_decay=0):
     # BEGIN SOLUTION week 4, task sgd_step
     for p_row, g_row in zip(rows(p), rows(g), strict=True):  # the innermost lists: assign into them
         for j, grad in enumerate(g_row):
-            grad += weight_decay * p_row[j]
+            grad = _decayed(grad, p_row[j], weight_decay)
             p_row[j] -= lr * grad
     # END SOLUTION
 
@@ -28,7 +31,7 @@ def momentum_step(p, g, v, lr, momentum, nesterov=False, weight_decay=0):
     # BEGIN SOLUTION week 4, task momentum_step
     for p_row, g_row, v_row in zip(rows(p), rows(g), rows(v), strict=True):
         for j, grad in enumerate(g_row):
-            grad += weight_decay * p_row[j]
+            grad = _decayed(grad, p_row[j], weight_decay)
             v_row[j] = momentum * v_row[j] + grad
             # Nesterov steps with the gradient plus the velocity it is about to reach.
             p_row[j] -= lr * (grad + momentum * v_row[j] if nesterov else v_row[j])
@@ -43,9 +46,9 @@ def rmsprop_step(p, g, s, lr, alpha=0.99, eps=1e-8, weight_decay=0):
     # BEGIN SOLUTION week 4, task rmsprop_step
     for p_row, g_row, s_row in zip(rows(p), rows(g), rows(s), strict=True):
         for j, grad in enumerate(g_row):
-            grad += weight_decay * p_row[j]
+            grad = _decayed(grad, p_row[j], weight_decay)
             s_row[j] = alpha * s_row[j] + (1 - alpha) * grad * grad
-            p_row[j] -= lr * grad / (math.sqrt(s_row[j]) + eps)
+            p_row[j] -= lr * grad / (sqrt(s_row[j]) + eps)
     # END SOLUTION
 
 
@@ -64,8 +67,8 @@ def adam_step(p, g, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=
     v_correction = 1 - beta2**t
     for p_row, g_row, m_row, v_row in zip(rows(p), rows(g), rows(m), rows(v), strict=True):
         for j, grad in enumerate(g_row):
-            grad += weight_decay * p_row[j]
+            grad = _decayed(grad, p_row[j], weight_decay)
             m_row[j] = beta1 * m_row[j] + (1 - beta1) * grad
             v_row[j] = beta2 * v_row[j] + (1 - beta2) * grad * grad
-            p_row[j] -= lr * (m_row[j] / m_correction) / (math.sqrt(v_row[j] / v_correction) + eps)
+            p_row[j] -= lr * (m_row[j] / m_correction) / (sqrt(v_row[j] / v_correction) + eps)
     # END SOLUTION

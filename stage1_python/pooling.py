@@ -4,8 +4,9 @@ Output size: OH = (H - k) // stride + 1, likewise OW. Windows overlap when strid
 gradients then add up in the backward.
 """
 
+from . import _memory
 from ._checks import checks, tensor_shape
-from ._tensor import full, planes, zeros
+from ._tensor import planes, zeros
 
 
 def maxpool2d_forward(x, k, stride):
@@ -18,8 +19,8 @@ def maxpool2d_forward(x, k, stride):
     x, k, stride, oh, ow = checks.maxpool2d_forward(x, k, stride)
     n, c, h, w = tensor_shape(x)
     # BEGIN SOLUTION week 6, task maxpool2d_forward
-    y = zeros((n, c, oh, ow))
-    argmax = full((n, c, oh, ow), 0)
+    y = _memory.empty((n, c, oh, ow))  # every element is written below
+    argmax = _memory.empty((n, c, oh, ow), int)
     for plane, y_plane, argmax_plane in zip(planes(x), planes(y), planes(argmax), strict=True):
         for out_y in range(oh):
             for out_x in range(ow):
@@ -27,8 +28,11 @@ def maxpool2d_forward(x, k, stride):
                 best_value, best_index = plane[top][left], top * w + left
                 for in_y in range(top, top + k):
                     for in_x in range(left, left + k):
-                        if plane[in_y][in_x] > best_value:  # strict: a tie keeps the first
-                            best_value, best_index = plane[in_y][in_x], in_y * w + in_x
+                        value = plane[in_y][in_x]
+                        # strict: a tie keeps the first; a NaN (the only value != itself) wins,
+                        # as in PyTorch, where `>` alone would never pick it
+                        if value > best_value or value != value:
+                            best_value, best_index = value, in_y * w + in_x
                 y_plane[out_y][out_x] = best_value
                 argmax_plane[out_y][out_x] = best_index
     return y, argmax
@@ -60,7 +64,7 @@ def avgpool2d_forward(x, k, stride):
     x, k, stride, oh, ow = checks.avgpool2d_forward(x, k, stride)
     n, c, h, w = tensor_shape(x)
     # BEGIN SOLUTION week 6, task avgpool2d_forward
-    y = zeros((n, c, oh, ow))
+    y = _memory.empty((n, c, oh, ow))
     for plane, y_plane in zip(planes(x), planes(y), strict=True):
         for out_y in range(oh):
             for out_x in range(ow):

@@ -8,6 +8,7 @@ optimizers and batchnorm's running statistics, which update the arrays given in 
 
 import numpy as np
 
+from ._memory import empty
 from .activations import (
     leaky_relu,
     leaky_relu_backward,
@@ -79,6 +80,7 @@ __all__ = [
     "add",
     "adam_step",
     "available",
+    "empty",
     "avgpool2d_backward",
     "avgpool2d_forward",
     "batchnorm_backward",

@@ -20,6 +20,7 @@ import numpy as np
 import argcheck
 
 from . import _native
+from ._memory import empty
 from .activations import (
     leaky_relu,
     leaky_relu_backward,
@@ -104,6 +105,7 @@ __all__ = [
     "NAME",
     "MATMUL_KERNELS",
     "available",
+    "empty",
     "from_numpy",
     "to_numpy",
     "synchronize",

@@ -15,6 +15,8 @@ import numpy as np
 
 import argcheck
 
+from . import _memory
+
 
 class CArrays:
     """argcheck's adapter for this tier: NumPy arrays laid out as C reads them."""
@@ -47,6 +49,6 @@ checks = argcheck.bind(CArrays())
 
 
 def new_output(op, shape, dtype=np.float32):
-    """A new output array (its size was checked with the arguments), pre-filled so that an
-    element the C code forgets is visible: NaN for floats, -1 for integers."""
-    return np.full(shape, -1 if dtype == np.int64 else np.nan, dtype=dtype)
+    """A new output array (its size was checked with the arguments) from the tier's allocation
+    hook (_memory.py), which pre-fills it."""
+    return _memory.empty(shape, dtype)

@@ -1,6 +1,7 @@
 """Build the C tier's extension module, stage3_c._s2c_native, with cffi (API mode, out of line).
 
     python -m stage3_c.build [--asan]      (`make build`; `make asan` adds --asan)
+    python -m stage3_c.build --if-stale    (only when a source is newer than the extension)
 
 Every csrc/*.c file is compiled into one extension placed beside this file, so a copy of the
 package elsewhere (the exercise workspace's stage3_c) builds its own sources in its own folder.
@@ -56,6 +57,18 @@ def sources():
     return [str(path) for path in found]
 
 
+def stale_reason():
+    """Why the extension must be rebuilt ("" when it is up to date): it is missing, or a source
+    of csrc/ or this build script is newer than it. The grader and nn.train ask before loading
+    the tier (grader/tiers.py), so a learner's edited C is never run from an old build."""
+    built = sorted(PACKAGE_DIR.glob(f"{MODULE}.*.so"))
+    if not built:
+        return "the extension is not built"
+    inputs = [CSRC, *CSRC.glob("*.[ch]"), Path(__file__)]  # CSRC: a file added or removed
+    newer = [path.name for path in inputs if path.stat().st_mtime > built[0].stat().st_mtime]
+    return f"changed since the last build: {', '.join(sorted(newer))}" if newer else ""
+
+
 def build(asan=False, verbose=False):
     """Compile the extension and put it in the package folder; returns the path of the .so."""
     compile_flags = ASAN_FLAGS if asan else RELEASE_FLAGS
@@ -91,14 +104,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m stage3_c.build", description=__doc__)
     parser.add_argument("--asan", action="store_true", help="build with AddressSanitizer")
     parser.add_argument("--verbose", action="store_true", help="show the compiler commands")
+    parser.add_argument("--if-stale", action="store_true", help="build only when out of date")
     args = parser.parse_args(argv)
+    reason = stale_reason()
+    if args.if_stale and not reason:
+        return 0
     try:
         target = build(asan=args.asan, verbose=args.verbose)
     except (cffi.VerificationError, OSError) as error:
         print(f"error: building the C tier failed: {error}", file=sys.stderr)
         return 1
     kind = "AddressSanitizer build" if args.asan else "release build"
-    print(f"built {target.relative_to(PACKAGE_DIR.parent)} ({kind})")
+    why = f"; {reason}" if args.if_stale else ""
+    print(f"built {target.relative_to(PACKAGE_DIR.parent)} ({kind}{why})")
     return 0
 
 

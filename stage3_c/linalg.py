@@ -4,7 +4,7 @@ and column sums of csrc/linalg.c."""
 import argcheck
 
 from ._checks import checks, new_output
-from ._native import call, extension, pointer
+from ._native import NOT_IMPLEMENTED, call, check_status, extension, pointer
 
 # The matmul ladder of csrc/matmul.c, slowest first; `matmul(a, b, kernel=...)` takes a name or
 # its number 1..5.
@@ -25,13 +25,22 @@ def _kernel_name(kernel):
 
 
 def matmul(a, b, kernel="best"):
-    """a [N, K] @ b [K, M] -> [N, M], by kernel `kernel` of the ladder (MATMUL_KERNELS)."""
+    """a [N, K] @ b [K, M] -> [N, M], by kernel `kernel` of the ladder (MATMUL_KERNELS).
+
+    "best" is the fastest rung this CPU runs that is written: a learner climbing the ladder has a
+    working matmul from rung 1 on (the stubs above it return S2C_NOT_IMPLEMENTED)."""
     op = "matmul"
     name = _kernel_name(kernel)
+    rungs = MATMUL_KERNELS[MATMUL_KERNELS.index(name) :: -1] if kernel == "best" else (name,)
     a, b = checks.matmul(a, b)
     (n, k), m = a.shape, b.shape[1]
     c = new_output(op, (n, m))
-    call(f"s2c_matmul_{name}", pointer(a), pointer(b), pointer(c), n, k, m)
+    for name in rungs:  # from the requested rung down, while they are stubs
+        function = f"s2c_matmul_{name}"
+        status = getattr(extension().lib, function)(pointer(a), pointer(b), pointer(c), n, k, m)
+        if status != NOT_IMPLEMENTED:
+            break
+    check_status(function, status)
     return c
 
 

@@ -1,11 +1,10 @@
 """Shared fixtures: one test written once runs on every tier (the minitorch way).
 
-A test that takes the `tier` fixture runs once per tier; a tier joins by being listed in
-`TIER_MODULES`. A tier whose package is absent or whose `available()` says no is skipped with the
-reason, never silently passed.
+A test that takes the `tier` fixture runs once per tier of the registry (tiers/), named by its
+registry name. A tier whose package is absent or whose `available()` says no is skipped with the
+reason, never silently passed; one whose code fails to import fails.
 """
 
-import importlib
 import os
 import secrets
 from pathlib import Path
@@ -13,31 +12,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-TIER_MODULES = {
-    "python": "stage1_python",
-    "numpy": "stage2_numpy",
-    "c": "stage3_c",
-    "numba": "stage4_cuda.numba_impl",
-    "nvcc": "stage4_cuda.nvcc_impl",
-}
+import tiers
 
 
 def load_tier(name):
-    """Import the tier called `name` (a key of TIER_MODULES), or skip the test saying why."""
-    module_name = TIER_MODULES[name]
-    try:
-        tier = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name and module_name.startswith(error.name):
-            pytest.skip(f"tier {name!r} ({module_name}) is not written yet")
-        raise
-    ok, reason = tier.available()
-    if not ok:
-        pytest.skip(f"tier {name!r} unavailable: {reason}")
-    return tier
+    """Import the tier called `name` (a registry name), or skip the test saying why."""
+    loaded = tiers.load(tiers.get(name))
+    if loaded.broken:
+        pytest.fail(f"tier {name!r} ({loaded.tier.module}): {loaded.reason}")
+    if not loaded.ok:
+        pytest.skip(f"tier {name!r} unavailable: {loaded.reason}")
+    return loaded.module
 
 
-@pytest.fixture(params=list(TIER_MODULES))
+@pytest.fixture(params=list(tiers.TIERS))
 def tier(request):
     """Each tier in turn."""
     return load_tier(request.param)

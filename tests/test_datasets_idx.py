@@ -1,12 +1,13 @@
 """The IDX reader and writer, on small files each test builds itself."""
 
 import gzip
+import tracemalloc
 
 import numpy as np
 import pytest
 
 from datasets import DatasetError, read_idx, write_idx
-from datasets.idx import encode_idx
+from datasets.idx import MAX_DIMENSIONS, encode_idx
 
 IDX_DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.float32, np.float64]
 
@@ -162,3 +163,57 @@ def test_dataset_error_is_one_line_runtime_error():
 def test_write_rejects_what_idx_cannot_hold(tmp_path, array):
     with pytest.raises(ValueError, match="array: "):
         write_idx(tmp_path / "x", array)
+
+
+def header(type_code, shape):
+    """An IDX header of `shape` (sizes as the file says them, up to 2**32 - 1)."""
+    return bytes([0, 0, type_code, len(shape)]) + b"".join(s.to_bytes(4, "big") for s in shape)
+
+
+@pytest.mark.parametrize("content, words", [
+    (header(0x08, [1] * 255), ["255 dimensions", f"1 to {MAX_DIMENSIONS}"]),
+    (header(0x0E, [2**32 - 1] * 4), ["claims shape (4294967295,", "bytes of payload, over the"]),
+    (header(0x08, [60000, 28, 28, 28, 28]), ["claims shape (60000, 28, 28, 28, 28)"]),
+])
+def test_headers_beyond_the_bounds_are_one_line_errors(tmp_path, content, words):
+    path = tmp_path / "huge"
+    path.write_bytes(content + bytes(100))
+    with pytest.raises(DatasetError) as error:
+        read_idx(path)
+    assert_one_line_error(error, path, *words)
+    assert "-" not in str(error.value).removeprefix(str(path))  # no overflowed, negative size
+
+
+def read_idx_measured(path):
+    """(the DatasetError that read_idx(path) raises, the peak bytes Python allocated meanwhile)."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(DatasetError) as error:
+            read_idx(path)
+        return error, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_gzip_bomb_is_read_no_further_than_its_header_says(tmp_path):
+    # The header claims 10 images of 28x28; the stream expands to 64 MiB of zeros (64 KiB on disk).
+    path = tmp_path / "bomb.gz"
+    zeros = bytes(1 << 20)
+    with gzip.open(path, "wb", compresslevel=1) as stream:
+        stream.write(header(0x08, [10, 28, 28]))
+        for _ in range(64):
+            stream.write(zeros)
+    error, peak = read_idx_measured(path)
+    assert_one_line_error(error, path, "trailing bytes", "expected 7856 bytes")
+    assert peak < 2 << 20, f"peak {peak} bytes while reading a 7856-byte payload"
+
+
+def test_a_huge_sparse_file_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "sparse"
+    with open(path, "wb") as file:
+        file.write(header(0x08, [10, 28, 28]))
+        file.truncate(64 << 30)  # 64 GiB, none of it on disk
+    error, peak = read_idx_measured(path)
+    assert_one_line_error(error, path, "trailing bytes", "expected 7856 bytes",
+                          f"got {64 << 30}")
+    assert peak < 1 << 20

@@ -337,3 +337,24 @@ def test_real_fashion_mnist_from_the_debian_package(env):
     assert (location.directory, location.source) == (
         FASHION_DIR, "Debian package dataset-fashion-mnist")
     assert_real_dataset(FASHION_MNIST, FASHION_DIR, [6000] * 10, [1000] * 10)
+
+
+def test_an_unreadable_data_directory_is_one_line(env, tiny, monkeypatch):
+    locked = env / "data" / "tiny"
+    locked.chmod(0)
+    if os.geteuid() == 0:  # root reads through permissions: the OS's refusal is played instead
+        real_stat = Path.stat
+
+        def stat(path, **options):
+            if path.parent == locked:
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_stat(path, **options)
+
+        monkeypatch.setattr(Path, "stat", stat)
+    try:
+        with pytest.raises(DatasetError) as error:
+            datasets.load("tiny", "train", env / "data")
+    finally:
+        locked.chmod(0o755)
+    assert str(error.value) == (f"{locked}: cannot look in: Permission denied — give read and "
+                                "execute permission on it, or use another data directory")

@@ -1,4 +1,4 @@
-"""The release gate of the exercises (DESIGN.md, "Exercises").
+"""The release gate of the exercises (ARCHITECTURE.md, "Exercises").
 
 `python -m tools.exercises` turns the reference into a learner workspace. On a workspace generated
 in a temporary folder these tests prove that
@@ -18,6 +18,7 @@ import textwrap
 
 import pytest
 
+from nn import exits
 from tools.exercises import (
     REPO_ROOT,
     MarkerError,
@@ -175,7 +176,7 @@ def test_grader_reports_every_workspace_stub_as_not_implemented(workspace, stage
 def test_training_on_the_workspace_stops_at_its_first_stub(workspace, tmp_path):
     code, output = run(["-m", "nn.train", "--stage", "2", "--impl", str(workspace), "--model",
                         "xor", "--data", "xor", "--no-progress", "--run-dir", str(tmp_path)])
-    assert code == 2, output
+    assert code == exits.TIER, output
     assert "Traceback" not in output, output
     stub = re.search(r"^error: week \d+, task \w+: not implemented yet", output, re.MULTILINE)
     assert stub, output

@@ -1,10 +1,13 @@
 """nn.bench compares like with like: its PyTorch copy of a model computes what nn's does."""
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import load_tier
 
-from nn.bench import to_torch
+from nn.bench import load_tiers, to_torch
 from nn.models import build_model
 
 
@@ -19,3 +22,13 @@ def test_torch_copy_gives_the_same_logits(name):
     with torch.no_grad():
         theirs = to_torch(model, torch)(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4)
+
+
+def test_impl_gives_the_benchmarked_tier_and_the_reference_the_others(tmp_path):
+    """`make bench STAGE=2 IMPL=dir` times dir's stage 2, never the repository's."""
+    load_tier("numpy")
+    reference = Path(__file__).resolve().parent.parent / "stage2_numpy"
+    shutil.copytree(reference, tmp_path / "stage2_numpy")
+    tiers = load_tiers([1, 2], str(tmp_path))
+    assert Path(tiers[2].__file__).parent == tmp_path / "stage2_numpy"
+    assert Path(tiers[1].__file__).parent == reference.parent / "stage1_python"

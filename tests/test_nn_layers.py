@@ -29,6 +29,8 @@ from nn.layers import (
 )
 from nn.seeds import derive_seed
 
+pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer
+
 # tier name -> (finite-difference step, relative tolerance, absolute tolerance)
 TIERS = {"python": (1e-6, 1e-5, 1e-7), "numpy": (1e-2, 2e-2, 2e-3)}
 CHECKED_ELEMENTS = 12  # random elements per array (all of them when the array is smaller)

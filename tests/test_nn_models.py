@@ -6,13 +6,15 @@ from conftest import load_tier
 
 from nn.models import MODELS, build_model
 
+pytestmark = pytest.mark.week10  # week 10 teaches schedules and the larger models
+
 # name -> (data shape, classes, parameters); computed by hand from the layer lists in nn/models.py
 EXPECTED = {
     "perceptron": ((2,), 2, 6),  # 2 x 2 weights + 2 biases
     "xor": ((2,), 2, 17),  # 2-4-1: (2*4 + 4) + (4*1 + 1)
     "mlp": ((1, 28, 28), 10, 101_770),  # (784*128 + 128) + (128*10 + 10)
     "lenet5": ((1, 28, 28), 10, 61_706),
-    "fashion_cnn": ((1, 28, 28), 10, 896_522),  # DESIGN.md's figure
+    "fashion_cnn": ((1, 28, 28), 10, 896_522),  # ARCHITECTURE.md's figure ("The network")
     "resnet_mini": ((1, 28, 28), 10, 43_914),
     "tiny_imagenet_cnn": ((3, 64, 64), 200, 4_391_112),
 }

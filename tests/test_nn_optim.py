@@ -11,6 +11,8 @@ from nn.model import Model
 from nn.optimizers import make_optimizer
 from nn.schedules import Schedule
 
+pytestmark = pytest.mark.week10  # week 10 teaches schedules and the larger models
+
 
 def test_warmup_then_cosine():
     schedule = Schedule(0.1, "cosine", total_steps=110, warmup_steps=10, min_factor=0.1)

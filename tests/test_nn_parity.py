@@ -2,7 +2,7 @@
 losses on every tier for its first training steps (to float32 tolerance).
 
 The reference is the first tier of TIERS (stage 1 computes in float64); each other tier is compared
-with it. A tier joins by adding its name (a key of conftest.TIER_MODULES) to TIERS, e.g. "c".
+with it. A tier joins by adding its name (a registry name, tiers/__init__.py) to TIERS, e.g. "c".
 """
 
 import numpy as np
@@ -23,6 +23,8 @@ from nn.layers import (
 )
 from nn.model import Model
 from nn.optimizers import make_optimizer
+
+pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer
 
 TIERS = ["python", "numpy", "c"]
 STEPS = 4

@@ -1,16 +1,22 @@
 """The trainer on the NumPy tier: resuming gives exactly the uninterrupted run, bad checkpoints are
 clear errors, a NaN loss stops training and keeps the last good checkpoint."""
 
+import os
+import signal
+
 import numpy as np
 import pytest
 from conftest import load_tier
 
 from nn.checkpoint import CheckpointError, read_checkpoint, restore, save_checkpoint
 from nn.data import load_data
+from nn.interrupts import Interrupted
 from nn.layers import BatchNorm, Dropout, Linear, ReLU, Sequential
 from nn.model import Model
 from nn.recipes import Recipe
 from nn.trainer import Trainer, TrainingDiverged
+
+pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer
 
 RECIPE = Recipe(
     epochs=3, batch_size=32, optimizer="adam", lr=0.01, schedule="cosine", warmup_epochs=0.5,
@@ -31,8 +37,8 @@ def linear_model():
     return Model("linear", Sequential(Linear(2, 3)), (2,), 3, "cross_entropy")
 
 
-def make_trainer(run_dir, seed=0, recipe=RECIPE, make_model=spiral_model):
-    tier = load_tier("numpy")
+def make_trainer(run_dir, seed=0, recipe=RECIPE, make_model=spiral_model, tier=None):
+    tier = tier or load_tier("numpy")
     data = load_data("spirals", val_size=recipe.val_size, synthetic_size=recipe.synthetic_size)
     model = make_model().build(tier, seed)
     return Trainer(model, data, recipe, run_dir, progress_bar=False, echo=lambda line: None)
@@ -48,15 +54,8 @@ def snapshot(trainer):
 
 
 def interrupt_at(trainer, step):
-    """Make `trainer` raise KeyboardInterrupt (as Ctrl-C would) just before global step `step`."""
-    original = trainer.train_step
-
-    def train_step(indices):
-        if trainer.progress.step == step:
-            raise KeyboardInterrupt
-        return original(indices)
-
-    trainer.train_step = train_step
+    """Press Ctrl-C during global step `step - 1`: training stops and saves just before `step`."""
+    inject(trainer, "forward", step - 1, press_ctrl_c)
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +160,152 @@ def test_early_stopping_on_validation_loss(tmp_path):
     history = trainer.fit()
     assert len(history) == 3 and trainer.progress.stopped_early
     assert trainer.progress.best_epoch == 1 and trainer.best_path.is_file()
+
+
+@pytest.mark.parametrize("tier_name", ["numpy", "c"])
+def test_weights_that_diverge_in_an_epochs_last_step_never_replace_the_good_checkpoint(
+    tmp_path, tier_name
+):
+    # The loss check sees only the weights before a step: a step that makes them NaN at the end of
+    # an epoch shows up first in the checkpoint due right after it, which must not be written.
+    trainer = make_trainer(tmp_path, tier=load_tier(tier_name))
+    poison_at = 2 * trainer.steps_per_epoch  # the last step of epoch 2
+    original = trainer.optimizer.step
+
+    def step(lr):
+        original(lr)
+        if trainer.progress.step + 1 == poison_at:
+            param = next(iter(trainer.model.parameters().values()))
+            values = trainer.tier.to_numpy(param.value)
+            param.value = trainer.tier.from_numpy(np.full_like(values, np.nan))
+
+    trainer.optimizer.step = step
+    first_epoch = {}
+
+    def keep_first_epoch(line):
+        if not first_epoch:
+            first_epoch.update(last=trainer.last_path.read_bytes(),
+                               best=trainer.best_path.read_bytes())
+
+    trainer.echo = keep_first_epoch
+    with pytest.raises(TrainingDiverged) as error:
+        trainer.fit()
+    message = str(error.value)
+    assert f"after step {poison_at}" in message and "hold NaN or Inf" in message
+    assert f"The last good checkpoint is {trainer.last_path} (1 epochs done)" in message
+    assert trainer.last_path.read_bytes() == first_epoch["last"]
+    assert trainer.best_path.read_bytes() == first_epoch["best"]
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_a_run_diverging_in_its_first_epoch_names_no_checkpoint(tmp_path):
+    trainer = make_trainer(tmp_path / "run", recipe=RECIPE.with_overrides(lr=1e38))
+    with pytest.raises(TrainingDiverged, match="This run has written no checkpoint yet"):
+        trainer.fit()
+    assert not (tmp_path / "run").exists()
+
+
+def final_state(trainer):
+    """The model's parameters and buffers and the optimizer's state, as NumPy copies."""
+    state = snapshot(trainer)
+    for key, value in trainer.optimizer.state().items():
+        state[f"optim/{key}"] = np.array(trainer.tier.to_numpy(value))
+    state["optimizer steps"] = np.array(trainer.optimizer.steps)
+    return state
+
+
+@pytest.fixture(scope="module", params=["numpy", "c"])
+def straight_run(request, tmp_path_factory):
+    """(tier, final state) of a run never interrupted."""
+    tier = load_tier(request.param)
+    trainer = make_trainer(tmp_path_factory.mktemp("straight"), tier=tier)
+    trainer.fit()
+    return tier, final_state(trainer)
+
+
+# Every call of one training step, in order; spiral_model has 6 parameters, so 6 updates.
+STEP_CALLS = ["forward", "loss", "backward", *(f"update {i}" for i in range(6)), "schedule",
+              "count_batch"]
+
+
+def inject(trainer, call, at_step, action):
+    """Run `action` once, just before `call` (one of STEP_CALLS) of global step `at_step`."""
+    name, _, index = call.partition(" ")
+    owner, method = {
+        "forward": (trainer.model, "forward"),
+        "loss": (trainer.model.loss, "value_and_grad"),
+        "backward": (trainer.model, "backward"),
+        "update": (trainer.optimizer, "update"),
+        "schedule": (trainer, "schedule"),
+        "count_batch": (trainer.progress, "count_batch"),
+    }[name]
+    original = getattr(owner, method)
+    calls = []
+
+    def wrapper(*args, **kwargs):
+        if trainer.progress.step == at_step:
+            calls.append(call)
+            if len(calls) == int(index or 0) + 1:
+                action()
+        return original(*args, **kwargs)
+
+    setattr(owner, method, wrapper)
+
+
+def raise_keyboard_interrupt():
+    raise KeyboardInterrupt
+
+
+def press_ctrl_c():
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.mark.parametrize("call", STEP_CALLS)
+@pytest.mark.parametrize("how", ["Ctrl-C", "KeyboardInterrupt at once"])
+def test_an_interrupt_anywhere_in_a_step_resumes_bit_for_bit(tmp_path, straight_run, call, how):
+    tier, expected = straight_run
+    first = make_trainer(tmp_path, tier=tier)
+    at_step = first.steps_per_epoch + 2  # the third step of epoch 2
+    inject(first, call, at_step, press_ctrl_c if how == "Ctrl-C" else raise_keyboard_interrupt)
+    with pytest.raises(Interrupted) as interrupted:
+        first.fit()
+    meta, _ = read_checkpoint(first.last_path)
+    if how == "Ctrl-C":  # deferred: the step finishes, then its position is saved
+        assert f"checkpoint saved to {first.last_path} (1 epochs and 3 batches done)" in str(
+            interrupted.value)
+        assert meta["progress"]["step"] == at_step + 1
+    else:  # a half-done step is never saved: the checkpoint of epoch 1 stays
+        assert "nothing saved" in str(interrupted.value)
+        assert f"{first.last_path} (1 epochs done)" in str(interrupted.value)
+        assert meta["progress"]["step"] == first.steps_per_epoch
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+    second = make_trainer(tmp_path, seed=123, tier=tier)  # other weights: all must come from disk
+    second.resume()
+    second.fit()
+    state = final_state(second)
+    assert state.keys() == expected.keys()
+    for name, value in expected.items():
+        np.testing.assert_array_equal(state[name], value, err_msg=name)
+
+
+def test_a_second_ctrl_c_while_saving_says_nothing_was_saved(tmp_path, monkeypatch):
+    trainer = make_trainer(tmp_path)
+    at_step = trainer.steps_per_epoch + 2
+    inject(trainer, "backward", at_step, press_ctrl_c)
+    original_savez = np.savez
+
+    def savez(file, **arrays):  # the save of the interrupt, midway
+        if trainer.progress.step == at_step + 1:
+            press_ctrl_c()
+        original_savez(file, **arrays)
+
+    monkeypatch.setattr(np, "savez", savez)
+    with pytest.raises(Interrupted) as interrupted:
+        trainer.fit()
+    message = str(interrupted.value)
+    assert f"interrupted while saving {trainer.last_path}: nothing saved" in message
+    assert f"The last good checkpoint is {trainer.last_path} (1 epochs done)" in message
+    assert "checkpoint saved" not in message
+    assert read_checkpoint(trainer.last_path)[0]["progress"]["step"] == trainer.steps_per_epoch
+    assert not list(tmp_path.glob(".*.tmp"))

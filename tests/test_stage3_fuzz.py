@@ -276,7 +276,7 @@ CALLS = {
 
 def test_every_op_is_fuzzed():
     assert set(CALLS) == {name for name in s3.__all__ if callable(getattr(s3, name))} - {
-        "available", "from_numpy", "to_numpy", "synchronize", "set_num_threads",
+        "available", "empty", "from_numpy", "to_numpy", "synchronize", "set_num_threads",
         "get_num_threads", "best_kernel",
     }  # fmt: skip
 

@@ -28,8 +28,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+import tiers
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TIER_GLOB = "stage[0-9]_*"
 # Packages every tier imports, copied as they are (no exercises in them): the argument checks.
 GIVEN_PACKAGES = ("argcheck",)
 DEFAULT_OUT = Path("workspace")  # where `make grade` looks for the learner's tiers
@@ -160,15 +161,15 @@ def plan_tier(root, tier):
 
 
 def available_tiers(root):
-    """The tier packages of `root` (folders named stageN_* holding an __init__.py)."""
-    return sorted(p.name for p in root.glob(TIER_GLOB) if (p / "__init__.py").is_file())
+    """The registry's tier packages (tiers/) that `root` holds, in stage order."""
+    return [name for name in tiers.packages() if (root / name / "__init__.py").is_file()]
 
 
-def check_destination(out, tiers, root, force):
+def check_destination(out, packages, root, force):
     """Refuse to write into the reference, or over a tier without --force."""
     if out.resolve() == root.resolve():
         raise SystemExit("error: --out is the repository itself; choose a folder such as workspace")
-    existing = [tier for tier in tiers if (out / tier).exists()]
+    existing = [package for package in packages if (out / package).exists()]
     if existing and not force:
         names = ", ".join(f"{out}/{tier}" for tier in existing)
         raise SystemExit(
@@ -205,15 +206,17 @@ def write_given_packages(out, root, force):
         shutil.copytree(root / package, target, ignore=shutil.ignore_patterns(*SKIPPED_NAMES))
 
 
-def build_c_tier(out):
-    """Compile the workspace's copy of the C tier, as `make build` does for the reference.
+def build_tier(out, build):
+    """Run the build step `build` of a tier copied to the workspace (the registry's, e.g.
+    stage3_c.build), as `make build` does for the reference.
 
-    Run inside the workspace so that `stage3_c` is the copy. The compiler's output is shown only
-    on failure: warnings about the stubs (helpers not used yet) are noise at this point.
+    Run inside the workspace so that the package built is the copy. The compiler's output is shown
+    only on failure: warnings about the stubs (helpers not used yet) are noise at this point.
     """
-    print(f"building {out}/stage3_c (python -m stage3_c.build) ...", flush=True)
+    package = build.split(".")[0]
+    print(f"building {out}/{package} (python -m {build}) ...", flush=True)
     result = subprocess.run(
-        [sys.executable, "-m", "stage3_c.build"],
+        [sys.executable, "-m", build],
         cwd=out,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -221,9 +224,9 @@ def build_c_tier(out):
     )
     if result.returncode != 0:
         print(result.stdout, file=sys.stderr)
-        raise SystemExit(f"error: building {out}/stage3_c failed (exit {result.returncode})")
+        raise SystemExit(f"error: building {out}/{package} failed (exit {result.returncode})")
     print(f"  {result.stdout.strip().splitlines()[-1]}")
-    print(f"  after editing C, rebuild it: (cd {out} && {sys.executable} -m stage3_c.build)")
+    print(f"  after editing its sources, `make grade` rebuilds it (python -m {build} --if-stale)")
 
 
 def print_summary(out, plans):
@@ -238,8 +241,8 @@ def print_summary(out, plans):
     for region in regions:
         tiers_of_week[region.week].add(region.path.split("/")[0])
     for week in sorted(per_week):
-        tiers = ", ".join(sorted(tiers_of_week[week]))
-        print(f"  week {week:2d}: {per_week[week]:3d} regions  ({tiers})")
+        names = ", ".join(sorted(tiers_of_week[week]))
+        print(f"  week {week:2d}: {per_week[week]:3d} regions  ({names})")
     if regions:
         first = min(regions, key=lambda region: region.week)
         stage = first.path[len("stage")]
@@ -253,7 +256,7 @@ def parse_args(argv):
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="workspace folder")
     parser.add_argument(
-        "--tiers", help="comma-separated tier packages (default: every stageN_* package)"
+        "--tiers", help="comma-separated tier packages (default: every one of the registry, tiers/)"
     )
     parser.add_argument(
         "--force", action="store_true", help="replace tiers already in the workspace (loses edits)"
@@ -267,19 +270,20 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     known = available_tiers(args.root)
-    tiers = args.tiers.split(",") if args.tiers else known
-    unknown = [tier for tier in tiers if tier not in known]
-    if unknown or not tiers:
+    chosen = args.tiers.split(",") if args.tiers else known
+    unknown = [package for package in chosen if package not in known]
+    if unknown or not chosen:
         raise SystemExit(f"error: unknown tier(s) {unknown}; available: {', '.join(known)}")
-    check_destination(args.out, tiers, args.root, args.force)
+    check_destination(args.out, chosen, args.root, args.force)
     try:
-        plans = {tier: plan_tier(args.root, tier) for tier in tiers}
+        plans = {package: plan_tier(args.root, package) for package in chosen}
     except MarkerError as error:
         raise SystemExit(f"error: {error}; nothing was written") from None
     write_workspace(args.out, plans, args.root, args.force)
     write_given_packages(args.out, args.root, args.force)
-    if "stage3_c" in plans:
-        build_c_tier(args.out)
+    for tier in tiers.TIERS.values():
+        if tier.build and tier.package in plans:
+            build_tier(args.out, tier.build)
     print_summary(args.out, plans)
 
 

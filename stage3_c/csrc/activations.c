@@ -11,7 +11,7 @@ int s2c_relu(const float *x, float *y, int64_t size)
     /* BEGIN SOLUTION week 12, task relu */
     #pragma omp parallel for num_threads(s2c_get_num_threads()) if (size >= S2C_PARALLEL_MIN)
     for (int64_t i = 0; i < size; i++)
-        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        y[i] = x[i] <= 0.0f ? 0.0f : x[i]; /* not `x > 0 ? x : 0`, which turns NaN into 0 */
     return S2C_OK;
     /* END SOLUTION */
 }

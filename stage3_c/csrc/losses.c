@@ -130,7 +130,7 @@ int s2c_hinge_loss(const float *scores, const int64_t *labels, int64_t n, int64_
         double correct = row[labels[i]];
         for (int64_t j = 0; j < c; j++) {
             double violation = row[j] - correct + margin;
-            if (j != labels[i] && violation > 0.0)
+            if (j != labels[i] && !(violation <= 0.0)) /* a NaN violation counts: NaN out */
                 total += violation;
         }
     }

@@ -1,0 +1,39 @@
+"""Exit statuses of `nn.train` and `nn.predict`: one per kind of failure, each reported in one line.
+
+Scripts can tell a bad command (fix the arguments) from missing data (fetch it), a bad checkpoint
+(choose another), a tier that cannot run, a run that diverged and one that was interrupted.
+"""
+
+from datasets import DatasetError
+from nn.checkpoint import CheckpointError
+from nn.tiers import TierError
+
+DONE = 0
+DIVERGED = 1  # the loss, the weights or the optimizer state became NaN or Inf
+USAGE = 2  # bad arguments, as argparse's own errors
+DATA = 3
+CHECKPOINT = 4
+TIER = 5
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+
+EPILOG = (
+    f"exit status: {DONE} done; {DIVERGED} training diverged (the last good checkpoint is kept); "
+    f"{USAGE} bad arguments; {DATA} data not found or unreadable; {CHECKPOINT} a checkpoint "
+    f"missing, corrupt or not fitting; {TIER} a tier that cannot run (not built, or an exercise "
+    f"still to write); {INTERRUPTED} interrupted by Ctrl-C (resumable with --resume)"
+)
+
+# Checked in order: CheckpointError is a ValueError, and other ValueErrors are bad arguments.
+STATUS_OF = (
+    (CheckpointError, CHECKPOINT),
+    (DatasetError, DATA),
+    (TierError, TIER),
+    (NotImplementedError, TIER),
+    (ValueError, USAGE),
+)
+REPORTED = tuple(kind for kind, _ in STATUS_OF)  # what the commands catch and print in one line
+
+
+def exit_status(error):
+    """The exit status for `error`, an instance of one of REPORTED."""
+    return next(status for kind, status in STATUS_OF if isinstance(error, kind))

@@ -1,0 +1,161 @@
+"""Stage 4, numba variant: every op of the contract (grader/CONTRACT.md) as numba.cuda kernels
+over device arrays (weeks 14-16).
+
+Native arrays are numba device arrays: float32 data, int64 labels and argmax. Ops also accept
+anything exposing `__cuda_array_interface__` (CuPy arrays, PyTorch CUDA tensors) and view it
+without a copy; a host NumPy array is an error naming the argument (copy it once with
+`from_numpy`). Ops launch kernels and return without waiting for them (`synchronize` waits).
+Outputs come from the hook `empty` (the grader poisons it with NaN). Losses return a
+`DeviceScalar` that stays on the GPU until `float()` reads it (stage4_cuda/README.md).
+
+Without a GPU, NUMBA_ENABLE_CUDASIM=1 runs the same kernels in numba's CUDA simulator, slowly and
+without warp shuffles (the "shuffle" rung of the softmax ladder refuses to run there).
+
+    import stage4_cuda.numba_impl as gpu
+    a = gpu.from_numpy(np.ones((64, 32), np.float32))
+    c = gpu.matmul(a, gpu.transpose(a), kernel="tiled")   # a rung of the matmul ladder
+    y = gpu.softmax(c, kernel="shuffle")                  # a rung of the reduction ladder
+    gpu.to_numpy(y)
+"""
+
+import numpy as np
+from numba import cuda
+
+from ._device import SIMULATOR, DeviceScalar, empty
+from .activations import (
+    SOFTMAX_KERNELS,
+    leaky_relu,
+    leaky_relu_backward,
+    log_softmax,
+    log_softmax_backward,
+    relu,
+    relu_backward,
+    sigmoid,
+    sigmoid_backward,
+    softmax,
+    softmax_backward,
+    tanh,
+    tanh_backward,
+)
+from .conv import col2im, conv2d_backward, conv2d_forward, im2col
+from .dense import linear_backward, linear_forward
+from .init import he_normal, xavier_uniform
+from .linalg import MATMUL_KERNELS, SUM_ROWS_KERNELS, add, matmul, mul, scale, sum_rows, transpose
+from .losses import (
+    bce_with_logits_loss,
+    bce_with_logits_loss_backward,
+    cross_entropy_loss,
+    cross_entropy_loss_backward,
+    hinge_loss,
+    hinge_loss_backward,
+    mse_loss,
+    mse_loss_backward,
+)
+from .norm import batchnorm_backward, batchnorm_forward
+from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
+from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .regularization import dropout_backward, dropout_forward
+
+NAME = "numba"
+
+
+def available():
+    """(True, "") on a CUDA GPU; (True, "...simulator...") under NUMBA_ENABLE_CUDASIM=1;
+    (False, why and what to do) otherwise."""
+    if SIMULATOR:
+        return True, "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1): slow, no warp shuffles"
+    if not cuda.is_available():
+        return False, (
+            "no CUDA GPU found by numba; run on a machine with an NVIDIA GPU and its driver, or "
+            "under the simulator with NUMBA_ENABLE_CUDASIM=1"
+        )
+    return True, ""
+
+
+def from_numpy(a):
+    """A NumPy array copied to the device: floating data as float32, integers (labels, argmax)
+    as int64; a 0-d array becomes a Python scalar."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return a.item()
+    if a.dtype.kind == "f":
+        return cuda.to_device(np.ascontiguousarray(a, dtype=np.float32))
+    if a.dtype.kind in "iu":
+        return cuda.to_device(np.ascontiguousarray(a, dtype=np.int64))
+    raise ValueError(f"from_numpy: a must hold floats or integers, got {a.dtype}")
+
+
+def to_numpy(x):
+    """A device array (or a DeviceScalar loss, or a Python scalar) copied to a NumPy array."""
+    if isinstance(x, DeviceScalar):
+        return np.array(float(x), dtype=np.float32)  # 0-d, like the losses of the CPU tiers
+    if hasattr(x, "copy_to_host"):
+        return x.copy_to_host()
+    if hasattr(x, "__cuda_array_interface__"):
+        return cuda.as_cuda_array(x).copy_to_host()
+    return np.array(x)
+
+
+def synchronize():
+    """Wait until every kernel launched so far has finished (timing needs it)."""
+    cuda.synchronize()
+
+
+__all__ = [
+    "MATMUL_KERNELS",
+    "NAME",
+    "SOFTMAX_KERNELS",
+    "SUM_ROWS_KERNELS",
+    "DeviceScalar",
+    "add",
+    "adam_step",
+    "available",
+    "avgpool2d_backward",
+    "avgpool2d_forward",
+    "batchnorm_backward",
+    "batchnorm_forward",
+    "bce_with_logits_loss",
+    "bce_with_logits_loss_backward",
+    "col2im",
+    "conv2d_backward",
+    "conv2d_forward",
+    "cross_entropy_loss",
+    "cross_entropy_loss_backward",
+    "dropout_backward",
+    "dropout_forward",
+    "empty",
+    "from_numpy",
+    "he_normal",
+    "hinge_loss",
+    "hinge_loss_backward",
+    "im2col",
+    "leaky_relu",
+    "leaky_relu_backward",
+    "linear_backward",
+    "linear_forward",
+    "log_softmax",
+    "log_softmax_backward",
+    "matmul",
+    "maxpool2d_backward",
+    "maxpool2d_forward",
+    "momentum_step",
+    "mse_loss",
+    "mse_loss_backward",
+    "mul",
+    "relu",
+    "relu_backward",
+    "rmsprop_step",
+    "scale",
+    "sgd_step",
+    "sigmoid",
+    "sigmoid_backward",
+    "softmax",
+    "softmax_backward",
+    "sum_rows",
+    "synchronize",
+    "tanh",
+    "tanh_backward",
+    "to_numpy",
+    "transpose",
+    "xavier_uniform",
+]

@@ -1,0 +1,304 @@
+"""Activations and their gradients (week 14): elementwise kernels, and the row-wise softmax and
+log_softmax with a reduction ladder.
+
+Elementwise kernels see their arrays flat, one thread per element. NaN goes through as in
+PyTorch: each kernel is written so that a NaN input gives a NaN output (`max(x, 0)` would not:
+the GPU's fmaxf drops NaN).
+"""
+
+import math
+
+from numba import cuda, float32
+
+from . import _checks as checks
+from . import _device
+from ._device import blocks_for, flat, launch, launch_elementwise
+from .reduce import HAS_SHUFFLES, ROW_THREADS, block_max, block_sum, warp_max, warp_sum
+
+ZERO = float32(0)
+ONE = float32(1)
+
+
+def _unary(op, kernel, x, *scalars):
+    """Check x (any shape), launch `kernel(x, *scalars, y)` over its elements, return y."""
+    x = checks.readable(op, "x", x)
+    y = _device.empty(x.shape)
+    launch_elementwise(kernel, x.size, flat(x), *scalars, flat(y))
+    return y
+
+
+def _binary(op, kernel, first_name, first, dy, *scalars):
+    """Check `first` (x or y) and dy of its shape, launch `kernel(first, dy, *scalars, dx)`."""
+    first = checks.readable(op, first_name, first)
+    dy = checks.same_shape(op, "dy", dy, first_name, first.shape)
+    dx = _device.empty(first.shape)
+    launch_elementwise(kernel, first.size, flat(first), flat(dy), *scalars, flat(dx))
+    return dx
+
+
+@cuda.jit
+def _relu(x, y):
+    # BEGIN SOLUTION week 14, task relu
+    i = cuda.grid(1)
+    if i < y.size:
+        y[i] = ZERO if x[i] <= 0 else x[i]  # NaN <= 0 is false: NaN stays
+    # END SOLUTION
+
+
+@cuda.jit
+def _relu_backward(x, dy, dx):
+    # BEGIN SOLUTION week 14, task relu_backward
+    i = cuda.grid(1)
+    if i < dx.size:
+        dx[i] = dy[i] if x[i] > 0 else ZERO
+    # END SOLUTION
+
+
+@cuda.jit
+def _leaky_relu(x, alpha, y):
+    # BEGIN SOLUTION week 14, task leaky_relu
+    i = cuda.grid(1)
+    if i < y.size:
+        y[i] = x[i] if x[i] > 0 else alpha * x[i]
+    # END SOLUTION
+
+
+@cuda.jit
+def _leaky_relu_backward(x, dy, alpha, dx):
+    # BEGIN SOLUTION week 14, task leaky_relu_backward
+    i = cuda.grid(1)
+    if i < dx.size:
+        dx[i] = dy[i] if x[i] > 0 else alpha * dy[i]
+    # END SOLUTION
+
+
+@cuda.jit
+def _sigmoid(x, y):
+    # exp(-|x|) is in (0, 1]: it never overflows. sigmoid(|x|) = 1 / (1 + e) and
+    # sigmoid(-|x|) = e / (1 + e), both accurate.
+    # BEGIN SOLUTION week 14, task sigmoid
+    i = cuda.grid(1)
+    if i < y.size:
+        e = math.exp(-abs(x[i]))
+        positive = ONE / (ONE + e)
+        y[i] = positive if x[i] >= 0 else e * positive
+    # END SOLUTION
+
+
+@cuda.jit
+def _sigmoid_backward(y, dy, dx):
+    # BEGIN SOLUTION week 14, task sigmoid_backward
+    i = cuda.grid(1)
+    if i < dx.size:
+        dx[i] = dy[i] * y[i] * (ONE - y[i])
+    # END SOLUTION
+
+
+@cuda.jit
+def _tanh(x, y):
+    # BEGIN SOLUTION week 14, task tanh
+    i = cuda.grid(1)
+    if i < y.size:
+        y[i] = math.tanh(x[i])
+    # END SOLUTION
+
+
+@cuda.jit
+def _tanh_backward(y, dy, dx):
+    # BEGIN SOLUTION week 14, task tanh_backward
+    i = cuda.grid(1)
+    if i < dx.size:
+        dx[i] = dy[i] * (ONE - y[i] * y[i])
+    # END SOLUTION
+
+
+def relu(x):
+    """max(x, 0), any shape."""
+    return _unary("relu", _relu, x)
+
+
+def relu_backward(x, dy):
+    """dy where x > 0, else 0 (x is the forward's input)."""
+    return _binary("relu_backward", _relu_backward, "x", x, dy)
+
+
+def leaky_relu(x, alpha):
+    """x where x > 0, else alpha * x, any shape."""
+    return _unary("leaky_relu", _leaky_relu, x, checks.real("leaky_relu", "alpha", alpha))
+
+
+def leaky_relu_backward(x, dy, alpha):
+    """dy where x > 0, else alpha * dy (x is the forward's input)."""
+    op = "leaky_relu_backward"
+    return _binary(op, _leaky_relu_backward, "x", x, dy, checks.real(op, "alpha", alpha))
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)), any shape, without overflow for large |x|."""
+    return _unary("sigmoid", _sigmoid, x)
+
+
+def sigmoid_backward(y, dy):
+    """dy * y * (1 - y) (y is the forward's output)."""
+    return _binary("sigmoid_backward", _sigmoid_backward, "y", y, dy)
+
+
+def tanh(x):
+    """tanh(x), any shape."""
+    return _unary("tanh", _tanh, x)
+
+
+def tanh_backward(y, dy):
+    """dy * (1 - y^2) (y is the forward's output)."""
+    return _binary("tanh_backward", _tanh_backward, "y", y, dy)
+
+
+# --- softmax and log_softmax: the reduction ladder --------------------------------------------
+# Each row needs two reductions (its maximum, then the sum of exp(x - max)) before a pass that
+# writes it: 2 passes of reading and one of writing, 12 bytes per element. One kernel serves
+# softmax and log_softmax (`log` picks what the last pass writes), one per rung of the ladder.
+
+
+@cuda.jit(device=True)
+def _write_row(x, y, row, j, top, total, log):
+    """y[row, j] from x[row, j], the row's maximum and its sum of exp(x - maximum)."""
+    if log:
+        y[row, j] = x[row, j] - top - math.log(total)
+    else:
+        y[row, j] = math.exp(x[row, j] - top) / total
+
+
+@cuda.jit
+def _softmax_naive(x, y, log):
+    # One thread per row does all three passes alone: N threads (a batch of 64 keeps 64 of a
+    # GPU's hundred thousand busy), and neighbouring threads read addresses C*4 bytes apart.
+    # BEGIN SOLUTION week 14, task softmax
+    row = cuda.grid(1)
+    if row < x.shape[0]:
+        top = x[row, 0]
+        for j in range(1, x.shape[1]):
+            top = max(top, x[row, j])
+        total = ZERO
+        for j in range(x.shape[1]):
+            total += math.exp(x[row, j] - top)
+        for j in range(x.shape[1]):
+            _write_row(x, y, row, j, top, total, log)
+    # END SOLUTION
+
+
+@cuda.jit
+def _softmax_tree(x, y, log):
+    # One block per row: ROW_THREADS threads stride along it (neighbours read neighbours), and
+    # each reduction ends with a tree in shared memory.
+    # BEGIN SOLUTION week 14, task softmax
+    cache = cuda.shared.array(ROW_THREADS, float32)
+    row, t = cuda.blockIdx.x, cuda.threadIdx.x
+    top = float32(-math.inf)
+    for j in range(t, x.shape[1], ROW_THREADS):
+        top = max(top, x[row, j])
+    top = block_max(cache, top)
+    total = ZERO
+    for j in range(t, x.shape[1], ROW_THREADS):
+        total += math.exp(x[row, j] - top)
+    total = block_sum(cache, total)
+    for j in range(t, x.shape[1], ROW_THREADS):
+        _write_row(x, y, row, j, top, total, log)
+    # END SOLUTION
+
+
+WARPS_PER_BLOCK = 4  # the shuffle rung: one warp per row, four rows per block
+
+
+@cuda.jit
+def _softmax_shuffle(x, y, log):
+    # One warp per row: the 32 lanes stride along it and reduce with register shuffles, with no
+    # shared memory and no barrier. Rows of up to a few thousand elements keep a warp busy.
+    # BEGIN SOLUTION week 14, task softmax
+    lane = cuda.threadIdx.x % 32
+    row = cuda.blockIdx.x * WARPS_PER_BLOCK + cuda.threadIdx.x // 32
+    if row < x.shape[0]:  # the same for the whole warp, so every lane reaches the shuffles
+        top = float32(-math.inf)
+        for j in range(lane, x.shape[1], 32):
+            top = max(top, x[row, j])
+        top = warp_max(top)
+        total = ZERO
+        for j in range(lane, x.shape[1], 32):
+            total += math.exp(x[row, j] - top)
+        total = warp_sum(total)
+        for j in range(lane, x.shape[1], 32):
+            _write_row(x, y, row, j, top, total, log)
+    # END SOLUTION
+
+
+# name -> (kernel, rows -> (blocks, threads)), slowest first.
+SOFTMAX_LADDER = {
+    "naive": (_softmax_naive, lambda n: (blocks_for(n), 32)),
+    "tree": (_softmax_tree, lambda n: (n, ROW_THREADS)),
+    "shuffle": (_softmax_shuffle, lambda n: (blocks_for(n, WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK)),
+}
+SOFTMAX_KERNELS = tuple(SOFTMAX_LADDER)
+BEST_SOFTMAX = "shuffle" if HAS_SHUFFLES else "tree"
+
+
+def _rowwise(op, x, kernel, log):
+    name = checks.kernel_name(op, kernel, SOFTMAX_KERNELS, BEST_SOFTMAX)
+    if name == "shuffle" and not HAS_SHUFFLES:
+        raise NotImplementedError(
+            f"{op}: kernel 'shuffle' uses warp shuffles, which the CUDA simulator does not have; "
+            "run it on a GPU (NUMBA_ENABLE_CUDASIM=0)"
+        )
+    x = checks.readable(op, "x", x, "[N, C]")
+    y = _device.empty(x.shape)
+    function, geometry = SOFTMAX_LADDER[name]
+    launch(function, *geometry(x.shape[0]), x, y, log)
+    return y
+
+
+def softmax(x, kernel="best"):
+    """Row-wise softmax of x [N, C], stable (the row maximum is subtracted first).
+
+    `kernel` picks a rung of the reduction ladder (SOFTMAX_KERNELS): "naive", "tree", "shuffle".
+    """
+    return _rowwise("softmax", x, kernel, False)
+
+
+def log_softmax(x, kernel="best"):
+    """Row-wise log(softmax(x)) of x [N, C], as x - max - log(sum(exp(x - max)))."""
+    return _rowwise("log_softmax", x, kernel, True)
+
+
+@cuda.jit
+def _softmax_backward(y, dy, dx, log):
+    # softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy - exp(y) * sum(dy). One block
+    # per row, a tree for the sum.
+    # BEGIN SOLUTION week 14, task softmax_backward
+    cache = cuda.shared.array(ROW_THREADS, float32)
+    row, t = cuda.blockIdx.x, cuda.threadIdx.x
+    partial = ZERO
+    for j in range(t, y.shape[1], ROW_THREADS):
+        partial += dy[row, j] if log else dy[row, j] * y[row, j]
+    total = block_sum(cache, partial)
+    for j in range(t, y.shape[1], ROW_THREADS):
+        if log:
+            dx[row, j] = dy[row, j] - math.exp(y[row, j]) * total
+        else:
+            dx[row, j] = y[row, j] * (dy[row, j] - total)
+    # END SOLUTION
+
+
+def _rowwise_backward(op, y, dy, log):
+    y = checks.readable(op, "y", y, "[N, C]")
+    dy = checks.same_shape(op, "dy", dy, "y", y.shape)
+    dx = _device.empty(y.shape)
+    launch(_softmax_backward, y.shape[0], ROW_THREADS, y, dy, dx, log)
+    return dx
+
+
+def softmax_backward(y, dy):
+    """y * (dy - sum_j(dy * y)) per row (y is the forward's output), [N, C]."""
+    return _rowwise_backward("softmax_backward", y, dy, False)
+
+
+def log_softmax_backward(y, dy):
+    """dy - exp(y) * sum_j(dy) per row (y is the forward's output, log-probabilities), [N, C]."""
+    return _rowwise_backward("log_softmax_backward", y, dy, True)

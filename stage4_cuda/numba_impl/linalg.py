@@ -1,0 +1,209 @@
+"""Linear algebra (weeks 14 and 15): matmul through the ladder of matmul_ladder.py, transpose, the
+elementwise add, mul and scale, and column sums (sum_rows) with a reduction ladder.
+
+Elementwise kernels see every array flat (`flat`): one thread per element, i = cuda.grid(1).
+"""
+
+from numba import cuda, float32
+
+from . import _checks as checks
+from . import _device
+from . import matmul_ladder as ladder
+from ._device import BLOCK, blocks_for, flat, launch, launch_elementwise, scratch
+from .reduce import ROW_THREADS, block_sum
+
+# The matmul ladder, slowest first; `matmul(a, b, kernel=...)` takes a name or its number 1..6.
+MATMUL_KERNELS = tuple(ladder.LADDER)
+BEST_MATMUL = "register_2d_prefetch"  # the fastest on an H100: results/matmul-numba-h100.json
+# The column-sum ladder: one thread per column, or a block of threads per column with a tree.
+SUM_ROWS_KERNELS = ("naive", "tree")
+
+
+def gemm(a, b, c, kernel=BEST_MATMUL):
+    """c = a @ b on checked device arrays (a [N, K], b [K, M], c [N, M]): the ops' matmul."""
+    function, geometry = ladder.LADDER[kernel]
+    blocks, threads = geometry(*c.shape)
+    launch(function, blocks, threads, a, b, c)
+    return c
+
+
+def matmul(a, b, kernel="best"):
+    """a [N, K] @ b [K, M] -> [N, M], by kernel `kernel` of the ladder (MATMUL_KERNELS)."""
+    op = "matmul"
+    name = checks.kernel_name(op, kernel, MATMUL_KERNELS, BEST_MATMUL)
+    a = checks.readable(op, "a", a, "[N, K]")
+    b = checks.readable(op, "b", b, "[K, M]")
+    (n, k), m = a.shape, b.shape[1]
+    if b.shape[0] != k:
+        checks.fail(op, f"b must have shape [K, M] with K = {k} (a's columns), got {b.shape}")
+    return gemm(a, b, _device.empty((n, m)), name)
+
+
+TRANSPOSE_TILE = 32
+TRANSPOSE_ROW = TRANSPOSE_TILE + 1  # a shared array's shape must be constants, not expressions
+
+
+@cuda.jit
+def _transpose(a, out):
+    # A block copies a 32 x 32 tile through shared memory: it reads rows of `a` and writes rows of
+    # `out`, both coalesced (a direct out[j, i] = a[i, j] would scatter one of the two). The +1
+    # column shifts each row by one bank, so reading a column of the tile has no bank conflicts.
+    # BEGIN SOLUTION week 14, task transpose
+    tile = cuda.shared.array((TRANSPOSE_TILE, TRANSPOSE_ROW), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    n, m = a.shape
+    i0, j0 = cuda.blockIdx.y * TRANSPOSE_TILE, cuda.blockIdx.x * TRANSPOSE_TILE
+    for dy in range(0, TRANSPOSE_TILE, cuda.blockDim.y):
+        if i0 + ty + dy < n and j0 + tx < m:
+            tile[ty + dy, tx] = a[i0 + ty + dy, j0 + tx]
+    cuda.syncthreads()
+    for dy in range(0, TRANSPOSE_TILE, cuda.blockDim.y):
+        if j0 + ty + dy < m and i0 + tx < n:
+            out[j0 + ty + dy, i0 + tx] = tile[tx, ty + dy]
+    # END SOLUTION
+
+
+def transpose_into(a, out):
+    """out [M, N] = a [N, M] transposed, on checked device arrays."""
+    n, m = a.shape
+    blocks = (blocks_for(m, TRANSPOSE_TILE), blocks_for(n, TRANSPOSE_TILE))
+    launch(_transpose, blocks, (TRANSPOSE_TILE, 8), a, out)
+    return out
+
+
+def transposed(a):
+    """A scratch copy of a checked [N, M] device array, transposed: [M, N]."""
+    return transpose_into(a, scratch(tuple(a.shape)[::-1]))
+
+
+def transpose(a):
+    """a [N, M] -> [M, N]."""
+    a = checks.readable("transpose", "a", a, "[N, M]")
+    return transpose_into(a, _device.empty(tuple(a.shape)[::-1]))
+
+
+def _broadcast_operand(op, a, b):
+    """Check add's and mul's operands: b has a's shape, or is 1-D of a's last dimension."""
+    a = checks.readable(op, "a", a)
+    b = checks.readable(op, "b", b)
+    row = a.shape[a.ndim - 1]  # (the simulator's shapes take no negative index)
+    if b.shape != a.shape and b.shape != (row,):
+        checks.fail(
+            op,
+            f"b must have a's shape {checks.format_shape(a.shape)} or [{row}] (a's last "
+            f"dimension), got {checks.format_shape(b.shape)}",
+        )
+    return a, b
+
+
+@cuda.jit
+def _add(a, b, out):
+    # b is a's size (same shape) or one row (a's last dimension): i % b.size covers both.
+    # BEGIN SOLUTION week 14, task add
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] + b[i % b.size]
+    # END SOLUTION
+
+
+@cuda.jit
+def _mul(a, b, out):
+    # BEGIN SOLUTION week 14, task mul
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = a[i] * b[i % b.size]
+    # END SOLUTION
+
+
+def add_into(a, b, out):
+    """out = a + b (b a's shape or one row), on checked device arrays."""
+    launch_elementwise(_add, a.size, flat(a), flat(b), flat(out))
+    return out
+
+
+def add(a, b):
+    """a + b: b has a's shape, or is 1-D of length a.shape[-1] (added to every row)."""
+    a, b = _broadcast_operand("add", a, b)
+    return add_into(a, b, _device.empty(a.shape))
+
+
+def mul(a, b):
+    """a * b elementwise, with add's broadcasting."""
+    a, b = _broadcast_operand("mul", a, b)
+    out = _device.empty(a.shape)
+    launch_elementwise(_mul, a.size, flat(a), flat(b), flat(out))
+    return out
+
+
+@cuda.jit
+def _scale(a, s, out):
+    # BEGIN SOLUTION week 14, task scale
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = s * a[i]
+    # END SOLUTION
+
+
+def scale(a, s):
+    """s * a for a float s; a any shape."""
+    a = checks.readable("scale", "a", a)
+    s = checks.real("scale", "s", s)
+    out = _device.empty(a.shape)
+    launch_elementwise(_scale, a.size, flat(a), s, flat(out))
+    return out
+
+
+# --- column sums: the reduction ladder's first op ---------------------------------------------
+
+
+@cuda.jit
+def _sum_rows_naive(x, out):
+    # One thread per column walks down it. Neighbouring threads read neighbouring columns
+    # (coalesced), but there are only M threads: a bias gradient (M = 10, N = 4096) keeps ten
+    # threads busy on a GPU that runs a hundred thousand, each doing N dependent additions.
+    # BEGIN SOLUTION week 14, task sum_rows
+    j = cuda.grid(1)
+    if j < out.size:
+        total = float32(0)
+        for i in range(x.shape[0]):
+            total += x[i, j]
+        out[j] = total
+    # END SOLUTION
+
+
+@cuda.jit
+def _sum_rows_tree(x, out):
+    # One block per column: ROW_THREADS threads each add every ROW_THREADS-th row, then a tree in
+    # shared memory adds their partial sums. N/ROW_THREADS + log2(ROW_THREADS) dependent steps
+    # instead of N, and M blocks to spread over the GPU.
+    # BEGIN SOLUTION week 14, task sum_rows
+    cache = cuda.shared.array(ROW_THREADS, float32)
+    j, t = cuda.blockIdx.x, cuda.threadIdx.x
+    partial = float32(0)
+    for i in range(t, x.shape[0], ROW_THREADS):
+        partial += x[i, j]
+    total = block_sum(cache, partial)
+    if t == 0:
+        out[j] = total
+    # END SOLUTION
+
+
+def sum_rows(x, kernel="best"):
+    """x [N, M] -> [M]: the sum over the rows (column sums), e.g. a bias gradient.
+
+    `kernel`: "naive" (a thread per column) or "tree" (a block per column), see SUM_ROWS_KERNELS.
+    """
+    name = checks.kernel_name("sum_rows", kernel, SUM_ROWS_KERNELS, "tree")
+    x = checks.readable("sum_rows", "x", x, "[N, M]")
+    return sum_rows_into(x, _device.empty((x.shape[1],)), name)
+
+
+def sum_rows_into(x, out, kernel="tree"):
+    """out [M] = the column sums of a checked x [N, M]."""
+    if kernel == "naive":
+        launch(_sum_rows_naive, blocks_for(x.shape[1]), BLOCK, x, out)
+    else:
+        launch(_sum_rows_tree, x.shape[1], ROW_THREADS, x, out)
+    return out
+
+

@@ -1,0 +1,157 @@
+"""The registry of tiers (tiers/) is the one list of tiers, and the rules of ARCHITECTURE.md hold:
+`nn` reaches tiers only through it, tiers import nothing of the project, every tier has the
+allocation hook and the grader's NaN poison reaches its outputs through it."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tiers
+from grader.poison import poisoned_allocations
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = set(tiers.packages())
+# Top-level packages of the project: a tier may import only its own and the shared checks.
+PROJECT = {path.parent.name for path in REPO_ROOT.glob("*/__init__.py")}
+SHARED_BY_TIERS = {"argcheck"}
+
+
+def python_files(folder):
+    return sorted(path for path in folder.rglob("*.py") if "__pycache__" not in path.parts)
+
+
+def imported_top_levels(path):
+    """The top-level names of a file's absolute imports (relative ones stay in its package)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def packages_named(path):
+    """The tier packages a Python file imports or names in a string (docstrings aside)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    texts = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+    named = {package for package in PACKAGES for text in texts if package in text}
+    return named | (imported_top_levels(path) & PACKAGES)
+
+
+def test_the_registry_is_the_only_list_of_tiers():
+    """Outside the registry and the tiers themselves, no code names two tier packages: one named
+    in an example or a help text is fine, two or more are a second list to keep in step.
+    The tests may name the tiers they test, but their fixture takes the list from the registry."""
+    outside = [
+        path
+        for path in python_files(REPO_ROOT)
+        if path.relative_to(REPO_ROOT).parts[0] not in PACKAGES | {"tiers", "tests", ".venv"}
+        and "workspace" not in path.relative_to(REPO_ROOT).parts
+    ]
+    outside.append(REPO_ROOT / "tests" / "conftest.py")
+    lists = {
+        str(path.relative_to(REPO_ROOT)): sorted(named)
+        for path in outside
+        if len(named := packages_named(path)) > 1
+    }
+    assert not lists, f"tier packages listed outside tiers/: {lists}"
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert len({package for package in PACKAGES if package in makefile}) <= 1
+
+
+def test_nn_reaches_tiers_only_through_the_registry():
+    for path in python_files(REPO_ROOT / "nn"):
+        imported = imported_top_levels(path)
+        assert "grader" not in imported, f"{path.relative_to(REPO_ROOT)} imports the grader"
+        assert not imported & PACKAGES, f"{path.relative_to(REPO_ROOT)} imports a tier directly"
+
+
+def test_tiers_import_nothing_of_the_project_but_the_shared_checks():
+    for package in PACKAGES:
+        for path in python_files(REPO_ROOT / package):
+            foreign = imported_top_levels(path) & PROJECT - {package} - SHARED_BY_TIERS
+            assert not foreign, f"{path.relative_to(REPO_ROOT)} imports {sorted(foreign)}"
+
+
+def test_every_entry_is_consistent():
+    for name, tier in tiers.TIERS.items():
+        assert tier.name == name and tier.package in PROJECT | {"stage4_cuda"}
+        assert tier.bits == (64 if tier.tier_class == "python" else 32)
+        assert tier.references and all(
+            reference in tiers.TIERS and reference != name for reference in tier.references
+        )
+        assert tiers.find(tier.stage, tier.variant) is tier
+    assert tiers.find(4).name == "numba"  # a stage's first variant is its default
+    with pytest.raises(ValueError, match="stage 2 has no variant 'numba'"):
+        tiers.find(2, "numba")
+    with pytest.raises(ValueError, match="unknown tier 'cuda'; the tiers: python, numpy, c"):
+        tiers.get("cuda")
+
+
+def test_the_tier_fixture_runs_on_every_registry_entry():
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         f"{__file__}::test_the_allocation_hook_is_poisoned"],
+        cwd=REPO_ROOT, capture_output=True, text=True, check=True,
+    ).stdout
+    ids = [line.split("[")[1].rstrip("]") for line in collected.splitlines() if "[" in line]
+    assert ids == list(tiers.TIERS)
+
+
+def test_a_missing_tier_is_reported_not_raised(tmp_path):
+    loaded = tiers.load(tiers.get("numpy"), impl=tmp_path)
+    assert not loaded.ok and loaded.broken
+    assert loaded.reason == f"no tier package at {tmp_path.resolve() / 'stage2_numpy'}"
+
+
+def test_the_allocation_hook_is_poisoned(tier):
+    """Under the grader's poison, the hook's outputs are NaN (integers: their most negative
+    value) in the tier's own native kind, and the hook is restored afterwards."""
+    hook = tier.empty
+    home = sys.modules[hook.__module__]
+    assert home.empty is hook, "the tier must export the hook its ops call"
+    with poisoned_allocations(tier):
+        floats = np.asarray(tier.to_numpy(tier.empty((2, 3), np.float32)))
+        integers = np.asarray(tier.to_numpy(tier.empty((4,), np.int64)))
+        assert home.empty is tier.empty is not hook
+    assert floats.shape == (2, 3) and np.isnan(floats).all()
+    assert integers.shape == (4,) and (integers == np.iinfo(np.int64).min).all()
+    assert tier.empty is hook and home.empty is hook
+    plain = np.asarray(tier.to_numpy(hook((2, 3), np.float32)))
+    assert plain.shape == (2, 3)
+
+
+def test_ops_that_fill_their_outputs_allocate_them_through_the_hook(tier, monkeypatch):
+    """maxpool2d_forward writes its outputs window by window: its y and argmax come from the
+    hook (NumPy computes them whole in stage 2, which needs no hook)."""
+    if tier.NAME == "numpy":
+        pytest.skip("stage 2 builds maxpool's outputs whole with NumPy reductions")
+    home = sys.modules[tier.empty.__module__]
+    real, shapes = home.empty, []
+
+    def recording(shape, dtype=np.float32):
+        shapes.append(tuple(shape))
+        return real(shape, dtype)
+
+    monkeypatch.setattr(home, "empty", recording)
+    x = tier.from_numpy(np.random.default_rng(0).standard_normal((1, 2, 4, 4)).astype(np.float32))
+    tier.maxpool2d_forward(x, 2, 2)
+    assert shapes.count((1, 2, 2, 2)) == 2
