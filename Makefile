@@ -20,7 +20,7 @@ NO_STAGE_IN_ARGS = @case " $(ARGS) " in *" --stage"*) \
 WORKSPACE ?= workspace
 ARGS ?=
 
-.PHONY: help setup build data test grade bench train exercises notebooks asan lint clean
+.PHONY: help setup build data test grade results bench train exercises notebooks asan sanitize lint clean
 
 help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
@@ -50,6 +50,10 @@ grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7]
 	$(NO_STAGE_IN_ARGS)
 	$(PY) -m grader --stage $(STAGE) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
+results: setup ## rewrite the committed grader records of the repository's tier: make results STAGE=3
+	$(PY) -m grader --stage $(STAGE) --results
+	$(PY) -m grader bench --stage $(STAGE) --results
+
 bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
 	$(PY) -m grader bench --stage $(STAGE) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
@@ -78,6 +82,9 @@ asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grad
 	if [ $$status = 0 ]; then echo "make asan: clean (no AddressSanitizer or LeakSanitizer report)"; \
 	else echo "make asan: FAILED (see the reports above)"; fi; \
 	exit $$status
+
+sanitize: setup ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4
+	$(PY) -m grader.sanitize --stage $(STAGE) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 lint: $(STAMP) ## ruff over the project
 	$(PY) -m ruff check .

@@ -5,9 +5,11 @@
     python -m grader bench --stage N [--quick]
 
 From Python: `grade(Options(stage=2, quick=True))` returns (exit status, JSON record).
-Modules: contract (the ops as data), inputs (random arguments), session (calling tiers, one
-check), correctness, gradients, propagation (NaN and Inf in, out where PyTorch has them), speed,
-timing, poison (NaN-filled allocations), isolation and worker (the child process), report,
+Modules: the contract as data: ops (the table), builders (arguments), inputs (random values),
+costs, ladders (speed sizes), tolerance, weeks; records (Setup, Task, Result), session (calling
+tiers), the checks: correctness, gradients, propagation (NaN and Inf in, out where PyTorch has
+them), ownership (results that share memory), speed (with timing, policy), poison (NaN-filled
+allocations), isolation and worker (the child process), crash_site (where C crashed), report,
 machine, run (a whole grading), bench.
 """
 

@@ -4,6 +4,7 @@
     python -m grader --stage 2 --week 7 --quick   only week 7's ops, fewer sizes and repeats
     python -m grader --stage 2 --impl workspace   grade a learner's workspace/stage2_numpy
     python -m grader bench --stage 3              the speed ladders at larger sizes, matmul kernels
+    python -m grader --stage 2 --results          write the record to the committed results
 
 The last line printed is `N passed, N failed` (`, N skipped` may follow); the exit status is 1
 when a check failed, 2 for a usage error.
@@ -15,8 +16,9 @@ import sys
 
 import tiers
 
-from . import contract
-from .run import Options, grade
+from .ops import OPS
+from .run import CHECKS, Options, grade
+from .weeks import WEEKS, ops_for_week
 
 
 def parse(argv):
@@ -40,6 +42,12 @@ def parse(argv):
     )
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
     parser.add_argument(
+        "--checks",
+        default=",".join(CHECKS),
+        metavar="KINDS",
+        help=f"only these kinds of check, comma-separated (default: all, {','.join(CHECKS)})",
+    )
+    parser.add_argument(
         "--isolate",
         action="store_true",
         help="run checks in a child process (always for stages 3 and 4)",
@@ -54,7 +62,12 @@ def parse(argv):
     parser.add_argument(
         "--json",
         metavar="PATH",
-        help="where the JSON record goes (default: curriculum/results/grade-stageN[...].json)",
+        help="where the JSON record goes (default: runs/grader/grade-stageN[...].json)",
+    )
+    parser.add_argument(
+        "--results",
+        action="store_true",
+        help="write the record to curriculum/results/, the committed results (make results)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     if not bench:
@@ -73,28 +86,35 @@ def parse(argv):
         variant=args.variant,
         impl=args.impl,
         quick=args.quick,
+        checks=tuple(args.checks.split(",")),
         isolate=args.isolate,
         timeout=args.timeout,
         json=args.json,
+        results=args.results,
         seed=args.seed,
         command=shlex.join(["python", "-m", "grader", *argv]),
     )
     if args.variant and args.variant not in tiers.variants(args.stage):
         parser.error(f"stage {args.stage} has no variant {args.variant!r}")
+    unknown_checks = sorted(set(options.checks) - set(CHECKS))
+    if unknown_checks:
+        parser.error(f"unknown check(s) {', '.join(unknown_checks)}; kinds: {', '.join(CHECKS)}")
+    if args.results and (args.impl or args.quick or args.json):
+        parser.error("--results records the repository's tier in full: no --impl, --quick, --json")
     if not bench:
         options.week, options.against = args.week, args.against
         options.ops = tuple(args.ops.split(",")) if args.ops else ()
-        unknown = sorted(set(options.ops) - set(contract.OPS))
+        unknown = sorted(set(options.ops) - set(OPS))
         if unknown:
             parser.error(
-                f"unknown op(s) {', '.join(unknown)}; the contract's ops: {', '.join(contract.OPS)}"
+                f"unknown op(s) {', '.join(unknown)}; the contract's ops: {', '.join(OPS)}"
             )
         if args.against == args.stage:
             parser.error(
                 "a tier checked against itself proves nothing: choose another --against "
                 "(stage 1 defaults to the repository's stage 2, plus gradients)"
             )
-        if args.week is not None and not contract.ops_for_week(args.stage, args.week):
+        if args.week is not None and not ops_for_week(args.stage, args.week):
             parser.error(
                 f"week {args.week} has no ops of stage {args.stage} to grade "
                 f"(stage {args.stage} weeks: {_weeks(args.stage)}); weeks 9-10 teach nn/: "
@@ -104,7 +124,7 @@ def parse(argv):
 
 
 def _weeks(stage):
-    return ", ".join(map(str, sorted(set(contract.WEEKS[stage].values()))))
+    return ", ".join(map(str, sorted(set(WEEKS[stage].values()))))
 
 
 def main(argv=None):

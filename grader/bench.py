@@ -11,11 +11,14 @@ table, bench-stageN.md, generated here (never typed) and naming the machine.
 import sys
 from pathlib import Path
 
-from . import contract, report
-from .contract import OPS, Named
+import tiers
+
+from . import report
+from .ladders import Named, ladder, timed_class
 from .machine import describe_machine
+from .ops import OPS
+from .records import PASSED, Task
 from .run import default_json_path, execute
-from .session import PASSED, Task
 
 MATMUL_SIZE = {False: 1024, True: 512}  # quick -> n of the n x n x n kernel ladder
 THREADS = (1, 2)
@@ -23,9 +26,9 @@ THREADS = (1, 2)
 
 def plan_bench(options, info, results):
     """The bench's tasks; the 2-thread rung waits for the 1-thread results to pick the best."""
-    tier_class = contract.tier_class(options.stage)
+    timed_on = timed_class(tiers.find(options.stage, options.variant))
     for name, op in OPS.items():
-        sizes = contract.ladder(op, tier_class, bench=True)
+        sizes = ladder(op, timed_on, bench=True)
         for named in sizes[: 1 if options.quick else None]:
             yield Task("speed", name, named)
     kernels = info["matmul_kernels"]

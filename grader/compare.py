@@ -17,12 +17,14 @@ def format_value(value):
     return f"{value:.6g}" if np.issubdtype(type(value), np.floating) else str(value)
 
 
-def mismatch(op, name, received, expected, tol=None, how=""):
+def mismatch(op, name, received, expected, tol=None, how="", never_written=None):
     """None when `received` matches `expected`, else a message naming the first bad element.
 
     `tol` None means exact equality (integer outputs such as argmax). `how` ends the message,
     e.g. '(central difference, h=1e-6)'. Shapes must match; float outputs of a float32 tier must
     be float32 and integer outputs integers (the caller checks dtypes, see `dtype_problem`).
+    `never_written`, a boolean array, marks elements the op never wrote (grader/poison.py): the
+    message then says so, as a NaN there is no result of the op's arithmetic.
     """
     received, expected = np.asarray(received), np.asarray(expected)
     if received.shape != expected.shape:
@@ -38,6 +40,15 @@ def mismatch(op, name, received, expected, tol=None, how=""):
     count = int(np.count_nonzero(bad))
     if count == 0:
         return None
+    if never_written is not None and np.any(bad & never_written):
+        unwritten = bad & never_written
+        index = tuple(int(i) for i in np.argwhere(unwritten)[0]) if bad.ndim else ()
+        return (
+            f"{op}: {format_index(name, index)} was never written (it still holds the "
+            f"{format_value(received[index])} the grader fills new outputs with), expected "
+            f"{format_value(expected[index])}; {int(np.count_nonzero(unwritten))} of "
+            f"{received.size} elements never written"
+        )
     index = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
     message = (
         f"{op}: {format_index(name, index)} expected {format_value(expected[index])}, "
@@ -51,14 +62,30 @@ def mismatch(op, name, received, expected, tol=None, how=""):
 def dtype_problem(op, name, array, float_bits):
     """A message when an output's dtype breaks the contract, else None.
 
-    Integer outputs (argmax) must be integers; float outputs float32 from a float32 tier and
-    float64 from stage 1. Values are compared separately.
+    Integer outputs (argmax) must be int64 in every tier, as labels are; float outputs float32
+    from a float32 tier and float64 from stage 1. Values are compared separately.
     """
     kind = array.dtype.kind
     if name == "argmax":
-        return None if kind in "iu" else f"{op}: {name} must hold integers, got {array.dtype}"
+        return None if array.dtype == np.int64 else f"{op}: {name} must be int64, got {array.dtype}"
     if kind != "f":
         return f"{op}: {name} must hold floats, got {array.dtype}"
     if float_bits == 32 and array.dtype != np.float32:
         return f"{op}: {name} must be float32, got {array.dtype}"
     return None
+
+
+def describe_args(args):
+    """A short description of arguments, e.g. 'x[2, 3, 7, 6] w[4, 3, 3, 3] stride=1 padding=1'."""
+    parts = []
+    for name, value in args.items():
+        if isinstance(value, np.ndarray):
+            part = f"{name}[{', '.join(map(str, value.shape))}]"
+            if value.dtype.kind == "f" and value.size and np.abs(value).max() >= 100:
+                part += f" (|{name}| up to {np.abs(value).max():.3g})"
+            parts.append(part)
+        elif isinstance(value, tuple):
+            parts.append(f"{name}=({', '.join(map(str, value))})")
+        else:
+            parts.append(f"{name}={value}")
+    return " ".join(parts)

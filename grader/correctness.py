@@ -1,6 +1,6 @@
 """Correctness: the graded tier against the reference tier, and distribution checks.
 
-Every case of an op gets fresh random inputs (grader/contract.py); both tiers receive the same
+Every case of an op gets fresh random inputs (grader/builders.py); both tiers receive the same
 values, the graded tier's allocations are NaN-poisoned, and every output (and every argument
 updated in place) must match within the tolerance of the tier pair. Dropout masks come from the
 shared random stream, so they must match exactly; initializers are compared by value here and by
@@ -12,10 +12,12 @@ import time
 
 import numpy as np
 
-from . import contract, values
-from .compare import dtype_problem, mismatch
-from .contract import OPS
-from .session import FAILED, PASSED, SKIPPED, Result
+from . import values
+from .compare import describe_args, dtype_problem, mismatch
+from .ops import OPS
+from .poison import holds_poison
+from .records import FAILED, PASSED, SKIPPED, Result, TierError
+from .tolerance import Tolerance, tolerance
 
 
 def check_correct(session, task):
@@ -27,16 +29,29 @@ def check_correct(session, task):
             op.name, "correct", SKIPPED, f"no reference tier: {session._reference_reason}"
         )
     started = time.perf_counter()
-    reference_bits = contract.FLOAT_BITS[session.reference.stage]
+    reference_bits = session.reference.tier.bits
     for index, size in enumerate(op.cases):
         rng = session.rng(task, index)
         args, _ = session.arguments(op, size, rng, session.reference, "reference")
         expected = session.call(session.reference, op, args, "reference")
-        received = session.call(session.graded, op, args, "graded", task.kernel)
-        tol = contract.tolerance(op, session.graded_bits, reference_bits, args, session.gpu)
-        message = compare_outputs(session, op, received, expected, tol)
+        tol = tolerance(op, session.graded_bits, reference_bits, args, session.gpu)
+        case = f"case {index + 1} of {len(op.cases)}: {describe_args(args)}"
+        note = op.note(size) if op.note else None
+        case += f"; {note}" if note else ""
+        message = None
+        try:
+            # Twice: a result must not share memory with the first call's (grader/ownership.py),
+            # and must not depend on what an earlier call left behind.
+            for call in ("", "on a second call with the same arguments: "):
+                received = session.call(session.graded, op, args, "graded", task.kernel)
+                message = compare_outputs(session, op, received, expected, tol, args=args)
+                if message:
+                    message = call + message
+                    break
+        except TierError as error:
+            error.case = case  # an exception at |x| = 1000 says so
+            raise
         if message:
-            case = f"case {index + 1} of {len(op.cases)}: {contract.describe_args(args)}"
             return Result(
                 op.name,
                 "correct",
@@ -49,22 +64,34 @@ def check_correct(session, task):
     return Result(op.name, "correct", PASSED, f"{len(op.cases)} cases", rung, seconds)
 
 
-def compare_outputs(session, op, received, expected, tol, how=""):
-    """The first problem among an op's outputs (dtype or values), or None."""
+def compare_outputs(session, op, received, expected, tol, args=None):
+    """Every problem among an op's outputs (dtype or values), joined by ' | ', or None.
+
+    With the call's `args`, an output holding the grader's NaN poison is called again to tell
+    elements never written from NaNs the op computed (Session.unwritten).
+    """
     structure = op.outputs + op.inplace
     flat_received = values.flatten(received, structure)
     flat_expected = values.flatten(expected, structure)
+    problems, unwritten = [], None
     for name, want in flat_expected.items():
         got = flat_received[name]
         if name != "loss":
             problem = dtype_problem(op.name, name, got, session.graded_bits)
             if problem:
-                return problem
+                problems.append(problem)
+                continue
         exact = want.dtype.kind in "iu" or name == "mask"
-        problem = mismatch(op.name, name, got, want, None if exact else tol, how)
+        never_written = None
+        if args is not None and name not in op.inplace and np.any(holds_poison(got)):
+            unwritten = unwritten or session.unwritten(op, args)
+            never_written = unwritten[name] & holds_poison(got)
+        problem = mismatch(
+            op.name, name, got, want, None if exact else tol, never_written=never_written
+        )
         if problem:
-            return problem
-    return None
+            problems.append(problem)
+    return " | ".join(problems) or None
 
 
 def check_distribution(session, task):
@@ -77,9 +104,7 @@ def check_distribution(session, task):
         args, _ = session.arguments(op, size, rng, session.graded, "graded")
         problem = checker(session, op, args)
         if problem:
-            return Result(
-                op.name, "dist", FAILED, f"{op.name}: {problem} [{contract.describe_args(args)}]"
-            )
+            return Result(op.name, "dist", FAILED, f"{op.name}: {problem} [{describe_args(args)}]")
     return Result(
         op.name, "dist", PASSED, f"{len(op.dist)} shapes", seconds=time.perf_counter() - started
     )
@@ -136,7 +161,7 @@ def _dropout_problems(session, op, args):
     if abs(kept - (1 - p)) > 5 * math.sqrt(p * (1 - p) / n) + 1e-12:
         return f"keeps {kept:.4f} of the elements, expected {1 - p:.4f} (p = {p}, n = {n})"
     scaled = x.astype(np.float64) * mask / (1 - p)
-    problem = mismatch(op.name, "y", y, scaled, contract.Tolerance(rtol=1e-6, atol=0.0))
+    problem = mismatch(op.name, "y", y, scaled, Tolerance(rtol=1e-6, atol=0.0))
     if problem:
         return f"y is not x * mask / (1 - p): {problem.split(': ', 1)[1]}"
     if 0 < p:

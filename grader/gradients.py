@@ -11,10 +11,10 @@ import time
 
 import numpy as np
 
-from . import contract
-from .compare import mismatch
-from .contract import FINITE_DIFFERENCE_STEP, FINITE_DIFFERENCE_TOLERANCE, OPS
-from .session import FAILED, PASSED, SKIPPED, Result
+from .compare import describe_args, mismatch
+from .ops import OPS, output_names
+from .records import FAILED, PASSED, SKIPPED, Result
+from .tolerance import FINITE_DIFFERENCE_STEP, FINITE_DIFFERENCE_TOLERANCE, tolerance
 
 MAX_POINTS = {False: 4000, True: 300}  # quick -> elements checked per gradient (sampled above)
 
@@ -43,7 +43,8 @@ def sample_indices(size, limit, rng):
 
 
 def check_gradients(session, task):
-    """Every gradient `task.op` returns, on its finite-difference cases."""
+    """Every gradient `task.op` returns, on its finite-difference cases; a failing case names
+    each wrong gradient (dx, dgamma and dbeta), not only the first."""
     op = OPS[task.op]
     if not session.oracle.ok:
         return Result(op.name, "grad", SKIPPED, f"no oracle: stage 1 {session.oracle.reason}")
@@ -61,19 +62,22 @@ def check_gradients(session, task):
             name: value.astype(np.float64) if _is_float(value) else value
             for name, value in forward_args.items()
         }
-        for output, input_name in op.grads:
-            message = _compare_gradient(
+        messages = [  # every gradient of the case, so that all wrong ones are named
+            _compare_gradient(
                 session, op, args, received[output], objective, arrays, output, input_name, rng
             )
-            if message:
-                case = f"case {index + 1} of {len(cases)}: {contract.describe_args(args)}"
-                return Result(
-                    op.name,
-                    "grad",
-                    FAILED,
-                    f"{message} [{case}]",
-                    seconds=time.perf_counter() - started,
-                )
+            for output, input_name in op.grads
+        ]
+        message = " | ".join(message for message in messages if message)
+        if message:
+            case = f"case {index + 1} of {len(cases)}: {describe_args(args)}"
+            return Result(
+                op.name,
+                "grad",
+                FAILED,
+                f"{message} [{case}]",
+                seconds=time.perf_counter() - started,
+            )
     return Result(
         op.name,
         "grad",
@@ -89,7 +93,7 @@ def _is_float(value):
 
 def _objective(session, forward, dy):
     """L(arrays): the oracle's loss, or sum(forward output * dy)."""
-    first = contract.output_names(forward)[0]
+    first = output_names(forward)[0]
 
     def objective(arrays):
         value = session.call(session.oracle, forward, arrays, "oracle")[first]
@@ -114,6 +118,6 @@ def _compare_gradient(session, op, args, received, objective, arrays, output, in
     else:
         expected = np.empty(received.shape)
     expected.reshape(-1)[indices] = estimate
-    tol = contract.tolerance(op, session.graded_bits, 64, args, session.gpu)
+    tol = tolerance(op, session.graded_bits, 64, args, session.gpu)
     how = f"(central difference, h={FINITE_DIFFERENCE_STEP:.0e})".replace("e-0", "e-")
     return mismatch(op.name, output, received, expected, tol + FINITE_DIFFERENCE_TOLERANCE, how)

@@ -13,6 +13,21 @@ def normal(rng, shape, scale=1.0, offset=0.0):
     return (offset + scale * rng.standard_normal(shape)).astype(np.float32)
 
 
+def extremes(rng, shape, magnitude):
+    """float32 array of `shape` spread over [-magnitude, magnitude], holding both ends exactly.
+
+    A quarter of the elements are -magnitude or +magnitude, a quarter uniform in between, the
+    rest standard normal: exp(1000) overflows even float64, so only a stable formula survives.
+    """
+    count = int(np.prod(shape))
+    values = rng.standard_normal(count)
+    ends = rng.permutation(count)[: max(2, count // 4)]
+    values[ends] = np.where(np.arange(len(ends)) % 2, magnitude, -magnitude)
+    spread = rng.permutation(np.setdiff1d(np.arange(count), ends))[: count // 4]
+    values[spread] = rng.uniform(-magnitude, magnitude, len(spread))
+    return values.reshape(shape).astype(np.float32)
+
+
 def uniform(rng, shape, low, high):
     """float32 array of `shape`, uniform in [low, high)."""
     return rng.uniform(low, high, shape).astype(np.float32)
@@ -55,17 +70,18 @@ def real(rng, low, high):
     return float(np.float32(rng.uniform(low, high)))
 
 
-def hinge_scores(rng, labels_, classes, margin, gap=0.01):
-    """float32 scores [N, classes] whose margins s_j - s_y + margin all stay `gap` away from 0.
+def hinge_scores(rng, labels_, classes, margin, scale=2.0, gap=0.01):
+    """float32 scores [N, classes] of spread `scale` whose margins s_j - s_y + margin all stay
+    `gap` away from 0.
 
     Rows that come too close to the hinge's kink are drawn again.
     """
-    scores = normal(rng, (len(labels_), classes), scale=2.0)
+    scores = normal(rng, (len(labels_), classes), scale)
     for row, label in enumerate(labels_):
         while True:
             margins = scores[row] - scores[row, label] + margin
             margins[label] = 1.0  # the true class itself is not a term of the sum
             if np.all(np.abs(margins) >= gap):
                 break
-            scores[row] = normal(rng, classes, scale=2.0)
+            scores[row] = normal(rng, classes, scale)
     return scores

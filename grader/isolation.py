@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from tiers import REPOSITORY
 
 from . import protocol
-from .session import FAILED, CheckTimeout, Result, Session
+from .records import FAILED, CheckTimeout, Result
+from .session import Session
 
 STARTUP_SECONDS = 120  # importing a tier may compile kernels
 

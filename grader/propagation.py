@@ -16,9 +16,10 @@ import time
 import numpy as np
 
 from . import values
-from .compare import format_index, format_value
-from .contract import OPS, OPTIMIZER_STATE, describe_args
-from .session import FAILED, PASSED, SKIPPED, Result, TierError
+from .builders import OPTIMIZER_STATE
+from .compare import describe_args, format_index, format_value
+from .ops import OPS
+from .records import FAILED, PASSED, SKIPPED, Result, TierError
 
 POISONS = (("a NaN", np.nan), ("an +Inf", np.inf), ("a -Inf", -np.inf))
 

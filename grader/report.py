@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from .session import FAILED, PASSED, SKIPPED
+from .records import FAILED, PASSED, SKIPPED
 
 COLUMNS = "{op:<29} {check:<8} {result:<7} {time:>9} {rate:>15} {speedup:>10} {library:>9}  {size}"
 

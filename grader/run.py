@@ -12,14 +12,20 @@ from pathlib import Path
 
 import tiers
 
-from . import contract, propagation, report
-from .contract import OPS
+from . import propagation, report
 from .isolation import InProcessRunner, IsolatedRunner, WorkerGone
+from .ladders import ladder, timed_class
 from .machine import machine_info
-from .session import FAILED, SKIPPED, Result, Setup, Task
+from .ops import OPS
+from .records import FAILED, SKIPPED, Result, Setup, Task
+from .weeks import ops_for_week
 
-RESULTS = tiers.REPOSITORY / "curriculum" / "results"
+RESULTS = tiers.REPOSITORY / "curriculum" / "results"  # committed: written only with --results
+RUNS = tiers.REPOSITORY / "runs" / "grader"  # ignored by git: where ordinary runs write
 SPEED_TIME_FACTOR = 6  # a speed task times many calls: its time limit is this many check limits
+
+
+CHECKS = ("correct", "nan", "grad", "dist", "determinism", "speed")  # --checks chooses among them
 
 
 @dataclass
@@ -37,13 +43,15 @@ class Options:
     timeout: float = 20.0
     seed: int = 0
     json: str | None = None
+    results: bool = False
+    checks: tuple = CHECKS
     command: str = ""
 
 
 def selected_ops(options):
     """The ops to grade: those of --week (all without it), narrowed by --ops."""
     names = (
-        list(OPS) if options.week is None else contract.ops_for_week(options.stage, options.week)
+        list(OPS) if options.week is None else ops_for_week(options.stage, options.week)
     )
     if options.ops:
         unknown = sorted(set(options.ops) - set(OPS))
@@ -56,7 +64,10 @@ def selected_ops(options):
 
 
 def plan_grade(options, info, results):
-    """Correctness, NaN, gradient and distribution checks per op, then the speed ladder."""
+    """Correctness, NaN, gradient and distribution checks per op (and determinism on a GPU), then
+    the speed ladder (not on the CUDA simulator, whose speed means nothing)."""
+    tier = tiers.find(options.stage, options.variant)
+    timed_on = timed_class(tier)
     names = selected_ops(options)
     tasks = []
     for name in names:
@@ -70,11 +81,15 @@ def plan_grade(options, info, results):
             tasks.append(Task("grad", name))
         if op.dist:
             tasks.append(Task("dist", name))
-    tier_class = contract.tier_class(options.stage)
-    for name in names:
-        sizes = contract.ladder(OPS[name], tier_class)
-        tasks += [Task("speed", name, named) for named in sizes[: 1 if options.quick else None]]
-    return tasks
+        if tier.gpu:  # races show at sizes that fill the device: the largest ladder size
+            sizes = ladder(op, timed_on) if not tier.simulated else ()
+            tasks.append(Task("determinism", name, sizes[-1] if sizes else None))
+    for name in names if not tier.simulated else ():
+        sizes = ladder(OPS[name], timed_on)
+        if options.quick:  # the first size (timed next to the earlier tier) and the largest
+            sizes = list(dict.fromkeys([sizes[0], sizes[-1]])) if sizes else []
+        tasks += [Task("speed", name, named) for named in sizes]
+    return [task for task in tasks if task.kind in options.checks]
 
 
 def variants(options):
@@ -83,13 +98,16 @@ def variants(options):
 
 
 def default_json_path(options, kind="grade"):
-    """curriculum/results/grade-stage2[-numba][-week7][-quick].json for the reference; a learner's
-    code (`--impl DIR`) gets DIR/results/ instead, so it never overwrites the committed results."""
+    """runs/grader/grade-stage2[-numba][-week7][-quick].json (ignored by git); with `--results`,
+    the committed curriculum/results/ (`make results`); a learner's code (`--impl DIR`) gets
+    DIR/results/, so it never overwrites the committed results."""
     parts = [f"{kind}-stage{options.stage}"]
     parts += [options.variant] if options.variant else []
     parts += [f"week{options.week}"] if options.week else []
     parts += ["quick"] if options.quick else []
-    folder = Path(options.impl) / "results" if options.impl else RESULTS
+    folder = RESULTS if options.results else RUNS
+    if options.impl:
+        folder = Path(options.impl) / "results"
     return folder / ("-".join(parts) + ".json")
 
 
@@ -137,13 +155,12 @@ def _run_variant(options, variant, plan, kind, out):
     """Grade one tier (stage 4 has two variants); returns (results, the run's JSON record)."""
     tier = tiers.find(options.stage, variant)
     # By default the registry's references (stage 1 has no earlier tier: it is checked against 2).
-    references = tuple(tiers.get(name).stage for name in tier.references)
-    against = (options.against,) if options.against else references
+    against = (options.against,) if options.against else tier.reference_stages
     impl = str(Path(options.impl).resolve()) if options.impl else None
     setup = Setup(
         options.stage, variant, impl, against, options.seed, options.quick, bench=kind == "bench"
     )
-    isolate = options.isolate or options.stage >= 3  # native code may crash or hang
+    isolate = options.isolate or tier.native  # native code may crash or hang
     runner = IsolatedRunner(setup) if isolate else InProcessRunner(setup)
     label = tier.label
     record = {"tier": label, "impl": impl, "isolated": isolate}
@@ -164,9 +181,14 @@ def _run_variant(options, variant, plan, kind, out):
                 against_text += f" tier ({info['reference_reason']})"
             where = _display(graded["origin"])
             isolated = ", isolated" if isolate else ""
+            simulated = (
+                " (CUDA simulator, no GPU: correctness at tiny sizes, no speed verdicts)"
+                if tier.simulated
+                else ""
+            )
             print(
                 f"grading {graded['label']} from {where} {against_text}{isolated}; "
-                f"seed {options.seed}",
+                f"seed {options.seed}{simulated}",
                 file=out,
             )
             report.print_header(out)

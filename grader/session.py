@@ -10,67 +10,17 @@ repository's stage 1, whose float64 forward ops give the finite-difference gradi
 
 import re
 import zlib
-from dataclasses import dataclass, field
 
 import numpy as np
 
 import tiers
 
-from . import contract, inputs, values
-from .contract import OPS, SOURCES
-from .poison import poisoned_allocations
-
-PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What to grade: sent once to a worker. `against` lists reference stages, best first."""
-
-    stage: int
-    variant: str | None = None
-    impl: str | None = None
-    against: tuple = ()
-    seed: int = 0
-    quick: bool = False
-    bench: bool = False
-
-
-@dataclass(frozen=True)
-class Task:
-    """One check: kind is correct, grad, nan, dist, speed, kernel or blas."""
-
-    kind: str
-    op: str
-    size: contract.Named | None = None
-    kernel: str | None = None
-    threads: int | None = None
-
-
-@dataclass
-class Result:
-    """The outcome of one Task, as the report shows it."""
-
-    op: str
-    check: str
-    status: str
-    message: str = ""
-    size: str = ""
-    seconds: float = 0.0
-    timing: dict = field(default_factory=dict)
-
-
-class TierError(Exception):
-    """A tier raised while the grader called it; `role` says which (graded, reference, oracle)."""
-
-    def __init__(self, role, op, error):
-        super().__init__(f"{role} {op}: {error!r}")
-        self.role, self.op, self.error = role, op, error
-
-
-class CheckTimeout(BaseException):
-    """Raised in-process when a check runs past its time limit (BaseException: tiers' `except
-    Exception` cannot swallow it)."""
+from . import correctness, determinism, gradients, inputs, propagation, speed, values
+from .ops import OPS, SOURCES, output_names
+from .ownership import Ownership, native_leaves
+from .poison import holds_marker, poisoned_allocations
+from .records import FAILED, Result, TierError
+from .weeks import week_of
 
 
 def not_implemented_message(stage, op_name, error):
@@ -78,7 +28,7 @@ def not_implemented_message(stage, op_name, error):
     found = re.search(r"week (\d+), task ([\w\- ]+)", str(error))
     if found:
         return f"not implemented (week {found.group(1)}, task {found.group(2).strip()})"
-    return f"not implemented (week {contract.week_of(stage, op_name)}, task {op_name})"
+    return f"not implemented (week {week_of(stage, op_name)}, task {op_name})"
 
 
 def as_float32(value):
@@ -105,8 +55,9 @@ class Session:
             reasons.append(f"{candidate.label}: {candidate.reason}")
         self._reference_reason = "; ".join(reasons)
         self.oracle = tiers.load(tiers.get("python"))
-        self.graded_bits = contract.FLOAT_BITS[setup.stage]
-        self.gpu = setup.stage == 4
+        self.graded_bits = self.graded.tier.bits
+        self.gpu = self.graded.tier.gpu
+        self.ownership = Ownership()  # the graded results of the running check
 
     @property
     def fast_reference(self):
@@ -146,8 +97,8 @@ class Session:
         `kernel` picks a rung of the tier's matmul ladder (`matmul(a, b, kernel=...)`).
 
         In-place arguments come back under their own names. For the graded tier, outputs it
-        allocates are NaN-poisoned (grader/poison.py), dtypes are checked, and its inputs must
-        come back unchanged.
+        allocates are NaN-poisoned (grader/poison.py), its inputs must come back unchanged, and
+        its results must own their memory (grader/ownership.py).
         """
         graded = role == "graded"
         natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
@@ -164,7 +115,23 @@ class Session:
             raise TierError(role, op.name, error) from error
         if graded:
             self._check_untouched(op, args, natives)
+            try:
+                self.ownership.check(native_leaves(result, op.outputs), natives)
+            except values.ContractError as error:
+                raise TierError(role, op.name, error) from None
         return outputs
+
+    def unwritten(self, op, args):
+        """{output name: elements the graded op never writes}: called once more with allocations
+        filled with a marker (grader/poison.py); only asked for when an output holds NaN."""
+        natives = [values.to_native(self.graded.module, args[name]) for name in op.params]
+        try:
+            with poisoned_allocations(marker=True):
+                result = getattr(self.graded.module, op.name)(*natives)
+            outputs = values.to_numpy_tree(self.graded.module, result, op.outputs)
+        except Exception as error:
+            raise TierError("graded", op.name, error) from error
+        return {name: holds_marker(v) for name, v in values.flatten(outputs, op.outputs).items()}
 
     def _check_untouched(self, op, args, natives):
         """Raise when the graded op changed an input array it must only read."""
@@ -201,7 +168,7 @@ class Session:
             outputs = self.call(tier, forward, forward_args, role)
             for name, value in outputs.items():
                 sources[name] = value if keep_float64 else as_float32(value)
-            first = outputs[contract.output_names(forward)[0]]
+            first = outputs[output_names(forward)[0]]
             sources["dy"] = inputs.normal(rng, first.shape)
             sources["x_shape"] = tuple(int(n) for n in forward_args["x"].shape)
         missing = [name for name in op.params if name not in sources]
@@ -217,23 +184,26 @@ class Session:
 
     def run(self, task):
         """Run one check and return its Result; every failure becomes a message."""
-        from . import correctness, gradients, propagation, speed  # one module per kind
-
         checks = {
             "correct": correctness.check_correct,
             "dist": correctness.check_distribution,
             "grad": gradients.check_gradients,
             "nan": propagation.check_nan,
+            "determinism": determinism.check_determinism,
             "speed": speed.check_speed,
             "kernel": speed.check_kernel,
             "blas": speed.check_blas,
         }
         label = (task.size.label or str(task.size.size)) if task.size else ""
         label = f"kernel {task.kernel}" if task.kind == "correct" and task.kernel else label
+        self.ownership = Ownership()
         try:
             return checks[task.kind](self, task)
         except TierError as error:
-            return Result(task.op, task.kind, FAILED, self._explain(error), size=label)
+            message = self._explain(error)
+            if error.case and "not implemented (" not in message:
+                message += f" [{error.case}]"
+            return Result(task.op, task.kind, FAILED, message, size=label)
         except Exception as error:  # a bug of the grader's own: fail this check, say so
             message = f"{task.op}: grader error, please report: {tiers.describe_exception(error)}"
             return Result(task.op, task.kind, FAILED, message, size=label)

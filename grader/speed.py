@@ -13,11 +13,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import contract, inputs, values
-from .contract import OPS
+from . import inputs, values
+from .ceilings import measure_ceilings
 from .correctness import compare_outputs
-from .session import FAILED, PASSED, Result, TierError
+from .gpu_timing import l2_flush, measure_gpu
+from .ladders import ladder, size_label, timed_class
+from .ops import OPS
+from .ownership import Ownership, native_leaves
+from .policy import speed_problem
+from .records import FAILED, PASSED, SKIPPED, Result, TierError
+from .roofline import floor_problem, roofline
 from .timing import measure
+from .tolerance import tolerance
 
 
 @dataclass
@@ -56,6 +63,8 @@ def library_baseline(op_name, args, tier_class, bench):
     if tier_class == "gpu":
         if torch is None or not torch.cuda.is_available() or op_name not in TORCH_OPS:
             return None
+        torch.backends.cuda.matmul.allow_tf32 = False  # FP32 against FP32: no tensor cores
+        torch.backends.cudnn.allow_tf32 = False
         tensors = {
             n: torch.from_numpy(v).cuda() for n, v in args.items() if isinstance(v, np.ndarray)
         }
@@ -85,24 +94,42 @@ TORCH_OPS = {  # (torch, tensors, args) -> a call doing the op's work
 
 def time_op(session, tier, op, args, role):
     """(Timing, outputs) of `op` on `tier`: the outputs of the last timed call (in-place ops:
-    of one more call on fresh arguments, since timing updated them over and over)."""
-    natives = [values.to_native(tier.module, args[name]) for name in op.params]
+    of one more call on fresh arguments, since timing updated them over and over).
+
+    The graded tier's last result must not share memory with its first (an op that returns a
+    cached result for the same input objects looks fast and is wrong for changed data).
+    """
+    natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
     function = getattr(tier.module, op.name)
     try:
-        timing, result = measure(
-            lambda: function(*natives), tier.module.synchronize, session.setup.quick
-        )
+        first = function(*natives.values())
+        timing, result = timer(tier)(lambda: function(*natives.values()), session.setup.quick)
         if op.inplace:
             return timing, session.call(tier, op, args, role)
-        return timing, values.to_numpy_tree(tier.module, result, op.outputs)
+        outputs = values.to_numpy_tree(tier.module, result, op.outputs)
+        if role == "graded":
+            owner = Ownership()
+            for call in (first, result):
+                owner.check(native_leaves(call, op.outputs), natives)
+        return timing, outputs
     except TierError:
         raise
+    except values.ContractError as error:
+        raise TierError(role, op.name, error) from None
     except Exception as error:
         raise TierError(role, op.name, error) from error
 
 
+def timer(tier):
+    """How to time a call on `tier` (a tiers.LoadedTier): CUDA events with a cold L2 on a GPU,
+    the host clock around `synchronize()` elsewhere (the CUDA simulator included)."""
+    if tier.tier.gpu and not tier.tier.simulated:
+        return lambda call, quick: measure_gpu(call, quick, l2_flush())
+    return lambda call, quick: measure(call, tier.module.synchronize, quick)
+
+
 def _in_ladder(named, tier_class, op, bench):
-    return any(entry.size == named.size for entry in contract.ladder(op, tier_class, bench))
+    return any(entry.size == named.size for entry in ladder(op, tier_class, bench))
 
 
 def check_speed(session, task):
@@ -116,7 +143,7 @@ def check_speed(session, task):
         args, _ = session.arguments(
             op, named.size, session.rng(task), session.reference, "reference"
         )
-    label = contract.size_label(op, named, args)
+    label = size_label(op, named, args)
     timing, received = time_op(session, session.graded, op, args, "graded")
     record = timing.as_dict()
     record["shapes"] = {n: list(v.shape) for n, v in args.items() if isinstance(v, np.ndarray)}
@@ -127,28 +154,37 @@ def check_speed(session, task):
         gflops=flops / timing.median / 1e9 if flops else None,
         gbps=moved / timing.median / 1e9,
     )
+    too_fast = None
+    if session.graded.tier.gpu and not session.graded.tier.simulated:
+        ceilings = measure_ceilings()
+        line = roofline(flops, moved, timing.median, ceilings)
+        record.update(line.as_dict(), ceilings=ceilings.as_dict())
+        too_fast = floor_problem(line)
 
     expected, expected_bits, validated = None, None, "none"
     reference = session.reference
-    if reference and _in_ladder(named, contract.tier_class(reference.stage), op, bench):
+    if reference and _in_ladder(named, timed_class(reference.tier), op, bench):
         ref_timing, expected = time_op(session, reference, op, args, "reference")
-        expected_bits, validated = contract.FLOAT_BITS[reference.stage], reference.label
+        expected_bits, validated = reference.tier.bits, reference.label
         record.update(
-            reference={"tier": reference.label, **ref_timing.as_dict()},
+            reference={"tier": reference.label, "stage": reference.stage, **ref_timing.as_dict()},
             speedup=ref_timing.median / timing.median,
         )
     elif session.fast_reference is not None:
         fast = session.fast_reference
         expected = session.call(fast, op, args, "reference")
-        expected_bits, validated = contract.FLOAT_BITS[fast.stage], fast.label
+        expected_bits, validated = fast.tier.bits, fast.label
     elif numpy_evaluation(op.name, args, np.float64) is not None:
         expected, expected_bits = numpy_evaluation(op.name, args, np.float64), 64
         validated = "NumPy float64"
     record["validated_against"] = validated
 
-    baseline = library_baseline(op.name, args, contract.tier_class(session.setup.stage), bench)
+    baseline = library_baseline(op.name, args, timed_class(session.graded.tier), bench)
     if baseline is not None:
-        library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
+        if session.graded.tier.gpu:
+            library, _ = measure_gpu(baseline.call, session.setup.quick, l2_flush())
+        else:
+            library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
         record.update(
             library={"name": baseline.name, **library.as_dict()},
             library_fraction=library.median / timing.median,
@@ -158,10 +194,15 @@ def check_speed(session, task):
     if expected is None:
         message = "output not re-validated: no independent reference at this size"
     else:
-        tol = contract.tolerance(op, session.graded_bits, expected_bits, args, session.gpu)
+        tol = tolerance(op, session.graded_bits, expected_bits, args, session.gpu)
         problem = compare_outputs(session, op, received, expected, tol)
         if problem:
             status, message = FAILED, f"after timing: {problem}"
+    if too_fast:
+        status, message = FAILED, f"{op.name}: {too_fast}"
+    slow = speed_problem(op.name, session.setup.stage, record)
+    if slow and status == PASSED:
+        status, message = FAILED, slow
     return Result(
         op.name,
         "speed",
@@ -185,17 +226,17 @@ def _threads(count):
 
 
 def check_kernel(session, task):
-    """One of the tier's MATMUL_KERNELS at `task.threads` threads, validated against float64."""
+    """One of the tier's MATMUL_KERNELS (at `task.threads` threads on a CPU), validated against
+    float64."""
     module = session.graded.module
     a, b = _square_inputs(session, task)
     n, k, m = task.size.size
     native_a, native_b = module.from_numpy(a), module.from_numpy(b)
     try:
-        module.set_num_threads(task.threads)
-        timing, result = measure(
-            lambda: module.matmul(native_a, native_b, kernel=task.kernel),
-            module.synchronize,
-            session.setup.quick,
+        if task.threads:
+            module.set_num_threads(task.threads)
+        timing, result = timer(session.graded)(
+            lambda: module.matmul(native_a, native_b, kernel=task.kernel), session.setup.quick
         )
         received = {"y": np.asarray(module.to_numpy(result))}
     except Exception as error:
@@ -203,19 +244,35 @@ def check_kernel(session, task):
     gflops = 2 * n * k * m / timing.median / 1e9
     record = timing.as_dict() | {"kernel": task.kernel, "threads": task.threads, "gflops": gflops}
     op = OPS["matmul"]
-    tol = contract.tolerance(op, session.graded_bits, 64, {"a": a, "b": b}, session.gpu)
+    tol = tolerance(op, session.graded_bits, 64, {"a": a, "b": b}, session.gpu)
     problem = compare_outputs(session, op, received, {"y": a.astype(np.float64) @ b}, tol)
-    size = f"{task.kernel}, {_threads(task.threads)}, {n}x{k}x{m}"
+    where = f"{_threads(task.threads)}, " if task.threads else ""
+    size = f"{task.kernel}, {where}{n}x{k}x{m}"
     return Result(
         "matmul", "kernel", FAILED if problem else PASSED, problem or "", size=size, timing=record
     )
 
 
 def check_blas(session, task):
-    """NumPy's BLAS on the same matmul at `task.threads` threads (threadpoolctl sets them)."""
+    """The machine's library on the same matmul: NumPy's BLAS at `task.threads` threads
+    (threadpoolctl sets them), or on a GPU cuBLAS through PyTorch (TF32 off)."""
+    a, b = _square_inputs(session, task)
+    n, k, m = task.size.size
+    if session.graded.tier.gpu:
+        baseline = library_baseline("matmul", {"a": a, "b": b}, "gpu", bench=True)
+        if baseline is None:
+            return Result("matmul", "library", SKIPPED, "no GPU library (PyTorch with CUDA)")
+        timing, _ = measure_gpu(baseline.call, session.setup.quick, l2_flush())
+        gflops = 2 * n * k * m / timing.median / 1e9
+        record = timing.as_dict() | {"threads": None, "gflops": gflops}
+        size = f"{baseline.name}, {n}x{k}x{m}"
+        return Result("matmul", "library", PASSED, size=size, timing=record)
+    return _check_cpu_blas(session, task, a, b)
+
+
+def _check_cpu_blas(session, task, a, b):
     from threadpoolctl import threadpool_limits
 
-    a, b = _square_inputs(session, task)
     n, k, m = task.size.size
     with threadpool_limits(limits=task.threads, user_api="blas"):
         timing, _ = measure(lambda: a @ b, lambda: None, session.setup.quick)

@@ -160,14 +160,15 @@ def grade(stage, json_path, *extra):
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", STAGES)
 def test_grader_reports_every_workspace_stub_as_not_implemented(workspace, stage, tmp_path):
-    from grader import contract
+    from grader.ops import OPS
+    from grader.weeks import week_of
 
     code, output, last = grade(stage, tmp_path / "grade.json", "--impl", str(workspace))
     assert code != 0, output
     assert "Traceback" not in output, output
     assert last and int(last["passed"]) == 0 and int(last["failed"]) > 0, output[-2000:]
-    for op in contract.OPS:
-        week = contract.week_of(stage, op)
+    for op in OPS:
+        week = week_of(stage, op)
         line = rf"^\s*{op}: not implemented \(week {week}, task \w+\)$"
         assert re.search(line, output, re.MULTILINE), f"{op}: no 'not implemented (week {week}'"
 

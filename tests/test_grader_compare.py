@@ -8,8 +8,8 @@ from conftest import load_tier
 
 from grader import gradients, timing
 from grader.compare import dtype_problem, mismatch
-from grader.contract import Tolerance
 from grader.poison import poisoned_allocations
+from grader.tolerance import Tolerance
 
 TOL = Tolerance(rtol=1e-5, atol=1e-6)
 
@@ -43,7 +43,8 @@ def test_shape_and_dtype_problems_are_reported():
                                                            np.ones((2, 3)), TOL)  # fmt: skip
     assert dtype_problem("op", "y", np.ones(2), 32) == "op: y must be float32, got float64"
     assert dtype_problem("op", "y", np.ones(2), 64) is None
-    assert "integers" in dtype_problem("op", "argmax", np.ones(2, np.float32), 32)
+    assert "int64" in dtype_problem("op", "argmax", np.ones(2, np.float32), 32)
+    assert "int64, got int32" in dtype_problem("op", "argmax", np.ones(2, np.int32), 32)
 
 
 def test_integer_outputs_must_match_exactly():

@@ -1,4 +1,5 @@
-"""The contract as data (grader/contract.py): complete, and its inputs are what the checks need."""
+"""The contract as data (grader/ops.py and its neighbours): complete, and its inputs are what the
+checks need."""
 
 import re
 from pathlib import Path
@@ -6,8 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader import contract
-from grader.contract import OPS
+from grader.costs import conv_flops, work_matmul
+from grader.ops import OPS
+from grader.tolerance import tolerance
+from grader.weeks import GROUPS, WEEKS, ops_for_week, week_of
 
 CONTRACT_MD = Path(__file__).parent.parent / "grader" / "CONTRACT.md"
 
@@ -35,12 +38,12 @@ def test_each_tier_exports_every_op(tier):
 
 
 def test_weeks_cover_every_group_of_every_stage():
-    for stage, weeks in contract.WEEKS.items():
-        assert set(weeks) == set(contract.GROUPS), stage
-    assert sorted(contract.ops_for_week(2, 7) + contract.ops_for_week(2, 8)) == sorted(OPS)
-    assert contract.ops_for_week(1, 1) == ["matmul", "transpose", "add", "mul", "scale", "sum_rows"]
-    assert contract.week_of(4, "matmul") == 15 and contract.week_of(4, "add") == 14
-    assert contract.ops_for_week(2, 9) == []
+    for stage, weeks in WEEKS.items():
+        assert set(weeks) == set(GROUPS), stage
+    assert sorted(ops_for_week(2, 7) + ops_for_week(2, 8)) == sorted(OPS)
+    assert ops_for_week(1, 1) == ["matmul", "transpose", "add", "mul", "scale", "sum_rows"]
+    assert week_of(4, "matmul") == 15 and week_of(4, "add") == 14
+    assert ops_for_week(2, 9) == []
 
 
 @pytest.mark.parametrize("name", list(OPS))
@@ -93,16 +96,16 @@ def test_stability_cases_have_large_inputs():
 
 def test_tolerance_widens_with_accumulation_length():
     op = OPS["matmul"]
-    short = contract.tolerance(op, 32, 64, {"a": np.zeros((2, 4)), "b": np.zeros((4, 2))})
-    long = contract.tolerance(op, 32, 64, {"a": np.zeros((2, 400)), "b": np.zeros((400, 2))})
+    short = tolerance(op, 32, 64, {"a": np.zeros((2, 4)), "b": np.zeros((4, 2))})
+    long = tolerance(op, 32, 64, {"a": np.zeros((2, 400)), "b": np.zeros((400, 2))})
     assert long.rtol == pytest.approx(10 * short.rtol)
     assert long.atol == pytest.approx(100 * short.atol)
-    gpu = contract.tolerance(op, 32, 32, {"a": np.zeros((2, 4)), "b": np.zeros((4, 2))}, gpu=True)
+    gpu = tolerance(op, 32, 32, {"a": np.zeros((2, 4)), "b": np.zeros((4, 2))}, gpu=True)
     assert gpu.rtol > short.rtol
 
 
 def test_work_counts_flops_and_bytes():
     matmul = {"a": np.zeros((2, 3)), "b": np.zeros((3, 5))}
-    assert contract.work_matmul(matmul) == (2 * 2 * 3 * 5, 4 * (6 + 15 + 10))
+    assert work_matmul(matmul) == (2 * 2 * 3 * 5, 4 * (6 + 15 + 10))
     conv = {"x": np.zeros((2, 3, 8, 8)), "w": np.zeros((4, 3, 3, 3)), "stride": 1, "padding": 1}
-    assert contract.conv_flops(conv) == 2 * 2 * 4 * 8 * 8 * 3 * 3 * 3
+    assert conv_flops(conv) == 2 * 2 * 4 * 8 * 8 * 3 * 3 * 3

@@ -13,7 +13,7 @@ import pytest
 import tiers
 from grader import values
 from grader.compare import mismatch
-from grader.contract import OPS, Tolerance
+from grader.ops import OPS
 from grader.propagation import (
     float_inputs,
     has_float_inputs,
@@ -22,7 +22,9 @@ from grader.propagation import (
     propagation_problem,
     refused_or_answer,
 )
-from grader.session import Session, Setup
+from grader.records import Setup
+from grader.session import Session
+from grader.tolerance import Tolerance
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

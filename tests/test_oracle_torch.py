@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from grader import inputs
-from grader.contract import WEEK_EXCEPTIONS, WEEKS
+from grader.weeks import WEEK_EXCEPTIONS, WEEKS
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

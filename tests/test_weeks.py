@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import contract, tiers
+import tiers
 from grader.isolation import InProcessRunner, IsolatedRunner
-from grader.run import DEFAULT_AGAINST
-from grader.session import FAILED, SKIPPED, Setup, Task
+from grader.ops import OPS
+from grader.records import FAILED, SKIPPED, Setup, Task
+from grader.weeks import ops_for_week, week_of
 
 IMPL = os.environ.get("S2C_IMPL") or None
 SEED = secrets.randbits(31)
@@ -30,7 +31,7 @@ CHECK_SECONDS = 60  # per check; generous, the machine may be shared
 
 def graded_folder(stage):
     """The folder holding the graded tier of `stage`: IMPL when it holds it, else None."""
-    if IMPL and (Path(IMPL) / tiers.PACKAGES[stage] / "__init__.py").exists():
+    if IMPL and (Path(IMPL) / tiers.find(stage).package / "__init__.py").exists():
         return str(Path(IMPL).resolve())
     return None
 
@@ -38,11 +39,11 @@ def graded_folder(stage):
 def week_cases():
     """(stage, variant, op, check) for every op of every week that teaches a tier's ops."""
     cases = []
-    for stage in contract.WEEKS:
-        variants = tiers.VARIANTS if stage == 4 else (None,)
-        for week in sorted({contract.week_of(stage, name) for name in contract.OPS}):
-            for name in contract.ops_for_week(stage, week):
-                op = contract.OPS[name]
+    for stage in tiers.STAGES:
+        variants = tiers.variants(stage) or (None,)
+        for week in sorted({week_of(stage, name) for name in OPS}):
+            for name in ops_for_week(stage, week):
+                op = OPS[name]
                 checks = ["correct"] + ["grad"] * bool(op.grads) + ["dist"] * bool(op.dist)
                 mark = getattr(pytest.mark, f"week{week:02d}")
                 for variant in variants:
@@ -65,8 +66,9 @@ def runners():
 def runner_for(runners, stage, variant):
     """The runner grading `stage` (`variant`): a worker process for native tiers (3 and 4)."""
     if (stage, variant) not in runners:
-        setup = Setup(stage, variant, graded_folder(stage), DEFAULT_AGAINST[stage], SEED)
-        runners[stage, variant] = (IsolatedRunner if stage >= 3 else InProcessRunner)(setup)
+        tier = tiers.find(stage, variant)
+        setup = Setup(stage, variant, graded_folder(stage), tier.reference_stages, SEED)
+        runners[stage, variant] = (IsolatedRunner if tier.native else InProcessRunner)(setup)
     return runners[stage, variant]
 
 

@@ -10,6 +10,7 @@ name: `python`, `numpy`, `c`, `numba`, `nvcc`. The grader, `nn`, the tests, the 
     tiers.load(tiers.get("numpy"))     a LoadedTier (tiers/loading.py): the module, or why not
 """
 
+import os
 from dataclasses import dataclass
 
 from .loading import REPOSITORY, LoadedTier, describe_exception, load
@@ -27,6 +28,7 @@ class Tier:
     references  the tiers it is checked against by default, the first available one
     build       the module that `python -m` runs to build it (its native code), or None
     tier_class  the rung of the speed ladders it is timed on: "python", "cpu" or "gpu"
+    native      runs compiled code, which can crash the process: graded in a worker process
     """
 
     name: str
@@ -37,6 +39,7 @@ class Tier:
     references: tuple[str, ...] = ()
     build: str | None = None
     tier_class: str = "cpu"
+    native: bool = False
 
     @property
     def package(self):
@@ -49,6 +52,17 @@ class Tier:
         return self.tier_class == "gpu"
 
     @property
+    def simulated(self):
+        """Whether it is a GPU tier running on numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1):
+        the CPU imitating the GPU, right in logic, hopeless for speed."""
+        return self.gpu and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+    @property
+    def reference_stages(self):
+        """The stages of its references, best first (what the grader's --against defaults to)."""
+        return tuple(TIERS[name].stage for name in self.references)
+
+    @property
     def label(self):
         """How reports name it: 'stage 2' or 'stage 4 (numba)'."""
         return f"stage {self.stage}" + (f" ({self.variant})" if self.variant else "")
@@ -59,11 +73,12 @@ TIERS = {
     for tier in (
         Tier("python", "stage1_python", 1, bits=64, references=("numpy",), tier_class="python"),
         Tier("numpy", "stage2_numpy", 2, references=("python",)),
-        Tier("c", "stage3_c", 3, references=("numpy",), build="stage3_c.build"),
+        Tier("c", "stage3_c", 3, references=("numpy",), build="stage3_c.build",
+             native=True),
         Tier("numba", "stage4_cuda.numba_impl", 4, "numba", references=("c", "numpy"),
-             tier_class="gpu"),
+             tier_class="gpu", native=True),
         Tier("nvcc", "stage4_cuda.nvcc_impl", 4, "nvcc", references=("c", "numpy"),
-             tier_class="gpu"),
+             tier_class="gpu", native=True),
     )
 }
 STAGES = tuple(sorted({tier.stage for tier in TIERS.values()}))

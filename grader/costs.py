@@ -1,0 +1,59 @@
+"""The work of an op: args -> (flops or None, bytes moved), for the GFLOP/s and GB/s reported."""
+
+import numpy as np
+
+from .builders import conv_out
+
+
+def _numel(*arrays):
+    return sum(int(np.prod(a.shape)) for a in arrays)
+
+
+def conv_flops(args):
+    """Multiply-adds of a convolution, times 2, from its x and w (or dy) arguments."""
+    n, c, h, w = args["x"].shape
+    k, _, r, s = args["w"].shape
+    stride, padding = args["stride"], args["padding"]
+    return 2 * n * k * conv_out(h, r, stride, padding) * conv_out(w, s, stride, padding) * c * r * s
+
+
+def work_matmul(args):
+    (n, k), m = args["a"].shape, args["b"].shape[1]
+    return 2 * n * k * m, 4 * (n * k + k * m + n * m)
+
+
+def work_linear(passes):
+    def work(args):
+        (n, i), o = args["x"].shape, args["w"].shape[0]
+        return passes * 2 * n * i * o, 4 * (n * i + o * i + n * o)
+
+    return work
+
+
+def work_arrays(args):
+    """The default cost: every array argument read once and one result of the first one's size
+    written (an elementwise op, a loss, an optimizer step: memory-bound, no flops counted)."""
+    arrays = [value for value in args.values() if isinstance(value, np.ndarray)]
+    return None, 4 * (_numel(*arrays) + _numel(arrays[0]))
+
+
+def work_init(args):
+    """An initializer writes its weights and reads nothing."""
+    return None, 4 * int(np.prod(args["shape"]))
+
+
+def work_memory(arrays_touched):
+    """Bytes-only cost of a memory-bound op: float32 elements read and written."""
+    return lambda args: (None, 4 * arrays_touched * _numel(next(iter(args.values()))))
+
+
+def work_conv(passes):
+    return lambda args: (passes * conv_flops(args), 4 * _numel(args["x"], args["w"]))
+
+
+def work_maxpool(args):
+    n, c, h, w = args["x"].shape
+    outputs = (
+        n * c * conv_out(h, args["k"], args["stride"]) * conv_out(w, args["k"], args["stride"])
+    )
+    return None, 4 * n * c * h * w + 12 * outputs  # float32 y and int64 argmax

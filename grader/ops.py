@@ -1,0 +1,287 @@
+"""The op contract (CONTRACT.md) as data: every op, its arguments, outputs and correctness sizes.
+
+One row of `OPS` per op. A forward op (or any op with no gradient to check) has a `build`
+function `(rng, size) -> {argument name: value}` (grader/builders.py) and `cases`, the sizes its
+correctness is checked at. A backward op names its `forward` instead; its arguments come from the
+forward's (see `SOURCES`), and `grads` pairs each gradient it returns with the forward input it
+differentiates. The cases include batch 1, odd sizes and sizes that are not multiples of any tile
+size (8, 16, 32, ...); the speed sizes are in grader/ladders.py, the costs in grader/costs.py.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .builders import (
+    EXTREME,
+    OPTIMIZER_STATE,
+    OPTIMIZER_VARIANTS,
+    build_batchnorm,
+    build_bce,
+    build_broadcast,
+    build_conv,
+    build_cross_entropy,
+    build_dropout,
+    build_elementwise,
+    build_hinge,
+    build_im2col,
+    build_init,
+    build_linear,
+    build_logits,
+    build_matmul,
+    build_matrix,
+    build_mse,
+    build_optimizer,
+    build_pool,
+    build_scale,
+)
+from .costs import (
+    work_arrays,
+    work_conv,
+    work_init,
+    work_linear,
+    work_matmul,
+    work_maxpool,
+    work_memory,
+)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op of the contract: how to call it, check it and time it."""
+
+    name: str
+    group: str
+    params: tuple  # argument names in call order
+    outputs: tuple = ("y",)  # the result's structure: a name, or (name, (subnames...)) for a tuple
+    build: Callable | None = None  # (rng, size) -> args; None for ops derived from a forward
+    cases: tuple = ()  # correctness sizes (for a derived op: sizes given to the forward's builder)
+    forward: str | None = None  # the forward op whose arguments and outputs feed this one
+    grads: tuple = ()  # (returned gradient, forward input it differentiates)
+    grad_cases: tuple = ()  # sizes for the finite-difference check (default: the first two cases)
+    inplace: tuple = ()  # arguments the op updates in place (compared after the call)
+    accum: Callable = field(default=lambda args: 1)  # the longest sum behind one output element
+    tol: float = 1.0  # extra tolerance factor for ill-conditioned ops
+    work: Callable = work_arrays  # args -> (flops or None, bytes moved), grader/costs.py
+    dist: tuple = ()  # sizes for the distribution check (init, dropout)
+    note: Callable | None = None  # size -> how a case was built, for its messages (ties), or None
+    # Why repeated runs on the same inputs may differ (float atomics sum in arrival order), or
+    # "" when they must agree bit for bit (grader/determinism.py).
+    nondeterministic: str = ""
+
+
+def _backward_of(forward, params, grads, **extra):
+    """The fields of a backward op whose arguments derive from the op named `forward`."""
+    return dict(forward=forward, params=params, grads=grads, **extra)
+
+
+def _optimizer(name, **extra):
+    """The fields of an optimizer step: p, g, its state arrays (updated in place), then scalars."""
+    states = tuple(state for state, _ in OPTIMIZER_STATE[name])
+    return dict(
+        name=name,
+        group="optimizers",
+        params=("p", "g", *states, *OPTIMIZER_VARIANTS[name][0]),
+        build=build_optimizer(name),
+        outputs=(),
+        inplace=("p", *states),
+        cases=OPTIMIZER_CASES,
+        **extra,
+    )
+
+
+# The last case of the smooth ops and the losses spans |x| up to 1e3 (builders.EXTREME).
+ELEMENTWISE_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((4, 33), 100.0),
+                     ((5, 11), EXTREME))
+KINKED_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((17, 9), 10.0))
+ROWWISE_CASES = ((1, 10, 1.0, 0.0), (7, 13, 3.0, 0.0), (4, 9, 50.0, 1000.0), (5, 11, EXTREME, 0.0))
+CONV_CASES = (  # (n, c, h, w, k, r, s, stride, padding)
+    (1, 1, 5, 5, 1, 3, 3, 1, 0),
+    (2, 3, 7, 6, 4, 3, 3, 1, 1),
+    (2, 2, 10, 8, 3, 3, 2, 2, 1),  # stride 2 leaves a row over: OH = 9 // 2 + 1
+    (1, 3, 6, 7, 2, 5, 5, 1, 2),
+)
+CONV_GRAD_CASES = ((2, 2, 5, 6, 3, 3, 3, 1, 1), (1, 2, 8, 6, 2, 3, 2, 2, 2))
+POOL_CASES = (  # (n, c, h, w, k, stride, ties)
+    (1, 1, 4, 4, 2, 2, False),
+    (2, 3, 7, 6, 2, 2, False),
+    (2, 2, 7, 7, 3, 2, False),
+    (1, 2, 5, 5, 3, 1, False),
+)
+MAXPOOL_CASES = POOL_CASES + ((2, 2, 6, 7, 3, 2, True),)  # ties: the first in window order wins
+BATCHNORM_CASES = (  # (shape, training, momentum); a batch of 1 needs H*W > 1 for a variance
+    ((4, 5), True, 0.1),
+    ((2, 3, 4, 5), True, 0.2),
+    ((1, 3, 3, 5), True, 0.1),
+    ((4, 5), False, 0.1),
+    ((3, 2, 5, 3), False, 0.1),
+)
+OPTIMIZER_CASES = (((7,), 0), ((3, 5), 1), ((2, 3, 4), 0), ((1, 9), 1))
+INIT_CASES = ((7, 5), (16, 6, 5, 5), (10,), (3, 1, 3, 3))
+
+
+
+def tie_note(size):
+    """What a failing max-pooling case built with ties must tell the learner."""
+    if size[-1]:
+        return "this case is built with ties: the first maximum in window order wins"
+    return None
+
+
+# fmt: off
+_OPS = [
+    # linear algebra
+    dict(name="matmul", group="linear algebra", params=("a", "b"), build=build_matmul,
+         cases=((1, 7, 5), (5, 3, 7), (17, 33, 9), (33, 65, 17)),
+         accum=lambda a: a["a"].shape[1], work=work_matmul),
+    dict(name="transpose", group="linear algebra", params=("a",), build=build_matrix("a"),
+         cases=((1, 7), (13, 5), (33, 17))),
+    dict(name="add", group="linear algebra", params=("a", "b"), build=build_broadcast,
+         cases=(((3, 7), False), ((3, 7), True), ((1, 5), True), ((2, 3, 5), False),
+                ((2, 3, 5), True))),
+    dict(name="mul", group="linear algebra", params=("a", "b"), build=build_broadcast,
+         cases=(((3, 7), False), ((3, 7), True), ((1, 5), True), ((2, 3, 5), False),
+                ((2, 3, 5), True))),
+    dict(name="scale", group="linear algebra", params=("a", "s"), build=build_scale,
+         cases=((1, 7), (13, 5), (2, 3, 5))),
+    dict(name="sum_rows", group="linear algebra", params=("x",), build=build_matrix("x"),
+         cases=((1, 7), (13, 5), (65, 17)), accum=lambda a: a["x"].shape[0]),
+    # dense
+    dict(name="linear_forward", group="dense", params=("x", "w", "b"), build=build_linear,
+         cases=((1, 7, 3), (5, 13, 9), (17, 33, 10)), accum=lambda a: a["x"].shape[1],
+         work=work_linear(1)),
+    _backward_of("linear_forward", ("x", "w", "dy"), (("dx", "x"), ("dw", "w"), ("db", "b")),
+                 name="linear_backward", group="dense", outputs=("dx", "dw", "db"),
+                 accum=lambda a: max(a["dy"].shape), work=work_linear(2)),
+    # activations
+    dict(name="relu", group="activations", params=("x",), build=build_elementwise("kinked"),
+         cases=KINKED_CASES, work=work_memory(2)),
+    _backward_of("relu", ("x", "dy"), (("dx", "x"),), name="relu_backward",
+                 group="activations", outputs=("dx",)),
+    dict(name="leaky_relu", group="activations", params=("x", "alpha"),
+         build=build_elementwise("leaky"), cases=KINKED_CASES),
+    _backward_of("leaky_relu", ("x", "dy", "alpha"), (("dx", "x"),),
+                 name="leaky_relu_backward", group="activations", outputs=("dx",)),
+    dict(name="sigmoid", group="activations", params=("x",), build=build_elementwise("smooth"),
+         cases=ELEMENTWISE_CASES),
+    _backward_of("sigmoid", ("y", "dy"), (("dx", "x"),), name="sigmoid_backward",
+                 group="activations", outputs=("dx",)),
+    dict(name="tanh", group="activations", params=("x",), build=build_elementwise("smooth"),
+         cases=ELEMENTWISE_CASES),
+    _backward_of("tanh", ("y", "dy"), (("dx", "x"),), name="tanh_backward",
+                 group="activations", outputs=("dx",)),
+    dict(name="softmax", group="softmax", params=("x",), build=build_logits("x"),
+         cases=ROWWISE_CASES, accum=lambda a: a["x"].shape[1], work=work_memory(2)),
+    _backward_of("softmax", ("y", "dy"), (("dx", "x"),), name="softmax_backward",
+                 group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1]),
+    dict(name="log_softmax", group="softmax", params=("x",), build=build_logits("x"),
+         cases=ROWWISE_CASES, accum=lambda a: a["x"].shape[1]),
+    _backward_of("log_softmax", ("y", "dy"), (("dx", "x"),), name="log_softmax_backward",
+                 group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1]),
+    # losses
+    dict(name="mse_loss", group="losses", params=("pred", "target"), build=build_mse,
+         outputs=("loss",), accum=lambda a: a["pred"].size,
+         cases=(((1, 5), 1.0), ((7, 3), 1.0), ((2, 3, 4), 1.0), ((4, 6), EXTREME))),
+    _backward_of("mse_loss", ("pred", "target"), (("dpred", "pred"),),
+                 name="mse_loss_backward", group="losses", outputs=("dpred",)),
+    dict(name="cross_entropy_loss", group="losses", params=("logits", "labels"),
+         build=build_cross_entropy, outputs=("loss",), cases=ROWWISE_CASES,
+         accum=lambda a: a["logits"].size, work=work_memory(1)),
+    _backward_of("cross_entropy_loss", ("logits", "labels"), (("dlogits", "logits"),),
+                 name="cross_entropy_loss_backward", group="losses", outputs=("dlogits",),
+                 accum=lambda a: a["logits"].shape[1]),
+    dict(name="bce_with_logits_loss", group="losses", params=("logits", "targets"),
+         build=build_bce, outputs=("loss",),
+         cases=(((1, 5), 1.0), ((7, 3), 3.0), ((2, 3, 4), 1.0), ((4, 6), 100.0), ((3, 8), EXTREME)),
+         accum=lambda a: a["logits"].size),
+    _backward_of("bce_with_logits_loss", ("logits", "targets"), (("dlogits", "logits"),),
+                 name="bce_with_logits_loss_backward", group="losses", outputs=("dlogits",)),
+    dict(name="hinge_loss", group="losses", params=("scores", "labels", "margin"),
+         build=build_hinge, outputs=("loss",), accum=lambda a: a["scores"].size,
+         cases=((1, 5, 1.0), (7, 10, 1.0), (6, 4, 0.5), (5, 7, 1.0, EXTREME))),
+    _backward_of("hinge_loss", ("scores", "labels", "margin"), (("dscores", "scores"),),
+                 name="hinge_loss_backward", group="losses", outputs=("dscores",)),
+    # convolution
+    dict(name="im2col", group="conv", params=("x", "kh", "kw", "stride", "padding"),
+         build=build_im2col, outputs=("cols",), cases=CONV_CASES),
+    _backward_of("im2col", ("dy", "x_shape", "kh", "kw", "stride", "padding"), (("dx", "x"),),
+                 name="col2im", group="conv", outputs=("dx",),
+                 accum=lambda a: a["kh"] * a["kw"]),  # col2im is im2col's adjoint
+    dict(name="conv2d_forward", group="conv", params=("x", "w", "b", "stride", "padding"),
+         build=build_conv, cases=CONV_CASES, accum=lambda a: int(np.prod(a["w"].shape[1:])),
+         work=work_conv(1)),
+    _backward_of("conv2d_forward", ("x", "w", "dy", "stride", "padding"),
+                 (("dx", "x"), ("dw", "w"), ("db", "b")), name="conv2d_backward", group="conv",
+                 outputs=("dx", "dw", "db"), grad_cases=CONV_GRAD_CASES,
+                 accum=lambda a: max(a["dy"].shape[0] * a["dy"].shape[2] * a["dy"].shape[3],
+                                     a["dy"].shape[1] * a["w"].shape[2] * a["w"].shape[3]),
+                 work=work_conv(2)),
+    # pooling
+    dict(name="maxpool2d_forward", group="pooling", params=("x", "k", "stride"),
+         build=build_pool("max"), outputs=("y", "argmax"), cases=MAXPOOL_CASES, note=tie_note,
+         work=work_maxpool),
+    _backward_of("maxpool2d_forward", ("dy", "argmax", "x_shape", "k", "stride"), (("dx", "x"),),
+                 name="maxpool2d_backward", group="pooling", outputs=("dx",), cases=POOL_CASES),
+    dict(name="avgpool2d_forward", group="pooling", params=("x", "k", "stride"),
+         build=build_pool("avg"), cases=POOL_CASES, accum=lambda a: a["k"] ** 2),
+    _backward_of("avgpool2d_forward", ("dy", "x_shape", "k", "stride"), (("dx", "x"),),
+                 name="avgpool2d_backward", group="pooling", outputs=("dx",),
+                 accum=lambda a: a["k"] ** 2),
+    # normalization
+    dict(name="batchnorm_forward", group="normalization",
+         params=("x", "gamma", "beta", "running_mean", "running_var", "training", "momentum",
+                 "eps"),
+         build=build_batchnorm, outputs=("y", ("saved", ("mean", "invstd"))),
+         inplace=("running_mean", "running_var"), cases=BATCHNORM_CASES,
+         accum=lambda a: a["x"].size // a["x"].shape[1], tol=4.0, work=work_memory(3)),
+    _backward_of("batchnorm_forward", ("dy", "x", "gamma", "saved"),
+                 (("dx", "x"), ("dgamma", "gamma"), ("dbeta", "beta")),
+                 name="batchnorm_backward", group="normalization",
+                 outputs=("dx", "dgamma", "dbeta"), cases=BATCHNORM_CASES[:3],
+                 accum=lambda a: a["x"].size // a["x"].shape[1], tol=10.0),
+    # regularization
+    dict(name="dropout_forward", group="regularization", params=("x", "p", "seed"),
+         build=build_dropout, outputs=("y", "mask"),
+         cases=(((3, 7), 0.5), ((2, 3, 4, 5), 0.2), ((1, 9), 0.0), ((13, 11), 0.9)),
+         dist=(((300, 200), 0.3), ((50, 40), 0.0))),
+    _backward_of("dropout_forward", ("dy", "mask", "p"), (("dx", "x"),),
+                 name="dropout_backward", group="regularization", outputs=("dx",)),
+    # optimizers (in place)
+    _optimizer("sgd_step"),
+    _optimizer("momentum_step"),
+    _optimizer("rmsprop_step"),
+    _optimizer("adam_step", work=work_memory(7)),  # 4 arrays read, 3 written
+    # initialization
+    dict(name="xavier_uniform", group="init", params=("shape", "seed"), build=build_init,
+         outputs=("w",), cases=INIT_CASES, dist=((256, 300), (64, 32, 3, 3), (500,)),
+         work=work_init),
+    dict(name="he_normal", group="init", params=("shape", "seed"), build=build_init,
+         outputs=("w",), cases=INIT_CASES, dist=((256, 300), (64, 32, 3, 3), (500,)),
+         work=work_init),
+]
+
+# fmt: on
+
+
+def _table(specs):
+    """{name: Op}; a backward op without cases of its own takes its forward's (listed before it)."""
+    ops = {}
+    for spec in specs:
+        if spec.get("forward") and not spec.get("cases"):
+            spec = {**spec, "cases": ops[spec["forward"]].cases}
+        ops[spec["name"]] = Op(**spec)
+    return ops
+
+
+OPS = _table(_OPS)
+
+# Where a backward op's arguments come from, besides the forward's arguments and outputs:
+# "dy" is a fresh random upstream gradient shaped like the forward's first output, "x_shape" the
+# forward input's shape as a tuple of ints.
+SOURCES = ("dy", "x_shape")
+
+
+def output_names(op):
+    """The top-level names of an op's result, e.g. ('y', 'saved') for batchnorm_forward."""
+    return tuple(entry if isinstance(entry, str) else entry[0] for entry in op.outputs)

@@ -1,0 +1,60 @@
+"""The records a grading passes around: what to grade (Setup), one check (Task), its outcome
+(Result), and the errors a check can end in. Small and picklable: they cross to the isolated worker.
+"""
+
+from dataclasses import dataclass, field
+
+from .ladders import Named
+
+PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What to grade: sent once to a worker. `against` lists reference stages, best first."""
+
+    stage: int
+    variant: str | None = None
+    impl: str | None = None
+    against: tuple = ()
+    seed: int = 0
+    quick: bool = False
+    bench: bool = False
+
+
+@dataclass(frozen=True)
+class Task:
+    """One check: kind is correct, grad, dist, speed, kernel or blas."""
+
+    kind: str
+    op: str
+    size: Named | None = None
+    kernel: str | None = None
+    threads: int | None = None
+
+
+@dataclass
+class Result:
+    """The outcome of one Task, as the report shows it."""
+
+    op: str
+    check: str
+    status: str
+    message: str = ""
+    size: str = ""
+    seconds: float = 0.0
+    timing: dict = field(default_factory=dict)
+
+
+class TierError(Exception):
+    """A tier raised while the grader called it; `role` says which (graded, reference, oracle)."""
+
+    def __init__(self, role, op, error):
+        super().__init__(f"{role} {op}: {error!r}")
+        self.role, self.op, self.error = role, op, error
+        self.case = ""  # the correctness case it happened in, when a check knows it
+
+
+class CheckTimeout(BaseException):
+    """Raised in-process when a check runs past its time limit (BaseException: tiers' `except
+    Exception` cannot swallow it)."""

@@ -1,0 +1,74 @@
+"""`make sanitize STAGE=4`: the stage-4 grader's correctness checks under compute-sanitizer.
+
+    python -m grader.sanitize --stage 4 [--variant numba] [--tools memcheck,racecheck,synccheck]
+
+Each tool runs the grader once (correctness, gradient, distribution and determinism checks; no
+timing, which the sanitizer slows a hundredfold) with every child process followed, since the
+grader runs GPU code in a worker process. memcheck finds out-of-bounds and misaligned accesses,
+racecheck shared-memory hazards (a missing `syncthreads`), synccheck barriers that not every
+thread of a block reaches. The last line is the total count of reports, 0 when clean.
+"""
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+
+TOOLS = ("memcheck", "racecheck", "synccheck")
+SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+# racecheck reports hazards in its own summary line
+HAZARDS = re.compile(r"RACECHECK SUMMARY: (\d+) hazard")
+
+
+def sanitizer_command(tool, grader_args):
+    return [
+        "compute-sanitizer",
+        f"--tool={tool}",
+        "--target-processes=all",
+        "--print-limit=20",
+        sys.executable,
+        "-m",
+        "grader",
+        *grader_args,
+    ]
+
+
+def reports_in(output):
+    """The number of reports compute-sanitizer counted in `output` (every process summed)."""
+    counts = [int(n) for n in SUMMARY.findall(output)] + [int(n) for n in HAZARDS.findall(output)]
+    return sum(counts)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m grader.sanitize", description=__doc__)
+    parser.add_argument("--stage", type=int, default=4, choices=(4,))
+    parser.add_argument("--variant", choices=("numba", "nvcc"))
+    parser.add_argument("--impl", metavar="DIR")
+    parser.add_argument("--tools", default=",".join(TOOLS))
+    args = parser.parse_args(argv)
+    if not shutil.which("compute-sanitizer"):
+        print("compute-sanitizer not found: it comes with the CUDA toolkit, on a GPU machine")
+        return 2
+    grader_args = ["--stage", "4", "--checks", "correct,grad,dist,determinism", "--quick",
+                   "--json", "/dev/null", "--timeout", "600"]
+    if args.variant:
+        grader_args += ["--variant", args.variant]
+    if args.impl:
+        grader_args += ["--impl", args.impl]
+    total = 0
+    for tool in args.tools.split(","):
+        print(f"=== compute-sanitizer --tool={tool}", flush=True)
+        run = subprocess.run(sanitizer_command(tool, grader_args), capture_output=True, text=True)
+        output = run.stdout + run.stderr
+        count = reports_in(output)
+        if count or "ERROR SUMMARY" not in output:
+            print(output[-6000:])
+        print(f"{tool}: {count} reports (grader exit status {run.returncode})", flush=True)
+        total += count
+    print(f"{total} sanitizer reports")
+    return 1 if total else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
