@@ -1,6 +1,6 @@
 """The same bad call gets the same error in every tier, over the whole malformed-call corpus.
 
-CONTRACT.md, "Bad input". The corpus is built from the contract itself (grader/contract.py's OPS):
+CONTRACT.md, "Bad input". The corpus is built from the contract itself (grader/ops.py's OPS):
 for every op, a valid call from the op's own builder (a backward's arguments from its forward,
 run on stage 2), then every argument in turn replaced by every mutation of its kind:
   - arrays: not an array, a zero-size dimension, an axis more or less, an element more, ints
@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 import argcheck
-from grader import contract
+from grader import ops as contract_ops
 from tests.array_views import negative_strides, non_contiguous, read_only, unaligned, with_first
 
 RAISES, SUCCEEDS, AGREE = "raises", "succeeds", "agree"
@@ -252,13 +252,13 @@ def valid_call(op, rng):
     if op.forward is None:
         args = op.build(rng, op.cases[0])
         return {name: args[name] for name in op.params}
-    forward = contract.OPS[op.forward]
+    forward = contract_ops.OPS[op.forward]
     sources = forward.build(rng, op.cases[0])
     reference = TIERS["stage2_numpy"]
     forward_args = (np.copy(v) if isinstance(v, np.ndarray) else v for v in
                     (sources[n] for n in forward.params))  # the forward may update its arguments
     result = getattr(reference, forward.name)(*forward_args)
-    names = contract.output_names(forward)
+    names = contract_ops.output_names(forward)
     sources.update(zip(names, result if len(names) > 1 else (result,), strict=True))
     first = sources[names[0]]
     sources["dy"] = rng.standard_normal(np.shape(first)).astype(np.float32)
@@ -318,9 +318,9 @@ def describe(outcomes):
 
 
 @pytest.mark.skipif(len(TIERS) < 2, reason="fewer than two tiers run here")
-@pytest.mark.parametrize("op_name", list(contract.OPS))
+@pytest.mark.parametrize("op_name", list(contract_ops.OPS))
 def test_every_tier_gives_the_same_error_for_every_bad_call(op_name):
-    op = contract.OPS[op_name]
+    op = contract_ops.OPS[op_name]
     rng = np.random.default_rng(7)
     args = valid_call(op, rng)
     valid = {}
