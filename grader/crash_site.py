@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 import tiers
-from tiers.loading import REPOSITORY, package_dir
+from tiers.loading import REPOSITORY, build_environment, package_dir
 
 ASAN_FRAME = re.compile(r"#\d+ 0x[0-9a-f]+ in (\S+) (\S+\.(?:c|cu|h)):(\d+)")
 BUILD_OUTPUTS = shutil.ignore_patterns("_build", "*.so", "__pycache__")
@@ -40,6 +40,7 @@ def native_crash_site(setup, task, timeout):
             cwd=scratch,
             capture_output=True,
             timeout=ASAN_BUILD_SECONDS,
+            env=build_environment(),
         )
         if built.returncode != 0:
             return ""

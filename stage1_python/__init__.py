@@ -7,7 +7,8 @@ float64, so at small sizes this tier is the precise oracle the later tiers are c
 
 import numpy as np
 
-from ._checks import is_number, tensor_shape
+import argcheck
+
 from ._memory import empty
 from .activations import (
     leaky_relu,
@@ -60,8 +61,8 @@ def from_numpy(a):
 
 def to_numpy(x):
     """Nested lists (or a number) as a NumPy array: float64, or int64 when all are ints."""
-    if not is_number(x):
-        tensor_shape("to_numpy", "x", x)  # rectangular, numbers only: a clear error otherwise
+    if isinstance(x, list):  # rectangular, numbers only: a clear error otherwise
+        argcheck.from_nested_list("to_numpy", "x", x)
     array = np.array(x)
     return array.astype(np.int64 if array.dtype.kind in "iu" else np.float64)
 

@@ -5,20 +5,9 @@ becomes a matmul: w as rows [K, C*R*S] times the columns [C*R*S, OH*OW]. col2im 
 which the backward needs. Output size: OH = (H + 2*padding - kh) // stride + 1, likewise OW.
 """
 
-from ._checks import expect_bool, expect_int, expect_shape_argument, expect_tensor, output_size
+from ._checks import checks, tensor_shape
 from ._tensor import flatten, reshape, zeros
 from .linalg import add, matmul, transpose
-
-
-def _check_window(op, h, w, kh, kw, stride, padding):
-    """Validate the window arguments; returns (kh, kw, stride, padding, oh, ow)."""
-    kh = expect_int(op, "kh", kh, 1)
-    kw = expect_int(op, "kw", kw, 1)
-    stride = expect_int(op, "stride", stride, 1)
-    padding = expect_int(op, "padding", padding, 0)
-    oh = output_size(op, "height", h, kh, stride, padding)
-    ow = output_size(op, "width", w, kw, stride, padding)
-    return kh, kw, stride, padding, oh, ow
 
 
 def im2col(x, kh, kw, stride, padding):
@@ -27,8 +16,8 @@ def im2col(x, kh, kw, stride, padding):
     Row c*kh*kw + i*kw + j, column oh*OW + ow holds x[n][c][oh*stride - padding + i]
     [ow*stride - padding + j], or 0.0 where that falls in the padding.
     """
-    _, _, h, w = expect_tensor("im2col", "x", x, "N, C, H, W")
-    kh, kw, stride, padding, oh, ow = _check_window("im2col", h, w, kh, kw, stride, padding)
+    x, kh, kw, stride, padding, oh, ow = checks.im2col(x, kh, kw, stride, padding)
+    _, _, h, w = tensor_shape(x)
     # BEGIN SOLUTION week 5, task im2col
     cols = []
     for image in x:
@@ -55,18 +44,10 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
     Every column entry is added back onto the input element it was copied from, so elements
     covered by several windows receive the sum; entries from the padding are dropped.
     """
-    n, c, h, w = expect_shape_argument("col2im", "x_shape", x_shape, "N, C, H, W")
-    kh, kw, stride, padding, oh, ow = _check_window("col2im", h, w, kh, kw, stride, padding)
-    expect_tensor(
-        "col2im",
-        "cols",
-        cols,
-        "N, rows, columns",
-        N=n,
-        rows=c * kh * kw,
-        columns=oh * ow,
-        hint=" (rows = C*kh*kw, columns = OH*OW)",
+    cols, x_shape, kh, kw, stride, padding, oh, ow = checks.col2im(
+        cols, x_shape, kh, kw, stride, padding
     )
+    n, c, h, w = x_shape
     # BEGIN SOLUTION week 5, task col2im
     x = zeros((n, c, h, w))
     for image_cols, image in zip(cols, x, strict=True):
@@ -86,18 +67,10 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
     # END SOLUTION
 
 
-def _check_conv(op, x, w, stride, padding):
-    """x [N, C, H, W], w [K, C, R, S] -> (n, c, h, width, k, r, s, stride, padding, oh, ow)."""
-    n, c, h, width = expect_tensor(op, "x", x, "N, C, H, W")
-    k, _, r, s = expect_tensor(op, "w", w, "K, C, R, S", C=c)
-    _, _, stride, padding, oh, ow = _check_window(op, h, width, r, s, stride, padding)
-    return n, c, h, width, k, r, s, stride, padding, oh, ow
-
-
 def conv2d_forward(x, w, b, stride=1, padding=0):
     """Cross-correlation, as F.conv2d: x [N, C, H, W], w [K, C, R, S], b [K] -> [N, K, OH, OW]."""
-    *_, k, r, s, stride, padding, oh, ow = _check_conv("conv2d_forward", x, w, stride, padding)
-    expect_tensor("conv2d_forward", "b", b, "K", K=k)
+    x, w, b, stride, padding, oh, ow = checks.conv2d_forward(x, w, b, stride, padding)
+    _, _, r, s = tensor_shape(w)
     # BEGIN SOLUTION week 5, task conv2d_forward
     w_rows = [flatten(kernel) for kernel in w]  # [K, C*R*S], in im2col's row order
     y = []
@@ -114,11 +87,10 @@ def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
 
     x, w, stride and padding as in the forward. need_dx=False skips dx (None in its place).
     """
-    n, c, h, width, k, r, s, stride, padding, oh, ow = _check_conv(
-        "conv2d_backward", x, w, stride, padding
+    x, w, dy, stride, padding, need_dx, oh, ow = checks.conv2d_backward(
+        x, w, dy, stride, padding, need_dx
     )
-    expect_tensor("conv2d_backward", "dy", dy, "N, K, OH, OW", N=n, K=k, OH=oh, OW=ow)
-    need_dx = expect_bool("conv2d_backward", "need_dx", need_dx)
+    (n, c, h, width), (k, _, r, s) = tensor_shape(x), tensor_shape(w)
     # BEGIN SOLUTION week 5, task conv2d_backward
     w_columns = transpose([flatten(kernel) for kernel in w])  # [C*R*S, K]
     dw_rows = zeros((k, c * r * s))

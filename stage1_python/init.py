@@ -7,7 +7,7 @@ Element i (flat row-major index) uses stream number i, so every tier gives the s
 
 import math
 
-from ._checks import expect_seed, expect_shape_argument
+from ._checks import checks
 from ._tensor import reshape
 from .random_stream import normal, uniform
 
@@ -25,8 +25,7 @@ def _fans(shape):
 def xavier_uniform(shape, seed):
     """A new tensor of `shape` (a tuple), uniform in [-bound, bound), bound = sqrt(6 / (fan_in +
     fan_out)): element i is (2 * uniform(seed, i) - 1) * bound (Glorot and Bengio, 2010)."""
-    shape = expect_shape_argument("xavier_uniform", "shape", shape)
-    seed = expect_seed("xavier_uniform", seed)
+    shape, seed = checks.xavier_uniform(shape, seed)
     # BEGIN SOLUTION week 4, task xavier_uniform
     fan_in, fan_out = _fans(shape)
     bound = math.sqrt(6.0 / (fan_in + fan_out))
@@ -38,8 +37,7 @@ def xavier_uniform(shape, seed):
 def he_normal(shape, seed):
     """A new tensor of `shape` (a tuple), normal with std sqrt(2 / fan_in): element i is
     normal(seed, i) * sqrt(2 / fan_in) (He et al., 2015: keeps the variance through ReLUs)."""
-    shape = expect_shape_argument("he_normal", "shape", shape)
-    seed = expect_seed("he_normal", seed)
+    shape, seed = checks.he_normal(shape, seed)
     # BEGIN SOLUTION week 4, task he_normal
     fan_in, _ = _fans(shape)
     std = math.sqrt(2.0 / fan_in)

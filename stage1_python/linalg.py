@@ -2,14 +2,13 @@
 
 import operator
 
-from ._checks import expect_real, expect_tensor, fail, format_shape
+from ._checks import checks, tensor_shape
 from ._tensor import map_elements
 
 
 def matmul(a, b):
     """The matrix product: a [N, K] @ b [K, M] -> [N, M]."""
-    _, k = expect_tensor("matmul", "a", a, "N, K")
-    expect_tensor("matmul", "b", b, "K, M", hint=" (K: a's columns)", K=k)
+    a, b = checks.matmul(a, b)
     # BEGIN SOLUTION week 1, task matmul
     # Element [i][j] is row i of a dotted with column j of b. zip(*b) gives b's columns once, so
     # the inner loop walks two sequences side by side instead of indexing b[k][j] down a column.
@@ -26,23 +25,11 @@ def matmul(a, b):
 
 def transpose(a):
     """a [N, M] -> [M, N], element [j][i] = a[i][j]."""
-    n, m = expect_tensor("transpose", "a", a, "N, M")
+    a = checks.transpose(a)
+    n, m = tensor_shape(a)
     # BEGIN SOLUTION week 1, task transpose
     return [[a[i][j] for i in range(n)] for j in range(m)]
     # END SOLUTION
-
-
-def _check_broadcast(op, a, b):
-    """Shapes of a (any) and b: a's shape, or [a's last dim] (one row added to every row)."""
-    a_shape = expect_tensor(op, "a", a)
-    b_shape = expect_tensor(op, "b", b)
-    if b_shape != a_shape and b_shape != a_shape[-1:]:
-        fail(
-            op,
-            f"b must have a's shape {format_shape(a_shape)} or be one row of length "
-            f"{a_shape[-1]}, got {format_shape(b_shape)}",
-        )
-    return a_shape, b_shape
 
 
 def _elementwise(fn, a, b, a_shape, b_shape):
@@ -61,7 +48,8 @@ def _elementwise(fn, a, b, a_shape, b_shape):
 
 def add(a, b):
     """a + b: a any shape; b the same shape, or [a's last dim] added to every row."""
-    a_shape, b_shape = _check_broadcast("add", a, b)
+    a, b = checks.add(a, b)
+    a_shape, b_shape = tensor_shape(a), tensor_shape(b)
     # BEGIN SOLUTION week 1, task add
     return _elementwise(operator.add, a, b, a_shape, b_shape)
     # END SOLUTION
@@ -69,7 +57,8 @@ def add(a, b):
 
 def mul(a, b):
     """a * b elementwise: a any shape; b the same shape, or [a's last dim] used for every row."""
-    a_shape, b_shape = _check_broadcast("mul", a, b)
+    a, b = checks.mul(a, b)
+    a_shape, b_shape = tensor_shape(a), tensor_shape(b)
     # BEGIN SOLUTION week 1, task mul
     return _elementwise(operator.mul, a, b, a_shape, b_shape)
     # END SOLUTION
@@ -77,8 +66,7 @@ def mul(a, b):
 
 def scale(a, s):
     """s * a: a any shape, s a number."""
-    expect_tensor("scale", "a", a)
-    s = expect_real("scale", "s", s)
+    a, s = checks.scale(a, s)
     # BEGIN SOLUTION week 1, task scale
     return map_elements(lambda value: s * value, a)
     # END SOLUTION
@@ -86,7 +74,8 @@ def scale(a, s):
 
 def sum_rows(x):
     """Column sums, i.e. the sum over the rows: x [N, M] -> [M] (e.g. a bias gradient)."""
-    n, m = expect_tensor("sum_rows", "x", x, "N, M")
+    x = checks.sum_rows(x)
+    n, m = tensor_shape(x)
     # BEGIN SOLUTION week 1, task sum_rows
     return [sum(x[i][j] for i in range(n)) for j in range(m)]
     # END SOLUTION

@@ -4,28 +4,15 @@ over all elements); each `*_backward` takes the loss's arguments and returns d l
 
 import math
 
-from ._checks import expect_labels, expect_real, expect_same_shape, expect_tensor
+from ._checks import checks, tensor_shape
 from ._tensor import flatten, map_elements
 from .activations import log_softmax, sigmoid, softmax
 
 
-def _check_pair(op, first, second, first_name, second_name):
-    """Two same-shape tensors (any shape); returns the number of elements."""
-    shape = expect_tensor(op, first_name, first)
-    expect_same_shape(op, second_name, second, first_name, shape)
-    return math.prod(shape)
-
-
-def _check_scores(op, scores, labels, name):
-    """scores [N, C] and integer labels [N] in [0, C); returns (n, c)."""
-    n, c = expect_tensor(op, name, scores, "N, C")
-    expect_labels(op, "labels", labels, n, c)
-    return n, c
-
-
 def mse_loss(pred, target):
     """Mean over all elements of (pred - target)^2; pred and target one shape (any)."""
-    count = _check_pair("mse_loss", pred, target, "pred", "target")
+    pred, target = checks.mse_loss(pred, target)
+    count = math.prod(tensor_shape(pred))
     # BEGIN SOLUTION week 3, task mse_loss
     return sum((p - t) ** 2 for p, t in zip(flatten(pred), flatten(target), strict=True)) / count
     # END SOLUTION
@@ -33,7 +20,8 @@ def mse_loss(pred, target):
 
 def mse_loss_backward(pred, target):
     """d mse_loss / d pred = 2 * (pred - target) / count, pred's shape."""
-    count = _check_pair("mse_loss_backward", pred, target, "pred", "target")
+    pred, target = checks.mse_loss_backward(pred, target)
+    count = math.prod(tensor_shape(pred))
     # BEGIN SOLUTION week 3, task mse_loss_backward
     return map_elements(lambda p, t: 2.0 * (p - t) / count, pred, target)
     # END SOLUTION
@@ -41,7 +29,8 @@ def mse_loss_backward(pred, target):
 
 def cross_entropy_loss(logits, labels):
     """Mean over the batch of -log_softmax(logits)[i][labels[i]]; logits [N, C], int labels [N]."""
-    n, _ = _check_scores("cross_entropy_loss", logits, labels, "logits")
+    logits, labels = checks.cross_entropy_loss(logits, labels)
+    n = len(logits)
     # BEGIN SOLUTION week 3, task cross_entropy_loss
     # log_softmax stays finite; log(softmax(x)) would underflow to log(0) = -inf far from the max.
     log_probabilities = log_softmax(logits)
@@ -51,7 +40,8 @@ def cross_entropy_loss(logits, labels):
 
 def cross_entropy_loss_backward(logits, labels):
     """d cross_entropy_loss / d logits = (softmax(logits) - one_hot(labels)) / N, [N, C]."""
-    n, _ = _check_scores("cross_entropy_loss_backward", logits, labels, "logits")
+    logits, labels = checks.cross_entropy_loss_backward(logits, labels)
+    n = len(logits)
     # BEGIN SOLUTION week 3, task cross_entropy_loss_backward
     return [
         [(p - (1.0 if j == label else 0.0)) / n for j, p in enumerate(row)]
@@ -63,7 +53,8 @@ def cross_entropy_loss_backward(logits, labels):
 def bce_with_logits_loss(logits, targets):
     """Mean over all elements of the binary cross-entropy of sigmoid(logits) against targets in
     [0, 1], in the stable form max(z, 0) - z*t + log(1 + exp(-|z|)); one shape (any)."""
-    count = _check_pair("bce_with_logits_loss", logits, targets, "logits", "targets")
+    logits, targets = checks.bce_with_logits_loss(logits, targets)
+    count = math.prod(tensor_shape(logits))
     # BEGIN SOLUTION week 3, task bce_with_logits_loss
     return (
         sum(
@@ -77,7 +68,8 @@ def bce_with_logits_loss(logits, targets):
 
 def bce_with_logits_loss_backward(logits, targets):
     """d bce_with_logits_loss / d logits = (sigmoid(logits) - targets) / count, logits' shape."""
-    count = _check_pair("bce_with_logits_loss_backward", logits, targets, "logits", "targets")
+    logits, targets = checks.bce_with_logits_loss_backward(logits, targets)
+    count = math.prod(tensor_shape(logits))
     # BEGIN SOLUTION week 3, task bce_with_logits_loss_backward
     return map_elements(lambda p, t: (p - t) / count, sigmoid(logits), targets)
     # END SOLUTION
@@ -86,8 +78,8 @@ def bce_with_logits_loss_backward(logits, targets):
 def hinge_loss(scores, labels, margin=1.0):
     """Multiclass SVM loss: mean over the batch of sum_{j != y} max(0, s_j - s_y + margin);
     scores [N, C], int labels [N]."""
-    n, _ = _check_scores("hinge_loss", scores, labels, "scores")
-    margin = expect_real("hinge_loss", "margin", margin)
+    scores, labels, margin = checks.hinge_loss(scores, labels, margin)
+    n = len(scores)
     # BEGIN SOLUTION week 3, task hinge_loss
     total = 0.0
     for row, label in zip(scores, labels, strict=True):
@@ -102,8 +94,8 @@ def hinge_loss(scores, labels, margin=1.0):
 def hinge_loss_backward(scores, labels, margin=1.0):
     """d hinge_loss / d scores, [N, C]: each wrong class j with a positive term adds 1/N to j and
     takes 1/N from the label's score."""
-    n, _ = _check_scores("hinge_loss_backward", scores, labels, "scores")
-    margin = expect_real("hinge_loss_backward", "margin", margin)
+    scores, labels, margin = checks.hinge_loss_backward(scores, labels, margin)
+    n = len(scores)
     # BEGIN SOLUTION week 3, task hinge_loss_backward
     grad = []
     for row, label in zip(scores, labels, strict=True):

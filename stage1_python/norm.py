@@ -8,14 +8,7 @@ evaluation normalizes with the running statistics.
 import functools
 import math
 
-from ._checks import (
-    expect_bool,
-    expect_real,
-    expect_same_shape,
-    expect_tensor,
-    fail,
-    format_shape,
-)
+from ._checks import checks, tensor_shape
 from ._tensor import flatten, map_elements
 
 
@@ -35,12 +28,10 @@ def _map_channels(fn, *tensors):
     ]
 
 
-def _check_input(op, x):
-    """x [N, C] or [N, C, H, W]; returns (shape, c, m) with m = N*H*W values per channel."""
-    shape = expect_tensor(op, "x", x)
-    if len(shape) not in (2, 4):
-        fail(op, f"x must have shape [N, C] or [N, C, H, W], got {format_shape(shape)}")
-    return shape, shape[1], math.prod(shape) // shape[1]
+def _channels(x):
+    """x [N, C] or [N, C, H, W] -> (c, m) with m = N*H*W values per channel."""
+    shape = tensor_shape(x)
+    return shape[1], math.prod(shape) // shape[1]
 
 
 def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momentum=0.1, eps=1e-5):
@@ -52,26 +43,10 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
     running statistics and leaves them alone. saved = (mean [C], invstd [C]), the statistics used,
     invstd = 1 / sqrt(var + eps).
     """
-    op = "batchnorm_forward"
-    _, c, m = _check_input(op, x)
-    for name, vector in (
-        ("gamma", gamma),
-        ("beta", beta),
-        ("running_mean", running_mean),
-        ("running_var", running_var),
-    ):
-        expect_tensor(op, name, vector, "C", C=c)
-    training = expect_bool(op, "training", training)
-    momentum = expect_real(op, "momentum", momentum, 0, 1)
-    eps = expect_real(op, "eps", eps, 0, low_open=True)
-    if training and m < 2:
-        fail(
-            op,
-            "training needs more than one value per channel (N*H*W >= 2) for the unbiased "
-            f"variance, got x with {m}",
-        )
-    if not training and min(running_var) < 0:
-        fail(op, f"running_var must be >= 0, got {min(running_var)}")
+    x, gamma, beta, running_mean, running_var, training, momentum, eps = checks.batchnorm_forward(
+        x, gamma, beta, running_mean, running_var, training, momentum, eps
+    )
+    c, m = _channels(x)
     # BEGIN SOLUTION week 6, task batchnorm_forward
     if training:
         mean, var = [], []
@@ -86,7 +61,8 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
             running_var[channel] = (1 - momentum) * running_var[channel] + momentum * unbiased_var
     else:
         mean, var = list(running_mean), list(running_var)
-    invstd = [1.0 / math.sqrt(v + eps) for v in var]
+    # a negative running variance has no square root: NaN, as in PyTorch (math.sqrt would raise)
+    invstd = [1.0 / math.sqrt(v + eps) if v + eps >= 0 else math.nan for v in var]
     y = _map_channels(
         lambda channel, v: gamma[channel] * (v - mean[channel]) * invstd[channel] + beta[channel],
         x,
@@ -100,15 +76,8 @@ def batchnorm_backward(dy, x, gamma, saved):
 
     dy and x [N, C] or [N, C, H, W]; gamma [C]; saved = (mean [C], invstd [C]) from the forward.
     """
-    op = "batchnorm_backward"
-    shape, c, m = _check_input(op, x)
-    expect_same_shape(op, "dy", dy, "x", shape)
-    expect_tensor(op, "gamma", gamma, "C", C=c)
-    if not (isinstance(saved, (tuple, list)) and len(saved) == 2):
-        fail(op, f"saved must be the forward's (mean [C={c}], invstd [C={c}]), got {saved!r}")
-    mean, invstd = saved
-    expect_tensor(op, "saved[0] (mean)", mean, "C", C=c)
-    expect_tensor(op, "saved[1] (invstd)", invstd, "C", C=c)
+    dy, x, gamma, (mean, invstd) = checks.batchnorm_backward(dy, x, gamma, saved)
+    c, m = _channels(x)
     # BEGIN SOLUTION week 6, task batchnorm_backward
     dbeta, dgamma = [], []
     for channel in range(c):

@@ -3,17 +3,8 @@ lists) and returns None. g is the gradient; weight_decay adds weight_decay * p t
 torch.optim). p, g and the state (v, s, m) have one shape, any rank.
 """
 
-from ._checks import expect_bool, expect_int, expect_real, expect_same_shape, expect_tensor
+from ._checks import checks
 from ._tensor import rows, sqrt
-
-
-def _check_step(op, p, g, lr, weight_decay, **state):
-    """Check p, g and the state tensors (p's shape), lr >= 0 and weight_decay >= 0."""
-    shape = expect_tensor(op, "p", p)
-    expect_same_shape(op, "g", g, "p", shape)
-    for name, tensor in state.items():
-        expect_same_shape(op, name, tensor, "p", shape)
-    return expect_real(op, "lr", lr, 0), expect_real(op, "weight_decay", weight_decay, 0)
 
 
 def _decayed(grad, p, weight_decay):
@@ -23,7 +14,7 @@ def _decayed(grad, p, weight_decay):
 
 def sgd_step(p, g, lr, weight_decay=0):
     """p -= lr * g."""
-    lr, weight_decay = _check_step("sgd_step", p, g, lr, weight_decay)
+    p, g, lr, weight_decay = checks.sgd_step(p, g, lr, weight_decay)
     # BEGIN SOLUTION week 4, task sgd_step
     for p_row, g_row in zip(rows(p), rows(g), strict=True):  # the innermost lists: assign into them
         for j, grad in enumerate(g_row):
@@ -34,9 +25,9 @@ def sgd_step(p, g, lr, weight_decay=0):
 
 def momentum_step(p, g, v, lr, momentum, nesterov=False, weight_decay=0):
     """v = momentum * v + g; p -= lr * (g + momentum * v if nesterov else v)."""
-    lr, weight_decay = _check_step("momentum_step", p, g, lr, weight_decay, v=v)
-    momentum = expect_real("momentum_step", "momentum", momentum, 0)
-    nesterov = expect_bool("momentum_step", "nesterov", nesterov)
+    p, g, v, lr, momentum, nesterov, weight_decay = checks.momentum_step(
+        p, g, v, lr, momentum, nesterov, weight_decay
+    )
     # BEGIN SOLUTION week 4, task momentum_step
     for p_row, g_row, v_row in zip(rows(p), rows(g), rows(v), strict=True):
         for j, grad in enumerate(g_row):
@@ -49,9 +40,9 @@ def momentum_step(p, g, v, lr, momentum, nesterov=False, weight_decay=0):
 
 def rmsprop_step(p, g, s, lr, alpha=0.99, eps=1e-8, weight_decay=0):
     """s = alpha * s + (1 - alpha) * g^2; p -= lr * g / (sqrt(s) + eps)."""
-    lr, weight_decay = _check_step("rmsprop_step", p, g, lr, weight_decay, s=s)
-    alpha = expect_real("rmsprop_step", "alpha", alpha, 0, 1)
-    eps = expect_real("rmsprop_step", "eps", eps, 0, low_open=True)
+    p, g, s, lr, alpha, eps, weight_decay = checks.rmsprop_step(
+        p, g, s, lr, alpha, eps, weight_decay
+    )
     # BEGIN SOLUTION week 4, task rmsprop_step
     for p_row, g_row, s_row in zip(rows(p), rows(g), rows(s), strict=True):
         for j, grad in enumerate(g_row):
@@ -67,11 +58,9 @@ def adam_step(p, g, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=
     m = beta1*m + (1-beta1)*g; v = beta2*v + (1-beta2)*g^2;
     p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps).
     """
-    lr, weight_decay = _check_step("adam_step", p, g, lr, weight_decay, m=m, v=v)
-    t = expect_int("adam_step", "t", t, 1)
-    beta1 = expect_real("adam_step", "beta1", beta1, 0, 1, high_open=True)
-    beta2 = expect_real("adam_step", "beta2", beta2, 0, 1, high_open=True)
-    eps = expect_real("adam_step", "eps", eps, 0, low_open=True)
+    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = checks.adam_step(
+        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay
+    )
     # BEGIN SOLUTION week 4, task adam_step
     # m and v start at 0, so early averages are too small by (1 - beta^t): divide it out.
     m_correction = 1 - beta1**t

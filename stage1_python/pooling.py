@@ -5,28 +5,8 @@ gradients then add up in the backward.
 """
 
 from . import _memory
-from ._checks import expect_int, expect_shape_argument, expect_tensor, fail, output_size
-from ._tensor import flatten, planes, zeros
-
-
-def _check_pool(op, h, w, k, stride):
-    """Validate the window arguments; returns (k, stride, oh, ow)."""
-    k = expect_int(op, "k", k, 1)
-    stride = expect_int(op, "stride", stride, 1)
-    return (
-        k,
-        stride,
-        output_size(op, "height", h, k, stride),
-        output_size(op, "width", w, k, stride),
-    )
-
-
-def _check_pool_backward(op, dy, x_shape, k, stride):
-    """x_shape (N, C, H, W) and dy [N, C, OH, OW]; returns (n, c, h, w, k, stride, oh, ow)."""
-    n, c, h, w = expect_shape_argument(op, "x_shape", x_shape, "N, C, H, W")
-    k, stride, oh, ow = _check_pool(op, h, w, k, stride)
-    expect_tensor(op, "dy", dy, "N, C, OH, OW", N=n, C=c, OH=oh, OW=ow)
-    return n, c, h, w, k, stride, oh, ow
+from ._checks import checks, tensor_shape
+from ._tensor import planes, zeros
 
 
 def maxpool2d_forward(x, k, stride):
@@ -36,8 +16,8 @@ def maxpool2d_forward(x, k, stride):
     plane (Python ints, as PyTorch's return_indices=True); a tie keeps the first in row-major
     window order.
     """
-    n, c, h, w = expect_tensor("maxpool2d_forward", "x", x, "N, C, H, W")
-    k, stride, oh, ow = _check_pool("maxpool2d_forward", h, w, k, stride)
+    x, k, stride, oh, ow = checks.maxpool2d_forward(x, k, stride)
+    n, c, h, w = tensor_shape(x)
     # BEGIN SOLUTION week 6, task maxpool2d_forward
     y = _memory.empty((n, c, oh, ow))  # every element is written below
     argmax = _memory.empty((n, c, oh, ow), int)
@@ -64,12 +44,9 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
 
     Each dy goes to the input its window chose; an input chosen by several windows sums them.
     """
-    op = "maxpool2d_backward"
-    n, c, h, w, _, _, oh, ow = _check_pool_backward(op, dy, x_shape, k, stride)
-    expect_tensor(op, "argmax", argmax, "N, C, OH, OW", integers=True, N=n, C=c, OH=oh, OW=ow)
-    outside = [index for index in flatten(argmax) if not 0 <= index < h * w]
-    if outside:
-        fail(op, f"argmax must hold flat indices h*W + w in [0, H*W={h * w}), got {outside[0]}")
+    dy, argmax, (n, c, h, w), k, stride, oh, ow = checks.maxpool2d_backward(
+        dy, argmax, x_shape, k, stride
+    )
     # BEGIN SOLUTION week 6, task maxpool2d_backward
     dx = zeros((n, c, h, w))
     for dy_plane, argmax_plane, dx_plane in zip(
@@ -84,8 +61,8 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
 
 def avgpool2d_forward(x, k, stride):
     """x [N, C, H, W] -> y [N, C, OH, OW], the mean of each k x k window."""
-    n, c, h, w = expect_tensor("avgpool2d_forward", "x", x, "N, C, H, W")
-    k, stride, oh, ow = _check_pool("avgpool2d_forward", h, w, k, stride)
+    x, k, stride, oh, ow = checks.avgpool2d_forward(x, k, stride)
+    n, c, h, w = tensor_shape(x)
     # BEGIN SOLUTION week 6, task avgpool2d_forward
     y = _memory.empty((n, c, oh, ow))
     for plane, y_plane in zip(planes(x), planes(y), strict=True):
@@ -104,7 +81,7 @@ def avgpool2d_forward(x, k, stride):
 
 def avgpool2d_backward(dy, x_shape, k, stride):
     """dy [N, C, OH, OW] -> dx [N, C, H, W]: each dy shared equally by its window's k*k inputs."""
-    n, c, h, w, k, stride, _, _ = _check_pool_backward("avgpool2d_backward", dy, x_shape, k, stride)
+    dy, (n, c, h, w), k, stride, _, _ = checks.avgpool2d_backward(dy, x_shape, k, stride)
     # BEGIN SOLUTION week 6, task avgpool2d_backward
     dx = zeros((n, c, h, w))
     for dy_plane, dx_plane in zip(planes(dy), planes(dx), strict=True):

@@ -3,7 +3,7 @@ so that the expected output equals the input; evaluation then needs no change.""
 
 import math
 
-from ._checks import expect_real, expect_same_shape, expect_seed, expect_tensor
+from ._checks import checks, tensor_shape
 from ._tensor import map_elements, reshape
 from .random_stream import uniform
 
@@ -14,9 +14,8 @@ def dropout_forward(x, p, seed):
     Element i (flat row-major index) is kept (mask 1.0) when uniform(seed, i) >= p, else dropped
     (mask 0.0): every tier draws the same mask for the same seed. y = x * mask / (1 - p).
     """
-    shape = expect_tensor("dropout_forward", "x", x)
-    p = expect_real("dropout_forward", "p", p, 0, 1, high_open=True)
-    seed = expect_seed("dropout_forward", seed)
+    x, p, seed = checks.dropout_forward(x, p, seed)
+    shape = tensor_shape(x)
     # BEGIN SOLUTION week 6, task dropout_forward
     keep = [1.0 if uniform(seed, i) >= p else 0.0 for i in range(math.prod(shape))]
     mask = reshape(keep, shape)
@@ -27,9 +26,7 @@ def dropout_forward(x, p, seed):
 
 def dropout_backward(dy, mask, p):
     """dy * mask / (1 - p); dy and mask (from the forward) one shape (any), 0 <= p < 1."""
-    shape = expect_tensor("dropout_backward", "dy", dy)
-    expect_same_shape("dropout_backward", "mask", mask, "dy", shape)
-    p = expect_real("dropout_backward", "p", p, 0, 1, high_open=True)
+    dy, mask, p = checks.dropout_backward(dy, mask, p)
     # BEGIN SOLUTION week 6, task dropout_backward
     return map_elements(lambda grad, kept: grad * kept / (1.0 - p), dy, mask)
     # END SOLUTION

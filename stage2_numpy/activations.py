@@ -6,12 +6,12 @@ row maximum first, so exp never overflows (logits of 1e4 are fine).
 
 import numpy as np
 
-from ._checks import check_float, check_like, check_real
+from ._checks import checks
 
 
 def relu(x):
     """max(x, 0), any shape."""
-    x = check_float("relu", "x", x)
+    x = checks.relu(x)
     # BEGIN SOLUTION week 7, task relu
     return np.maximum(x, 0)
     # END SOLUTION
@@ -19,8 +19,7 @@ def relu(x):
 
 def relu_backward(x, dy):
     """dy where x > 0, else 0 (x is the forward's input)."""
-    x = check_float("relu_backward", "x", x)
-    dy = check_like("relu_backward", "dy", dy, "x", x)
+    x, dy = checks.relu_backward(x, dy)
     # BEGIN SOLUTION week 7, task relu_backward
     if np.isfinite(dy).all():
         # multiplying by the 0/1 mask has no branch: several times faster than np.where,
@@ -32,8 +31,7 @@ def relu_backward(x, dy):
 
 def leaky_relu(x, alpha):
     """x where x > 0, else alpha * x, any shape."""
-    x = check_float("leaky_relu", "x", x)
-    alpha = check_real("leaky_relu", "alpha", alpha)
+    x, alpha = checks.leaky_relu(x, alpha)
     # BEGIN SOLUTION week 7, task leaky_relu
     return np.where(x > 0, x, alpha * x)
     # END SOLUTION
@@ -41,9 +39,7 @@ def leaky_relu(x, alpha):
 
 def leaky_relu_backward(x, dy, alpha):
     """dy where x > 0, else alpha * dy (x is the forward's input)."""
-    x = check_float("leaky_relu_backward", "x", x)
-    dy = check_like("leaky_relu_backward", "dy", dy, "x", x)
-    alpha = check_real("leaky_relu_backward", "alpha", alpha)
+    x, dy, alpha = checks.leaky_relu_backward(x, dy, alpha)
     # BEGIN SOLUTION week 7, task leaky_relu_backward
     return np.where(x > 0, dy, alpha * dy)
     # END SOLUTION
@@ -51,7 +47,7 @@ def leaky_relu_backward(x, dy, alpha):
 
 def sigmoid(x):
     """1 / (1 + exp(-x)), any shape, without overflow for large |x|."""
-    x = check_float("sigmoid", "x", x)
+    x = checks.sigmoid(x)
     # BEGIN SOLUTION week 7, task sigmoid
     # exp(-|x|) is in (0, 1]: it never overflows. With it, sigmoid(|x|) = 1 / (1 + e) and
     # sigmoid(-|x|) = e / (1 + e), both accurate (1 - sigmoid(|x|) would lose the small ones).
@@ -63,8 +59,7 @@ def sigmoid(x):
 
 def sigmoid_backward(y, dy):
     """dy * y * (1 - y), where y = sigmoid(x) is the forward's output."""
-    y = check_float("sigmoid_backward", "y", y)
-    dy = check_like("sigmoid_backward", "dy", dy, "y", y)
+    y, dy = checks.sigmoid_backward(y, dy)
     # BEGIN SOLUTION week 7, task sigmoid_backward
     return dy * y * (1 - y)
     # END SOLUTION
@@ -72,7 +67,7 @@ def sigmoid_backward(y, dy):
 
 def tanh(x):
     """tanh(x), any shape."""
-    x = check_float("tanh", "x", x)
+    x = checks.tanh(x)
     # BEGIN SOLUTION week 7, task tanh
     return np.tanh(x)
     # END SOLUTION
@@ -80,8 +75,7 @@ def tanh(x):
 
 def tanh_backward(y, dy):
     """dy * (1 - y^2), where y = tanh(x) is the forward's output."""
-    y = check_float("tanh_backward", "y", y)
-    dy = check_like("tanh_backward", "dy", dy, "y", y)
+    y, dy = checks.tanh_backward(y, dy)
     # BEGIN SOLUTION week 7, task tanh_backward
     return dy * (1 - y * y)
     # END SOLUTION
@@ -89,7 +83,7 @@ def tanh_backward(y, dy):
 
 def softmax(x):
     """Row-wise softmax: x [N, C] -> [N, C], each row positive and summing to 1."""
-    x = check_float("softmax", "x", x, ("N", "C"))
+    x = checks.softmax(x)
     # BEGIN SOLUTION week 7, task softmax
     e = x - x.max(axis=1, keepdims=True)  # <= 0, so exp(e) <= 1: no overflow
     np.exp(e, out=e)  # in place: e is our own array, no second [N, C] buffer
@@ -100,8 +94,7 @@ def softmax(x):
 
 def softmax_backward(y, dy):
     """y * (dy - sum_j(dy * y)) per row, where y = softmax(x) [N, C] is the forward's output."""
-    y = check_float("softmax_backward", "y", y, ("N", "C"))
-    dy = check_like("softmax_backward", "dy", dy, "y", y)
+    y, dy = checks.softmax_backward(y, dy)
     # BEGIN SOLUTION week 7, task softmax_backward
     row_dot = np.einsum("nc,nc->n", dy, y)[:, None]  # sum_j dy * y, without a [N, C] product
     return y * (dy - row_dot)
@@ -110,7 +103,7 @@ def softmax_backward(y, dy):
 
 def log_softmax(x):
     """Row-wise log(softmax(x)): x [N, C] -> [N, C], as (x - max) - log(sum(exp(x - max)))."""
-    x = check_float("log_softmax", "x", x, ("N", "C"))
+    x = checks.log_softmax(x)
     # BEGIN SOLUTION week 7, task log_softmax
     shifted = x - x.max(axis=1, keepdims=True)
     shifted -= np.log(np.exp(shifted).sum(axis=1, keepdims=True))
@@ -120,8 +113,7 @@ def log_softmax(x):
 
 def log_softmax_backward(y, dy):
     """dy - exp(y) * sum_j(dy) per row, where y = log_softmax(x) [N, C] is the forward's output."""
-    y = check_float("log_softmax_backward", "y", y, ("N", "C"))
-    dy = check_like("log_softmax_backward", "dy", dy, "y", y)
+    y, dy = checks.log_softmax_backward(y, dy)
     # BEGIN SOLUTION week 7, task log_softmax_backward
     return dy - np.exp(y) * dy.sum(axis=1, keepdims=True)
     # END SOLUTION

@@ -8,19 +8,7 @@ Output size: OH = (H + 2*padding - kh) // stride + 1, likewise OW.
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._checks import (
-    NCHW,
-    check_dim,
-    check_flag,
-    check_float,
-    check_shape,
-    check_vector,
-    conv_output,
-    fail,
-)
-
-KCRS = ("K", "C", "R", "S")
-KERNEL_OF_W = ("w's height R", "w's width S")  # how conv2d's messages name kh and kw
+from ._checks import checks
 
 
 def kernel_offset_view(x, i, j, stride, oh, ow):
@@ -81,8 +69,7 @@ def im2col(x, kh, kw, stride, padding):
     Row c*kh*kw + i*kw + j holds kernel tap (c, i, j), column oh*OW + ow the output position;
     the border is padded with zeros.
     """
-    x = check_float("im2col", "x", x, NCHW)
-    oh, ow = conv_output("im2col", x.shape, kh, kw, stride, padding)
+    x, kh, kw, stride, padding, oh, ow = checks.im2col(x, kh, kw, stride, padding)
     # BEGIN SOLUTION week 8, task im2col
     n, c = x.shape[:2]
     # one copy into unfold's order [N, C, kh, kw, OH, OW]; the reshape then merges axes for free
@@ -96,14 +83,10 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
 
     Overlapping patches add up (exactly torch.nn.functional.fold).
     """
-    x_shape = check_shape("col2im", "x_shape", x_shape, 4)
-    oh, ow = conv_output("col2im", x_shape, kh, kw, stride, padding)
+    cols, x_shape, kh, kw, stride, padding, oh, ow = checks.col2im(
+        cols, x_shape, kh, kw, stride, padding
+    )
     n, c, h, w = x_shape
-    cols = check_float("col2im", "cols", cols, ("N", "C*kh*kw", "OH*OW"))
-    if cols.shape != (n, c * kh * kw, oh * ow):
-        fail("col2im", f"cols must have shape [N, C*kh*kw, OH*OW] = {(n, c * kh * kw, oh * ow)} "
-                       f"for x_shape {x_shape}, kh = {kh}, kw = {kw}, stride = {stride}, "
-                       f"padding = {padding}; got {cols.shape}")
     # BEGIN SOLUTION week 8, task col2im
     padded = zeros_image(n, c, h + 2 * padding, w + 2 * padding, batch_last=False)
     return fold(cols.reshape(n, c * kh * kw, oh, ow), padded, kh, kw, stride, padding)
@@ -152,19 +135,9 @@ def rows_of(images, batch_last):
     return images.transpose(order).reshape(images.shape[1], -1)
 
 
-def _check_conv(op, x, w):
-    """Check x [N, C, H, W] and w [K, C, R, S]; return both C-contiguous."""
-    x = check_float(op, "x", x, NCHW)
-    w = check_float(op, "w", w, KCRS)
-    check_dim(op, "w", w, KCRS, 1, x.shape[1], "x's channels")
-    return x, w
-
-
 def conv2d_forward(x, w, b, stride=1, padding=0):
     """Cross-correlation, as F.conv2d: x [N, C, H, W], w [K, C, R, S], b [K] -> y [N, K, OH, OW]."""
-    x, w = _check_conv("conv2d_forward", x, w)
-    b = check_vector("conv2d_forward", "b", b, w.shape[0], "w's output channels K")
-    oh, ow = conv_output("conv2d_forward", x.shape, *w.shape[2:], stride, padding, KERNEL_OF_W)
+    x, w, b, stride, padding, oh, ow = checks.conv2d_forward(x, w, b, stride, padding)
     # BEGIN SOLUTION week 8, task conv2d_forward
     n, k = x.shape[0], w.shape[0]
     batch_last = batch_last_pays(w)
@@ -181,14 +154,9 @@ def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     x [N, C, H, W], w [K, C, R, S], dy [N, K, OH, OW] -> (dx [N, C, H, W], dw [K, C, R, S], db [K]).
     need_dx=False skips dx (None in its place): half the work of a first layer's backward.
     """
-    x, w = _check_conv("conv2d_backward", x, w)
-    oh, ow = conv_output("conv2d_backward", x.shape, *w.shape[2:], stride, padding, KERNEL_OF_W)
-    dy = check_float("conv2d_backward", "dy", dy, ("N", "K", "OH", "OW"))
-    if dy.shape != (x.shape[0], w.shape[0], oh, ow):
-        fail("conv2d_backward", f"dy must have shape [N, K, OH, OW] = "
-                                f"{(x.shape[0], w.shape[0], oh, ow)} (the forward's output), "
-                                f"got {dy.shape}")
-    need_dx = check_flag("conv2d_backward", "need_dx", need_dx)
+    x, w, dy, stride, padding, need_dx, oh, ow = checks.conv2d_backward(
+        x, w, dy, stride, padding, need_dx
+    )
     # BEGIN SOLUTION week 8, task conv2d_backward
     n, c, h, width = x.shape
     k, _, kh, kw = w.shape

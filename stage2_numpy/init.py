@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ._checks import check_seed, check_shape
+from ._checks import checks
 from .random_stream import normal, uniform
 
 
@@ -26,8 +26,7 @@ def xavier_uniform(shape, seed):
 
     Element i = (2 * uniform(seed, i) - 1) * sqrt(6 / (fan_in + fan_out)).
     """
-    shape = check_shape("xavier_uniform", "shape", shape)
-    seed = check_seed("xavier_uniform", seed)
+    shape, seed = checks.xavier_uniform(shape, seed)
     # BEGIN SOLUTION week 7, task xavier_uniform
     fan_in, fan_out = fans(shape)
     bound = math.sqrt(6 / (fan_in + fan_out))
@@ -41,8 +40,7 @@ def he_normal(shape, seed):
 
     Element i = normal(seed, i) * sqrt(2 / fan_in).
     """
-    shape = check_shape("he_normal", "shape", shape)
-    seed = check_seed("he_normal", seed)
+    shape, seed = checks.he_normal(shape, seed)
     # BEGIN SOLUTION week 7, task he_normal
     fan_in, _ = fans(shape)
     weights = normal(seed, np.arange(math.prod(shape))) * math.sqrt(2 / fan_in)

@@ -6,14 +6,13 @@ Terms are computed in float32 and summed in float64: a float32 sum of many terms
 
 import numpy as np
 
-from ._checks import check_float, check_labels, check_like, check_real
+from ._checks import checks
 from .activations import sigmoid, softmax
 
 
 def mse_loss(pred, target):
     """Mean over all elements of (pred - target)^2; pred and target have one shape."""
-    pred = check_float("mse_loss", "pred", pred)
-    target = check_like("mse_loss", "target", target, "pred", pred)
+    pred, target = checks.mse_loss(pred, target)
     # BEGIN SOLUTION week 7, task mse_loss
     diff = np.subtract(pred, target, dtype=np.float64).ravel()
     return float(diff @ diff) / diff.size
@@ -22,8 +21,7 @@ def mse_loss(pred, target):
 
 def mse_loss_backward(pred, target):
     """d mse / d pred = 2 * (pred - target) / size."""
-    pred = check_float("mse_loss_backward", "pred", pred)
-    target = check_like("mse_loss_backward", "target", target, "pred", pred)
+    pred, target = checks.mse_loss_backward(pred, target)
     # BEGIN SOLUTION week 7, task mse_loss_backward
     grad = pred - target
     grad *= 2 / pred.size
@@ -31,16 +29,9 @@ def mse_loss_backward(pred, target):
     # END SOLUTION
 
 
-def _check_scores(op, name, scores, labels):
-    """Check scores [N, C] (float32, called `name`) and labels [N] (ints in [0, C))."""
-    scores = check_float(op, name, scores, ("N", "C"))
-    labels = check_labels(op, labels, scores.shape[0], scores.shape[1])
-    return scores, labels
-
-
 def cross_entropy_loss(logits, labels):
     """Mean over the batch of -log_softmax(logits)[i, labels[i]]: logits [N, C], labels [N]."""
-    logits, labels = _check_scores("cross_entropy_loss", "logits", logits, labels)
+    logits, labels = checks.cross_entropy_loss(logits, labels)
     # BEGIN SOLUTION week 7, task cross_entropy_loss
     # Fused and stable: -log_softmax[i, y] = log(sum_j exp(z_ij)) - z_iy with z = logits - row max.
     rows = np.arange(logits.shape[0])
@@ -52,7 +43,7 @@ def cross_entropy_loss(logits, labels):
 
 def cross_entropy_loss_backward(logits, labels):
     """(softmax(logits) - one_hot(labels)) / N: logits [N, C], labels [N] -> [N, C]."""
-    logits, labels = _check_scores("cross_entropy_loss_backward", "logits", logits, labels)
+    logits, labels = checks.cross_entropy_loss_backward(logits, labels)
     # BEGIN SOLUTION week 7, task cross_entropy_loss_backward
     n = logits.shape[0]
     grad = softmax(logits)
@@ -62,17 +53,9 @@ def cross_entropy_loss_backward(logits, labels):
     # END SOLUTION
 
 
-def _check_binary(op, logits, targets):
-    """Check logits (float32, any shape) and targets (float32, logits' shape; values in [0, 1],
-    which, as in PyTorch, is not checked: the formula is defined for any target)."""
-    logits = check_float(op, "logits", logits)
-    targets = check_like(op, "targets", targets, "logits", logits)
-    return logits, targets
-
-
 def bce_with_logits_loss(logits, targets):
     """Mean over all elements of the binary cross entropy of sigmoid(logits) against targets."""
-    logits, targets = _check_binary("bce_with_logits_loss", logits, targets)
+    logits, targets = checks.bce_with_logits_loss(logits, targets)
     # BEGIN SOLUTION week 7, task bce_with_logits_loss
     # Stable form of -t*log(sigmoid(z)) - (1-t)*log(1-sigmoid(z)): no exp of a positive number.
     terms = np.maximum(logits, 0) - logits * targets + np.log1p(np.exp(-np.abs(logits)))
@@ -82,7 +65,7 @@ def bce_with_logits_loss(logits, targets):
 
 def bce_with_logits_loss_backward(logits, targets):
     """(sigmoid(logits) - targets) / size, logits' shape."""
-    logits, targets = _check_binary("bce_with_logits_loss_backward", logits, targets)
+    logits, targets = checks.bce_with_logits_loss_backward(logits, targets)
     # BEGIN SOLUTION week 7, task bce_with_logits_loss_backward
     grad = sigmoid(logits)
     grad -= targets
@@ -107,8 +90,7 @@ def hinge_loss(scores, labels, margin=1.0):
 
     scores [N, C], labels [N].
     """
-    scores, labels = _check_scores("hinge_loss", "scores", scores, labels)
-    margin = check_real("hinge_loss", "margin", margin)
+    scores, labels, margin = checks.hinge_loss(scores, labels, margin)
     # BEGIN SOLUTION week 7, task hinge_loss
     margins = _hinge_margins(scores, labels, margin)
     return float(np.maximum(margins, 0).sum(dtype=np.float64)) / scores.shape[0]
@@ -120,8 +102,7 @@ def hinge_loss_backward(scores, labels, margin=1.0):
 
     Each positive margin adds 1/N at its class and -1/N at the correct class.
     """
-    scores, labels = _check_scores("hinge_loss_backward", "scores", scores, labels)
-    margin = check_real("hinge_loss_backward", "margin", margin)
+    scores, labels, margin = checks.hinge_loss_backward(scores, labels, margin)
     # BEGIN SOLUTION week 7, task hinge_loss_backward
     n = scores.shape[0]
     grad = (_hinge_margins(scores, labels, margin) > 0).astype(np.float32)

@@ -7,15 +7,7 @@ both ops view x as [N, C, L] (L = H*W, or 1 for [N, C]) to treat the two layouts
 
 import numpy as np
 
-from ._checks import (
-    check_channels,
-    check_flag,
-    check_in_place,
-    check_like,
-    check_real,
-    check_vector,
-    fail,
-)
+from ._checks import checks
 
 
 def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momentum=0.1,
@@ -28,20 +20,11 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
     Evaluation: the running statistics, unchanged.
     saved = (mean [C], invstd [C]), the statistics used, invstd = 1 / sqrt(var + eps).
     """
-    op = "batchnorm_forward"
-    x = check_channels(op, x)
+    x, gamma, beta, running_mean, running_var, training, momentum, eps = checks.batchnorm_forward(
+        x, gamma, beta, running_mean, running_var, training, momentum, eps
+    )
     c = x.shape[1]
-    gamma = check_vector(op, "gamma", gamma, c, "x's channels C")
-    beta = check_vector(op, "beta", beta, c, "x's channels C")
-    check_in_place(op, "running_mean", running_mean, (c,), "[C], x's channels")
-    check_in_place(op, "running_var", running_var, (c,), "[C], x's channels")
-    training = check_flag(op, "training", training)
-    momentum = check_real(op, "momentum", momentum, 0, 1)
-    eps = check_real(op, "eps", eps, 0)
     count = x.size // c  # values per channel
-    if training and count < 2:
-        fail(op, f"x must have more than one value per channel in training (the unbiased "
-                 f"variance divides by count - 1), got shape {x.shape}")
     # BEGIN SOLUTION week 8, task batchnorm_forward
     x3 = x.reshape(x.shape[0], c, -1)  # [N, C, L]
     if training:
@@ -68,15 +51,8 @@ def batchnorm_backward(dy, x, gamma, saved):
 
     dy and x [N, C] or [N, C, H, W]; gamma [C]; saved = (mean, invstd) from batchnorm_forward.
     """
-    op = "batchnorm_backward"
-    x = check_channels(op, x)
-    dy = check_like(op, "dy", dy, "x", x)
+    dy, x, gamma, (mean, invstd) = checks.batchnorm_backward(dy, x, gamma, saved)
     c = x.shape[1]
-    gamma = check_vector(op, "gamma", gamma, c, "x's channels C")
-    if not (isinstance(saved, tuple | list) and len(saved) == 2):
-        fail(op, "saved must be the pair (mean, invstd) that batchnorm_forward returned")
-    mean = check_vector(op, "saved", saved[0], c, "saved[0] is the mean, one per channel")
-    invstd = check_vector(op, "saved", saved[1], c, "saved[1] is invstd, one per channel")
     # BEGIN SOLUTION week 8, task batchnorm_backward
     n = x.shape[0]
     count = x.size // c

@@ -9,16 +9,7 @@ import math
 
 import numpy as np
 
-from ._checks import check_flag, check_in_place, check_int, check_like, check_real
-
-
-def _check_step(op, p, g, lr, weight_decay, *states):
-    """Check p, g (p's shape), the `states` (name, array) pairs, lr >= 0 and weight_decay >= 0."""
-    check_in_place(op, "p", p)
-    g = check_like(op, "g", g, "p", p)
-    for name, state in states:
-        check_in_place(op, name, state, p.shape, "p's shape")
-    return g, check_real(op, "lr", lr, 0), check_real(op, "weight_decay", weight_decay, 0)
+from ._checks import checks
 
 
 def _decayed(g, p, weight_decay):
@@ -28,7 +19,7 @@ def _decayed(g, p, weight_decay):
 
 def sgd_step(p, g, lr, weight_decay=0):
     """p -= lr * g."""
-    g, lr, weight_decay = _check_step("sgd_step", p, g, lr, weight_decay)
+    p, g, lr, weight_decay = checks.sgd_step(p, g, lr, weight_decay)
     # BEGIN SOLUTION week 7, task sgd_step
     p -= lr * _decayed(g, p, weight_decay)
     # END SOLUTION
@@ -36,9 +27,9 @@ def sgd_step(p, g, lr, weight_decay=0):
 
 def momentum_step(p, g, v, lr, momentum, nesterov=False, weight_decay=0):
     """v = momentum * v + g; p -= lr * (g + momentum * v if nesterov else v)."""
-    g, lr, weight_decay = _check_step("momentum_step", p, g, lr, weight_decay, ("v", v))
-    momentum = check_real("momentum_step", "momentum", momentum, 0)
-    nesterov = check_flag("momentum_step", "nesterov", nesterov)
+    p, g, v, lr, momentum, nesterov, weight_decay = checks.momentum_step(
+        p, g, v, lr, momentum, nesterov, weight_decay
+    )
     # BEGIN SOLUTION week 7, task momentum_step
     g = _decayed(g, p, weight_decay)
     v *= momentum
@@ -49,9 +40,9 @@ def momentum_step(p, g, v, lr, momentum, nesterov=False, weight_decay=0):
 
 def rmsprop_step(p, g, s, lr, alpha=0.99, eps=1e-8, weight_decay=0):
     """s = alpha * s + (1 - alpha) * g^2; p -= lr * g / (sqrt(s) + eps)."""
-    g, lr, weight_decay = _check_step("rmsprop_step", p, g, lr, weight_decay, ("s", s))
-    alpha = check_real("rmsprop_step", "alpha", alpha, 0, 1)
-    eps = check_real("rmsprop_step", "eps", eps, 0)
+    p, g, s, lr, alpha, eps, weight_decay = checks.rmsprop_step(
+        p, g, s, lr, alpha, eps, weight_decay
+    )
     # BEGIN SOLUTION week 7, task rmsprop_step
     g = _decayed(g, p, weight_decay)
     s *= alpha
@@ -66,11 +57,9 @@ def adam_step(p, g, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=
     m = beta1*m + (1-beta1)*g; v = beta2*v + (1-beta2)*g^2;
     p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps).
     """
-    g, lr, weight_decay = _check_step("adam_step", p, g, lr, weight_decay, ("m", m), ("v", v))
-    t = check_int("adam_step", "t", t, 1)
-    beta1 = check_real("adam_step", "beta1", beta1, 0, 1, high_open=True)
-    beta2 = check_real("adam_step", "beta2", beta2, 0, 1, high_open=True)
-    eps = check_real("adam_step", "eps", eps, 0)
+    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = checks.adam_step(
+        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay
+    )
     # BEGIN SOLUTION week 7, task adam_step
     g = _decayed(g, p, weight_decay)
     m *= beta1

@@ -6,7 +6,7 @@ Output size: OH = (H - k) // stride + 1, likewise OW. Windows overlap when strid
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._checks import NCHW, check_float, check_shape, fail, pool_output
+from ._checks import checks
 from .conv import kernel_offset_view
 
 
@@ -16,8 +16,7 @@ def maxpool2d_forward(x, k, stride):
     argmax holds the flat index h*W + w of the chosen input within its [H, W] plane (as PyTorch's
     return_indices=True); ties pick the first in row-major window order.
     """
-    x = check_float("maxpool2d_forward", "x", x, NCHW)
-    oh, ow = pool_output("maxpool2d_forward", x.shape, k, stride)
+    x, k, stride, oh, ow = checks.maxpool2d_forward(x, k, stride)
     # BEGIN SOLUTION week 8, task maxpool2d_forward
     n, c, _, w = x.shape
     # One copy gathers the windows tap-major, [k*k, N*C*OH*OW]: tap t = i*k + j is one
@@ -38,30 +37,12 @@ def maxpool2d_forward(x, k, stride):
     # END SOLUTION
 
 
-def _check_pool_backward(op, dy, x_shape, k, stride):
-    """Check x_shape (N, C, H, W) and dy [N, C, OH, OW] against it; return (dy, x_shape)."""
-    x_shape = check_shape(op, "x_shape", x_shape, 4)
-    oh, ow = pool_output(op, x_shape, k, stride)
-    dy = check_float(op, "dy", dy, NCHW)
-    expected = (*x_shape[:2], oh, ow)
-    if dy.shape != expected:
-        fail(op, f"dy must have shape [N, C, OH, OW] = {expected} for x_shape {x_shape}, k = {k}, "
-                 f"stride = {stride}; got {dy.shape}")
-    return dy, x_shape
-
-
 def maxpool2d_backward(dy, argmax, x_shape, k, stride):
     """Route each dy [N, C, OH, OW] to its argmax: -> dx [N, C, H, W] (overlaps add up)."""
-    dy, x_shape = _check_pool_backward("maxpool2d_backward", dy, x_shape, k, stride)
+    dy, argmax, x_shape, k, stride, _, _ = checks.maxpool2d_backward(
+        dy, argmax, x_shape, k, stride
+    )
     n, c, h, w = x_shape
-    if not isinstance(argmax, np.ndarray) or argmax.dtype.kind not in "iu":
-        got = argmax.dtype if isinstance(argmax, np.ndarray) else type(argmax).__name__
-        fail("maxpool2d_backward", f"argmax must be an integer array [N, C, OH, OW], got {got}")
-    if argmax.shape != dy.shape:
-        fail("maxpool2d_backward", f"argmax must have dy's shape {dy.shape}, got {argmax.shape}")
-    if argmax.min() < 0 or argmax.max() >= h * w:
-        fail("maxpool2d_backward", f"argmax must hold flat indices into an [H, W] = [{h}, {w}] "
-                                   f"plane, in [0, {h * w}), got [{argmax.min()}, {argmax.max()}]")
     # BEGIN SOLUTION week 8, task maxpool2d_backward
     # Scatter-add: the index of each output's input in the flattened dx is its plane's start plus
     # argmax. np.bincount sums the weights (dy) landing on each index, so overlaps add up.
@@ -73,8 +54,7 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
 
 def avgpool2d_forward(x, k, stride):
     """The mean of each k x k window: x [N, C, H, W] -> y [N, C, OH, OW]."""
-    x = check_float("avgpool2d_forward", "x", x, NCHW)
-    oh, ow = pool_output("avgpool2d_forward", x.shape, k, stride)
+    x, k, stride, oh, ow = checks.avgpool2d_forward(x, k, stride)
     # BEGIN SOLUTION week 8, task avgpool2d_forward
     # One strided add per tap: k*k passes over long rows, instead of a mean per tiny window.
     y = np.zeros((*x.shape[:2], oh, ow), dtype=np.float32)
@@ -88,7 +68,7 @@ def avgpool2d_forward(x, k, stride):
 
 def avgpool2d_backward(dy, x_shape, k, stride):
     """Spread each dy [N, C, OH, OW] evenly over its window: -> dx [N, C, H, W]."""
-    dy, x_shape = _check_pool_backward("avgpool2d_backward", dy, x_shape, k, stride)
+    dy, x_shape, k, stride, _, _ = checks.avgpool2d_backward(dy, x_shape, k, stride)
     # BEGIN SOLUTION week 8, task avgpool2d_backward
     oh, ow = dy.shape[2:]
     share = dy * (1 / (k * k))

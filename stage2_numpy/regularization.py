@@ -7,7 +7,7 @@ mask for the same seed.
 
 import numpy as np
 
-from ._checks import check_float, check_like, check_real, check_seed
+from ._checks import checks
 from .random_stream import uniform
 
 
@@ -16,9 +16,7 @@ def dropout_forward(x, p, seed):
 
     mask is 1.0 where the element is kept and 0.0 where dropped; y = x * mask / (1 - p).
     """
-    x = check_float("dropout_forward", "x", x)
-    p = check_real("dropout_forward", "p", p, 0, 1, high_open=True)
-    seed = check_seed("dropout_forward", seed)
+    x, p, seed = checks.dropout_forward(x, p, seed)
     # BEGIN SOLUTION week 8, task dropout_forward
     keep = uniform(seed, np.arange(x.size)).reshape(x.shape) >= p
     mask = keep.astype(np.float32)
@@ -30,9 +28,7 @@ def dropout_forward(x, p, seed):
 
 def dropout_backward(dy, mask, p):
     """dy * mask / (1 - p): dy and mask have one shape, 0 <= p < 1."""
-    dy = check_float("dropout_backward", "dy", dy)
-    mask = check_like("dropout_backward", "mask", mask, "dy", dy)
-    p = check_real("dropout_backward", "p", p, 0, 1, high_open=True)
+    dy, mask, p = checks.dropout_backward(dy, mask, p)
     # BEGIN SOLUTION week 8, task dropout_backward
     dx = dy * mask
     dx *= 1 / (1 - p)

@@ -13,7 +13,11 @@ Native arrays are C-contiguous NumPy arrays: float32 data, int64 labels and argm
     c.set_num_threads(1)                                      # OpenMP threads for every op
 """
 
+import os
+
 import numpy as np
+
+import argcheck
 
 from . import _native
 from ._memory import empty
@@ -81,11 +85,14 @@ def synchronize():
     """Nothing to wait for: the C ops have finished when they return."""
 
 
+# More threads than this only oversubscribe the cores, and each OpenMP thread reserves a stack:
+# thousands of them make libgomp end the whole process on the next large op.
+MAX_THREADS = max(64, 4 * (os.cpu_count() or 1))
+
+
 def set_num_threads(n):
-    """Use n OpenMP threads in every op (n >= 1); 0 restores OpenMP's default."""
-    n = int(n)
-    if n < 0:
-        raise ValueError(f"set_num_threads: n must be >= 0, got {n}")
+    """Use n OpenMP threads in every op (1 <= n <= MAX_THREADS); 0 restores OpenMP's default."""
+    n = argcheck.integer("set_num_threads", "n", n, 0, MAX_THREADS)
     _native.extension().lib.s2c_set_num_threads(n)
 
 

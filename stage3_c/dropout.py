@@ -1,7 +1,7 @@
 """Dropout (week 13, csrc/dropout.c) on the shared random stream: element i (flat row-major
 index) is kept when uniform(seed, i) >= p, so every tier draws the same mask for a seed."""
 
-from . import _checks as checks
+from ._checks import checks, new_output
 from ._native import call, pointer
 
 
@@ -9,11 +9,9 @@ def dropout_forward(x, p, seed):
     """x (any shape), 0 <= p < 1 the drop probability -> (y = x * mask / (1 - p), mask), with
     mask 1.0 where kept and 0.0 where dropped."""
     op = "dropout_forward"
-    x = checks.readable(op, "x", x)
-    p = checks.real(op, "p", p, 0, 1, high_open=True)
-    seed = checks.seed(op, seed)
-    y = checks.new_output(op, x.shape)
-    mask = checks.new_output(op, x.shape)
+    x, p, seed = checks.dropout_forward(x, p, seed)
+    y = new_output(op, x.shape)
+    mask = new_output(op, x.shape)
     call("s2c_dropout_forward", pointer(x), pointer(y), pointer(mask), x.size, p, seed)
     return y, mask
 
@@ -21,9 +19,7 @@ def dropout_forward(x, p, seed):
 def dropout_backward(dy, mask, p):
     """dy * mask / (1 - p)."""
     op = "dropout_backward"
-    dy = checks.readable(op, "dy", dy)
-    mask = checks.same_shape(op, "mask", mask, "dy", dy.shape)
-    p = checks.real(op, "p", p, 0, 1, high_open=True)
-    dx = checks.new_output(op, dy.shape)
+    dy, mask, p = checks.dropout_backward(dy, mask, p)
+    dx = new_output(op, dy.shape)
     call("s2c_dropout_backward", pointer(dy), pointer(mask), pointer(dx), dy.size, p)
     return dx

@@ -5,7 +5,7 @@ shape[0]."""
 
 import math
 
-from . import _checks as checks
+from ._checks import checks, new_output
 from ._native import call, pointer
 
 
@@ -21,10 +21,9 @@ def xavier_uniform(shape, seed):
     """A new float32 array of `shape`: element i is (2 * uniform(seed, i) - 1) * sqrt(6 /
     (fan_in + fan_out))."""
     op = "xavier_uniform"
-    shape = checks.shape_argument(op, "shape", shape)
-    seed = checks.seed(op, seed)
+    shape, seed = checks.xavier_uniform(shape, seed)
     fan_in, fan_out = _fans(shape)
-    out = checks.new_output(op, shape)
+    out = new_output(op, shape)
     call("s2c_xavier_uniform", pointer(out), out.size, fan_in, fan_out, seed)
     return out
 
@@ -32,9 +31,8 @@ def xavier_uniform(shape, seed):
 def he_normal(shape, seed):
     """A new float32 array of `shape`: element i is normal(seed, i) * sqrt(2 / fan_in)."""
     op = "he_normal"
-    shape = checks.shape_argument(op, "shape", shape)
-    seed = checks.seed(op, seed)
+    shape, seed = checks.he_normal(shape, seed)
     fan_in, _ = _fans(shape)
-    out = checks.new_output(op, shape)
+    out = new_output(op, shape)
     call("s2c_he_normal", pointer(out), out.size, fan_in, seed)
     return out

@@ -1,42 +1,28 @@
 """Losses (week 12, csrc/losses.c). Each returns the mean loss as a Python float; each
 *_backward takes the forward's arguments and returns the gradient w.r.t. the first."""
 
-from . import _checks as checks
+from ._checks import checks, new_output
 from ._native import call, call_for_double, pointer
-
-
-def _pair(op, first_name, first, second_name, second):
-    """Two float32 arrays of one shape (any)."""
-    first = checks.readable(op, first_name, first)
-    second = checks.same_shape(op, second_name, second, first_name, first.shape)
-    return first, second
-
-
-def _scores_and_labels(op, scores_name, scores, labels):
-    """scores [N, C] and integer labels [N] in [0, C); labels returned as int64."""
-    scores = checks.readable(op, scores_name, scores, "[N, C]")
-    n, c = scores.shape
-    return scores, checks.labels(op, "labels", labels, n, c)
 
 
 def mse_loss(pred, target):
     """mean((pred - target)^2) over all elements; pred and target of one shape."""
-    pred, target = _pair("mse_loss", "pred", pred, "target", target)
+    pred, target = checks.mse_loss(pred, target)
     return call_for_double("s2c_mse_loss", pointer(pred), pointer(target), pred.size)
 
 
 def mse_loss_backward(pred, target):
     """2 * (pred - target) / size."""
     op = "mse_loss_backward"
-    pred, target = _pair(op, "pred", pred, "target", target)
-    grad = checks.new_output(op, pred.shape)
+    pred, target = checks.mse_loss_backward(pred, target)
+    grad = new_output(op, pred.shape)
     call("s2c_mse_loss_backward", pointer(pred), pointer(target), pointer(grad), pred.size)
     return grad
 
 
 def cross_entropy_loss(logits, labels):
     """mean over the batch of -log_softmax(logits)[i, labels[i]]; logits [N, C], labels [N]."""
-    logits, labels = _scores_and_labels("cross_entropy_loss", "logits", logits, labels)
+    logits, labels = checks.cross_entropy_loss(logits, labels)
     n, c = logits.shape
     return call_for_double("s2c_cross_entropy_loss", pointer(logits), pointer(labels), n, c)
 
@@ -44,16 +30,16 @@ def cross_entropy_loss(logits, labels):
 def cross_entropy_loss_backward(logits, labels):
     """(softmax(logits) - one_hot(labels)) / N."""
     op = "cross_entropy_loss_backward"
-    logits, labels = _scores_and_labels(op, "logits", logits, labels)
+    logits, labels = checks.cross_entropy_loss_backward(logits, labels)
     n, c = logits.shape
-    grad = checks.new_output(op, (n, c))
+    grad = new_output(op, (n, c))
     call("s2c_cross_entropy_loss_backward", pointer(logits), pointer(labels), pointer(grad), n, c)
     return grad
 
 
 def bce_with_logits_loss(logits, targets):
     """mean of max(z, 0) - z * t + log(1 + exp(-|z|)); logits z and targets t of one shape."""
-    logits, targets = _pair("bce_with_logits_loss", "logits", logits, "targets", targets)
+    logits, targets = checks.bce_with_logits_loss(logits, targets)
     return call_for_double(
         "s2c_bce_with_logits_loss", pointer(logits), pointer(targets), logits.size
     )
@@ -62,8 +48,8 @@ def bce_with_logits_loss(logits, targets):
 def bce_with_logits_loss_backward(logits, targets):
     """(sigmoid(logits) - targets) / size."""
     op = "bce_with_logits_loss_backward"
-    logits, targets = _pair(op, "logits", logits, "targets", targets)
-    grad = checks.new_output(op, logits.shape)
+    logits, targets = checks.bce_with_logits_loss_backward(logits, targets)
+    grad = new_output(op, logits.shape)
     call(
         "s2c_bce_with_logits_loss_backward",
         pointer(logits),
@@ -76,9 +62,7 @@ def bce_with_logits_loss_backward(logits, targets):
 
 def hinge_loss(scores, labels, margin=1.0):
     """Multiclass SVM: mean over the batch of sum_{j != y} max(0, s_j - s_y + margin)."""
-    op = "hinge_loss"
-    scores, labels = _scores_and_labels(op, "scores", scores, labels)
-    margin = checks.real(op, "margin", margin)
+    scores, labels, margin = checks.hinge_loss(scores, labels, margin)
     n, c = scores.shape
     return call_for_double("s2c_hinge_loss", pointer(scores), pointer(labels), n, c, margin)
 
@@ -86,9 +70,8 @@ def hinge_loss(scores, labels, margin=1.0):
 def hinge_loss_backward(scores, labels, margin=1.0):
     """Gradient of hinge_loss w.r.t. scores [N, C]."""
     op = "hinge_loss_backward"
-    scores, labels = _scores_and_labels(op, "scores", scores, labels)
-    margin = checks.real(op, "margin", margin)
+    scores, labels, margin = checks.hinge_loss_backward(scores, labels, margin)
     n, c = scores.shape
-    grad = checks.new_output(op, (n, c))
+    grad = new_output(op, (n, c))
     call("s2c_hinge_loss_backward", pointer(scores), pointer(labels), pointer(grad), n, c, margin)
     return grad

@@ -8,7 +8,7 @@ partway through a week. It is not built; loading it (tiers/loading.py) builds it
 import re
 from pathlib import Path
 
-from tools.exercises import plan_tier, stub_regions, write_workspace
+from tools.exercises import plan_tier, stub_regions, write_given_packages, write_workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 BEGIN = re.compile(r"BEGIN SOLUTION week \d+, task (\w+)")
@@ -31,6 +31,7 @@ def unmark(text, solved):
 def c_workspace(folder, solved=()):
     """Write folder/stage3_c with the exercises of `solved` written, the others stubs."""
     write_workspace(folder, {"stage3_c": plan_tier(ROOT, "stage3_c")}, ROOT, force=True)
+    write_given_packages(folder, ROOT, force=True)
     write_sources(folder, solved)
     return folder
 

@@ -13,11 +13,14 @@ Everything runs in this process: a crash fails the run.
 """
 
 import secrets
+import sys
+import threading
 
 import numpy as np
 import pytest
 
 import stage3_c as s3
+from tests.array_views import negative_strides, non_contiguous, read_only, unaligned, with_first
 
 pytestmark = pytest.mark.skipif(not s3.available()[0], reason=s3.available()[1])
 
@@ -38,26 +41,6 @@ def floats(rng, *shape):
 # ("shape", rank or None), ("saved",) for batchnorm's (mean, invstd), ("choice",) for a name.
 
 WRONG_TYPES = [None, "1", [1.0, 2.0], {"a": 1}, object()]
-
-
-def unaligned(array):
-    """A copy of `array` whose data starts 1 byte past an aligned address (still C-contiguous)."""
-    raw = np.empty(array.nbytes + 1, np.uint8)[1:]
-    copy = raw.view(array.dtype).reshape(array.shape)
-    copy[...] = array
-    return copy
-
-
-def negative_strides(array):
-    """A view with array's values whose last axis runs backwards in memory."""
-    return np.ascontiguousarray(array[..., ::-1])[..., ::-1]
-
-
-def non_contiguous(array):
-    """A view with array's values, every other element of a larger buffer."""
-    wide = np.zeros(array.shape[:-1] + (2 * array.shape[-1],), array.dtype)
-    wide[..., ::2] = array
-    return wide[..., ::2]
 
 
 def array_mutations(value, fixed_rank, in_place=False):
@@ -86,20 +69,6 @@ def array_mutations(value, fixed_rank, in_place=False):
         ("read-only", read_only(value)),
     ]
     return out + [(RAISES if in_place else SUCCEEDS, what, view) for what, view in views]
-
-
-def read_only(array):
-    """A read-only copy of `array`."""
-    copy = array.copy()
-    copy.flags.writeable = False
-    return copy
-
-
-def with_first(array, value):
-    """A copy of `array` whose first element is `value`."""
-    copy = array.copy()
-    copy.flat[0] = value
-    return copy
 
 
 def integer_array_mutations(value, limit, name):
@@ -426,3 +395,75 @@ def test_huge_padding_with_a_huge_stride_is_valid_and_reads_only_zeros():
     assert cols.shape == (1, 9, 9)
     assert not np.isnan(cols).any()
     np.testing.assert_array_equal(cols[0, :, 0], 0.0)  # the first window lies in the padding
+
+
+# ---- index arrays C trusts: validated on a private copy ------------------------------------------
+# cffi releases the GIL during a C call, so another Python thread can run while C reads its
+# arguments: a label or argmax changed after the check would make C write out of bounds.
+
+
+def index_calls(rng):
+    """(op, arguments, position of the index array) for every op whose C code trusts indices."""
+    dy = floats(rng, 2, 3, 3, 3)
+    scores, labels = floats(rng, 4, 3), rng.integers(0, 3, 4)
+    pool = [dy, rng.integers(0, 49, dy.shape), (2, 3, 7, 7), 3, 2]
+    return [
+        ("maxpool2d_backward", pool, 1),
+        ("cross_entropy_loss", [scores, labels], 1),
+        ("cross_entropy_loss_backward", [scores, labels], 1),
+        ("hinge_loss", [scores, labels, 1.0], 1),
+        ("hinge_loss_backward", [scores, labels, 1.0], 1),
+    ]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_index_arrays_reach_c_as_a_private_copy(monkeypatch, case):
+    op, args, position = index_calls(np.random.default_rng(case))[case]
+    module = sys.modules[getattr(s3, op).__module__]
+    passed, original = [], module.pointer
+    monkeypatch.setattr(module, "pointer", lambda a: (passed.append(a), original(a))[1])
+    getattr(s3, op)(*args)
+    indices = [a for a in passed if a is not None and a.dtype.kind == "i"]
+    assert len(indices) == 1, f"{op}: expected one index array passed to C, got {len(indices)}"
+    assert not np.shares_memory(indices[0], args[position]), f"{op} hands C the caller's array"
+
+
+def test_changing_argmax_from_another_thread_never_reaches_c():
+    """A thread flips argmax between valid and far out-of-range values during the calls: each
+    call either succeeds or refuses (a ValueError), and never writes out of bounds."""
+    rng = np.random.default_rng(3)
+    dy = floats(rng, 2, 3, 3, 3)
+    valid = rng.integers(0, 49, dy.shape)
+    argmax, stop = valid.copy(), threading.Event()
+
+    def flip():
+        while not stop.is_set():
+            argmax[...] = 2**40
+            argmax[...] = valid
+
+    flipper = threading.Thread(target=flip)
+    flipper.start()
+    try:
+        outcomes = {"ok": 0, "refused": 0}
+        for _ in range(300):
+            try:
+                s3.maxpool2d_backward(dy, argmax, (2, 3, 7, 7), 3, 2)
+                outcomes["ok"] += 1
+            except ValueError:
+                outcomes["refused"] += 1
+    finally:
+        stop.set()
+        flipper.join()
+    assert sum(outcomes.values()) == 300
+
+
+def test_set_num_threads_is_bounded_before_openmp_sees_it():
+    """Thousands of OpenMP threads make libgomp end the process on the next large op."""
+    before = s3.get_num_threads()
+    limit = rf"^set_num_threads: n must be an int in \[0, {s3.MAX_THREADS}\]"
+    with pytest.raises(ValueError, match=limit):
+        s3.set_num_threads(100000)
+    for wrong in (2.5, True, "2", None):
+        with pytest.raises(TypeError, match="^set_num_threads: n must be an int"):
+            s3.set_num_threads(wrong)
+    assert s3.get_num_threads() == before

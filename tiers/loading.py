@@ -8,6 +8,7 @@ says no (a C tier not built, no GPU), and one whose own code fails to import (`b
 
 import importlib
 import importlib.util
+import os
 import subprocess
 import sys
 import traceback
@@ -50,6 +51,14 @@ class LoadedTier:
 _BUILT = set()  # package folders whose build step already ran in this process
 
 
+def build_environment(environment=os.environ):
+    """`environment` for a build step run in another folder (a workspace, a scratch copy): the
+    repository comes last on PYTHONPATH, so the tier's `import argcheck` finds the repository's
+    copy where the folder holds none (a workspace written before it had one)."""
+    path = os.pathsep.join(filter(None, (environment.get("PYTHONPATH"), str(REPOSITORY))))
+    return {**environment, "PYTHONPATH": path}
+
+
 def build_if_stale(tier, directory):
     """Run the tier's build step, `python -m BUILD --if-stale`, once per process and folder: it
     compiles only when a source changed since the last build. It runs in the folder holding the
@@ -62,6 +71,7 @@ def build_if_stale(tier, directory):
         cwd=directory.parent,
         capture_output=True,
         text=True,
+        env=build_environment(),
     )
     if done.returncode != 0:
         output = (done.stdout + done.stderr).strip().splitlines()

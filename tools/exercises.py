@@ -14,7 +14,8 @@ In the workspace a Python region becomes, at the region's indentation,
 and a C or CUDA region `return S2C_NOT_IMPLEMENTED;`, which the C tier's wrapper turns into the same
 NotImplementedError. Broken markers (unbalanced, nested, without week and task) stop the tool before
 it writes anything, and a tier already in the workspace is never overwritten without --force: it
-may hold the learner's work.
+may hold the learner's work. The packages every tier imports (the argument checks, `argcheck/`)
+are copied as they are when missing (replaced with --force), so the workspace also runs alone.
 """
 
 import argparse
@@ -30,6 +31,8 @@ from pathlib import Path
 import tiers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Packages every tier imports, copied as they are (no exercises in them): the argument checks.
+GIVEN_PACKAGES = ("argcheck",)
 DEFAULT_OUT = Path("workspace")  # where `make grade` looks for the learner's tiers
 # Build outputs stay behind (the workspace builds its own); the names follow .gitignore.
 SKIPPED_NAMES = ("__pycache__", "_build", "*.so", "*.o", "*.pyc", "_s2c_native*")
@@ -191,6 +194,18 @@ def write_workspace(out, plans, root, force):
             shutil.copymode(root / relative, target)
 
 
+def write_given_packages(out, root, force):
+    """Copy the packages the tiers import (GIVEN_PACKAGES) where missing, or all with --force, so
+    that the workspace runs on its own too (`cd workspace && python -m stage3_c.build`)."""
+    for package in GIVEN_PACKAGES:
+        target = out / package
+        if not (root / package).is_dir() or (target.exists() and not force):
+            continue
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(root / package, target, ignore=shutil.ignore_patterns(*SKIPPED_NAMES))
+
+
 def build_tier(out, build):
     """Run the build step `build` of a tier copied to the workspace (the registry's, e.g.
     stage3_c.build), as `make build` does for the reference.
@@ -265,6 +280,7 @@ def main(argv=None):
     except MarkerError as error:
         raise SystemExit(f"error: {error}; nothing was written") from None
     write_workspace(args.out, plans, args.root, args.force)
+    write_given_packages(args.out, args.root, args.force)
     for tier in tiers.TIERS.values():
         if tier.build and tier.package in plans:
             build_tier(args.out, tier.build)

@@ -1,0 +1,433 @@
+"""What every op of the contract accepts (grader/CONTRACT.md), written once for every tier.
+
+Each function below checks one op's arguments and returns them converted, in the op's argument
+order (arrays as the tier's adapter converts them, scalars as Python ints, floats and bools),
+followed by the sizes the op computes from them where there are any (a window's OH and OW).
+A tier binds them to its adapter once (`checks = bind(adapter)`) and calls, e.g.,
+`a, b = checks.matmul(a, b)` before the op's body.
+
+The adapter says what the tier's arrays are:
+- `native`: how messages name them ("nested lists", "NumPy arrays", "device arrays");
+- `float_dtype`: the dtype of its float data ("float64" in stage 1, "float32" elsewhere);
+- `describe(op, name, x)`: x's ArrayInfo (metadata.py), or None when x is not such an array;
+- `readable(x)`: x as the op body reads it (e.g. a C-contiguous, aligned copy where it is not);
+- `copy_indices(x)`: an index array (labels, argmax) as it will be validated and then used: a
+  private copy where native code trusts it and runs without the GIL (another thread could change
+  the caller's array between the check and the use);
+- `index_range(x)`: (lowest, highest) value of that copy, as Python ints;
+- `index_array(x)`: the validated copy as the op reads it (e.g. int64 for C).
+"""
+
+import functools
+import numbers
+import types
+
+from . import arrays
+from .errors import fail, fail_type, type_name
+from .limits import check_elements
+from .metadata import interface_of
+from .scalars import flag, integer, real, seed, shape_argument
+from .windows import columns_fit, conv_window, pool_window
+
+NCHW = "N, C, H, W"
+MAX_STEP = 2**63 - 1  # Adam's t: a C int64
+
+# --- linear algebra ---------------------------------------------------------------------------
+
+
+def matmul(t, a, b):
+    """a [N, K], b [K, M]."""
+    op = "matmul"
+    a, (n, k) = arrays.array(t, op, "a", a, "N, K")
+    b, (_, m) = arrays.array(t, op, "b", b, "K, M", hint=" (K: a's columns)", K=k)
+    check_elements(op, "the output [N, M]", (n, m))
+    return a, b
+
+
+def transpose(t, a):
+    """a [N, M]."""
+    return arrays.array(t, "transpose", "a", a, "N, M")[0]
+
+
+def _broadcast(t, a, b, op):
+    """a any shape; b a's shape, or [a's last dimension] (one row added to every row)."""
+    a, a_shape = arrays.array(t, op, "a", a)
+    b, b_shape = arrays.array(t, op, "b", b)
+    if b_shape != a_shape and b_shape != a_shape[-1:]:
+        fail(op, f"b must have a's shape {list(a_shape)} or be one row of length {a_shape[-1]} "
+                 f"(a's last dimension), got {list(b_shape)}")  # fmt: skip
+    return a, b
+
+
+add = functools.partial(_broadcast, op="add")
+mul = functools.partial(_broadcast, op="mul")
+
+
+def scale(t, a, s):
+    """a any shape, s a finite number."""
+    return arrays.array(t, "scale", "a", a)[0], real("scale", "s", s)
+
+
+def sum_rows(t, x):
+    """x [N, M]."""
+    return arrays.array(t, "sum_rows", "x", x, "N, M")[0]
+
+
+# --- dense --------------------------------------------------------------------------------------
+
+
+def linear_forward(t, x, w, b):
+    """x [N, I], w [O, I], b [O]."""
+    op = "linear_forward"
+    x, (n, i) = arrays.array(t, op, "x", x, "N, I")
+    w, (o, _) = arrays.array(t, op, "w", w, "O, I", hint=" (I: x's columns)", I=i)
+    b = arrays.array(t, op, "b", b, "O", hint=" (O: w's rows)", O=o)[0]
+    check_elements(op, "the output [N, O]", (n, o))
+    return x, w, b
+
+
+def linear_backward(t, x, w, dy):
+    """x [N, I], w [O, I], dy [N, O]."""
+    op = "linear_backward"
+    x, (n, i) = arrays.array(t, op, "x", x, "N, I")
+    w, (o, _) = arrays.array(t, op, "w", w, "O, I", hint=" (I: x's columns)", I=i)
+    dy = arrays.array(t, op, "dy", dy, "N, O", hint=" (the forward's output)", N=n, O=o)[0]
+    return x, w, dy
+
+
+# --- activations --------------------------------------------------------------------------------
+
+
+def _elementwise(t, x, op):
+    """x any shape."""
+    return arrays.array(t, op, "x", x)[0]
+
+
+def _elementwise_backward(t, first, dy, op, first_name):
+    """`first` (x or the forward's output y) any shape, dy of its shape."""
+    first, shape = arrays.array(t, op, first_name, first)
+    return first, arrays.like(t, op, "dy", dy, first_name, shape)
+
+
+def leaky_relu(t, x, alpha):
+    """x any shape, alpha a finite number."""
+    return arrays.array(t, "leaky_relu", "x", x)[0], real("leaky_relu", "alpha", alpha)
+
+
+def leaky_relu_backward(t, x, dy, alpha):
+    """x any shape, dy of its shape, alpha a finite number."""
+    op = "leaky_relu_backward"
+    return (*_elementwise_backward(t, x, dy, op, "x"), real(op, "alpha", alpha))
+
+
+def _rows(t, x, op):
+    """x [N, C], row-wise (softmax, log_softmax)."""
+    return arrays.array(t, op, "x", x, "N, C")[0]
+
+
+def _rows_backward(t, y, dy, op):
+    """y [N, C] (the forward's output), dy of its shape."""
+    y, shape = arrays.array(t, op, "y", y, "N, C")
+    return y, arrays.like(t, op, "dy", dy, "y", shape)
+
+
+# --- losses -------------------------------------------------------------------------------------
+
+
+def _pair(t, first, second, op, names):
+    """Two float arrays of one shape (any): pred and target, logits and targets."""
+    first, shape = arrays.array(t, op, names[0], first)
+    return first, arrays.like(t, op, names[1], second, names[0], shape)
+
+
+def _scores_and_labels(t, scores, labels, op, name):
+    """scores [N, C] and integer labels [N], each in [0, C)."""
+    scores, (n, c) = arrays.array(t, op, name, scores, "N, C")
+    labels = arrays.indices(t, op, "labels", labels, "N", c, f"class indices in [0, C={c})", N=n)
+    return scores, labels
+
+
+def _hinge(t, scores, labels, margin, op):
+    """scores [N, C], labels [N] in [0, C), margin a finite number."""
+    return (*_scores_and_labels(t, scores, labels, op, "scores"), real(op, "margin", margin))
+
+
+# --- convolution ------------------------------------------------------------------------------
+
+
+def im2col(t, x, kh, kw, stride, padding):
+    """x [N, C, H, W] and the window; returns (x, kh, kw, stride, padding, oh, ow)."""
+    op = "im2col"
+    x, (n, c, h, w) = arrays.array(t, op, "x", x, NCHW)
+    kh, kw, stride, padding, oh, ow = conv_window(op, h, w, kh, kw, stride, padding)
+    columns_fit(op, n, c, kh, kw, oh, ow)
+    return x, kh, kw, stride, padding, oh, ow
+
+
+def col2im(t, cols, x_shape, kh, kw, stride, padding):
+    """cols [N, C*kh*kw, OH*OW] for x_shape (N, C, H, W); returns
+    (cols, x_shape, kh, kw, stride, padding, oh, ow)."""
+    op = "col2im"
+    n, c, h, w = x_shape = shape_argument(op, "x_shape", x_shape, NCHW)
+    kh, kw, stride, padding, oh, ow = conv_window(op, h, w, kh, kw, stride, padding)
+    columns_fit(op, n, c, kh, kw, oh, ow)
+    known = {"N": n, "C*kh*kw": c * kh * kw, "OH*OW": oh * ow}
+    cols = arrays.array(t, op, "cols", cols, "N, C*kh*kw, OH*OW", **known)[0]
+    return cols, x_shape, kh, kw, stride, padding, oh, ow
+
+
+def _conv(t, op, x, w, stride, padding):
+    """x [N, C, H, W], w [K, C, R, S] and the window; returns (x, w, stride, padding, oh, ow),
+    then N and K."""
+    x, (n, c, h, width) = arrays.array(t, op, "x", x, NCHW)
+    w, (k, _, r, s) = arrays.array(t, op, "w", w, "K, C, R, S", hint=" (C: x's channels)", C=c)
+    _, _, stride, padding, oh, ow = conv_window(op, h, width, r, s, stride, padding, ("R", "S"))
+    columns_fit(op, n, c, r, s, oh, ow)
+    return (x, w, stride, padding, oh, ow), n, k
+
+
+def conv2d_forward(t, x, w, b, stride, padding):
+    """x [N, C, H, W], w [K, C, R, S], b [K]; returns (x, w, b, stride, padding, oh, ow)."""
+    op = "conv2d_forward"
+    (x, w, stride, padding, oh, ow), n, k = _conv(t, op, x, w, stride, padding)
+    b = arrays.array(t, op, "b", b, "K", hint=" (K: w's output channels)", K=k)[0]
+    check_elements(op, "the output [N, K, OH, OW]", (n, k, oh, ow))
+    return x, w, b, stride, padding, oh, ow
+
+
+def conv2d_backward(t, x, w, dy, stride, padding, need_dx):
+    """x [N, C, H, W], w [K, C, R, S], dy [N, K, OH, OW]; returns
+    (x, w, dy, stride, padding, need_dx, oh, ow)."""
+    op = "conv2d_backward"
+    (x, w, stride, padding, oh, ow), n, k = _conv(t, op, x, w, stride, padding)
+    dy = arrays.array(t, op, "dy", dy, "N, K, OH, OW", hint=" (the forward's output)",
+                      N=n, K=k, OH=oh, OW=ow)[0]  # fmt: skip
+    return x, w, dy, stride, padding, flag(op, "need_dx", need_dx), oh, ow
+
+
+# --- pooling ------------------------------------------------------------------------------------
+
+
+def _pool(t, x, k, stride, op):
+    """x [N, C, H, W], square window k, stride; returns (x, k, stride, oh, ow)."""
+    x, (_, _, h, w) = arrays.array(t, op, "x", x, NCHW)
+    return (x, *pool_window(op, h, w, k, stride))
+
+
+def _pool_gradient(t, op, dy, x_shape, k, stride):
+    """x_shape (N, C, H, W), the window, and dy [N, C, OH, OW]; returns
+    (dy, x_shape, k, stride, oh, ow)."""
+    n, c, h, w = x_shape = shape_argument(op, "x_shape", x_shape, NCHW)
+    k, stride, oh, ow = pool_window(op, h, w, k, stride)
+    dy = arrays.array(t, op, "dy", dy, "N, C, OH, OW", hint=" (the forward's output)",
+                      N=n, C=c, OH=oh, OW=ow)[0]  # fmt: skip
+    return dy, x_shape, k, stride, oh, ow
+
+
+def maxpool2d_backward(t, dy, argmax, x_shape, k, stride):
+    """dy and argmax [N, C, OH, OW] (argmax in [0, H*W)) for x_shape; returns
+    (dy, argmax, x_shape, k, stride, oh, ow)."""
+    op = "maxpool2d_backward"
+    dy, x_shape, k, stride, oh, ow = _pool_gradient(t, op, dy, x_shape, k, stride)
+    n, c, h, w = x_shape
+    plane = h * w
+    argmax = arrays.indices(t, op, "argmax", argmax, "N, C, OH, OW", plane,
+                            f"flat indices h*W + w in [0, H*W={plane})",
+                            N=n, C=c, OH=oh, OW=ow)  # fmt: skip
+    return dy, argmax, x_shape, k, stride, oh, ow
+
+
+def avgpool2d_backward(t, dy, x_shape, k, stride):
+    """dy [N, C, OH, OW] for x_shape; returns (dy, x_shape, k, stride, oh, ow)."""
+    return _pool_gradient(t, "avgpool2d_backward", dy, x_shape, k, stride)
+
+
+# --- normalization ----------------------------------------------------------------------------
+
+
+def _channels(t, op, x):
+    """x [N, C] or [N, C, H, W]; returns (x, shape)."""
+    return arrays.array(t, op, "x", x, ("N, C", NCHW))
+
+
+def batchnorm_forward(t, x, gamma, beta, running_mean, running_var, training, momentum, eps):
+    """x [N, C] or [N, C, H, W]; gamma, beta [C]; running_mean, running_var [C], updated in place
+    in training; 0 <= momentum <= 1; eps > 0. Training needs N*H*W >= 2 (the unbiased variance
+    divides by N*H*W - 1). Running variances are data, not checked: a negative one gives NaN in
+    its channel, as in PyTorch."""
+    op = "batchnorm_forward"
+    x, shape = _channels(t, op, x)
+    c = shape[1]
+    gamma = arrays.array(t, op, "gamma", gamma, "C", hint=" (C: x's channels)", C=c)[0]
+    beta = arrays.array(t, op, "beta", beta, "C", hint=" (C: x's channels)", C=c)[0]
+    running_mean = arrays.in_place(t, op, "running_mean", running_mean, dims="C", C=c)
+    running_var = arrays.in_place(t, op, "running_var", running_var, dims="C", C=c)
+    training = flag(op, "training", training)
+    momentum = real(op, "momentum", momentum, 0, 1)
+    eps = real(op, "eps", eps, 0, low_open=True)
+    values = (shape[0] * shape[2] * shape[3]) if len(shape) == 4 else shape[0]
+    if training and values < 2:
+        fail(op, "x must have more than one value per channel in training (the unbiased "
+                 f"variance divides by N*H*W - 1), got N*H*W = {values}")  # fmt: skip
+    return x, gamma, beta, running_mean, running_var, training, momentum, eps
+
+
+def batchnorm_backward(t, dy, x, gamma, saved):
+    """x [N, C] or [N, C, H, W], dy of its shape, gamma [C], saved = (mean [C], invstd [C])."""
+    op = "batchnorm_backward"
+    x, shape = _channels(t, op, x)
+    c = shape[1]
+    dy = arrays.like(t, op, "dy", dy, "x", shape)
+    gamma = arrays.array(t, op, "gamma", gamma, "C", hint=" (C: x's channels)", C=c)[0]
+    # one array instead of the pair: a NumPy (or device) array, or stage 1's list of numbers
+    one_array = interface_of(saved) is not None or (
+        isinstance(saved, list) and bool(saved) and isinstance(saved[0], numbers.Number)
+    )
+    if one_array or not isinstance(saved, tuple | list):
+        got = "one array" if one_array else type_name(saved)
+        fail_type(op, f"saved must be the forward's pair (mean, invstd), got {got}")
+    if len(saved) != 2:
+        fail(op, f"saved must be the forward's pair (mean, invstd), got {len(saved)} items")
+    saved = tuple(
+        arrays.array(t, op, f"saved[{i}] ({what})", item, "C", hint=" (C: x's channels)", C=c)[0]
+        for i, (what, item) in enumerate(zip(("mean", "invstd"), saved, strict=True))
+    )
+    return dy, x, gamma, saved
+
+
+# --- regularization -----------------------------------------------------------------------------
+
+
+def dropout_forward(t, x, p, seed_):
+    """x any shape, 0 <= p < 1, seed an int in [0, 2^64)."""
+    op = "dropout_forward"
+    x = arrays.array(t, op, "x", x)[0]
+    return x, real(op, "p", p, 0, 1, high_open=True), seed(op, seed_)
+
+
+def dropout_backward(t, dy, mask, p):
+    """dy any shape, mask of its shape, 0 <= p < 1."""
+    op = "dropout_backward"
+    dy, mask = _pair(t, dy, mask, op, ("dy", "mask"))
+    return dy, mask, real(op, "p", p, 0, 1, high_open=True)
+
+
+# --- optimizers (in place) --------------------------------------------------------------------
+
+
+def _parameters(t, op, p, g, states):
+    """p (updated in place, any shape), g of p's shape, and the state arrays (in place, of p's
+    shape), given as (name, array) pairs; returns [p, g, *states]."""
+    p = arrays.in_place(t, op, "p", p)
+    shape = t.describe(op, "p", p).shape
+    g = arrays.like(t, op, "g", g, "p", shape)
+    return [p, g] + [arrays.in_place(t, op, name, s, reference=("p", shape)) for name, s in states]
+
+
+def _non_negative(op, name, value):
+    return real(op, name, value, 0)
+
+
+def sgd_step(t, p, g, lr, weight_decay):
+    """lr >= 0, weight_decay >= 0."""
+    op = "sgd_step"
+    return (*_parameters(t, op, p, g, ()), _non_negative(op, "lr", lr),
+            _non_negative(op, "weight_decay", weight_decay))  # fmt: skip
+
+
+def momentum_step(t, p, g, v, lr, momentum, nesterov, weight_decay):
+    """lr, momentum, weight_decay >= 0; nesterov True or False."""
+    op = "momentum_step"
+    return (*_parameters(t, op, p, g, (("v", v),)), _non_negative(op, "lr", lr),
+            _non_negative(op, "momentum", momentum), flag(op, "nesterov", nesterov),
+            _non_negative(op, "weight_decay", weight_decay))  # fmt: skip
+
+
+def rmsprop_step(t, p, g, s, lr, alpha, eps, weight_decay):
+    """lr, weight_decay >= 0; 0 <= alpha <= 1; eps > 0."""
+    op = "rmsprop_step"
+    return (*_parameters(t, op, p, g, (("s", s),)), _non_negative(op, "lr", lr),
+            real(op, "alpha", alpha, 0, 1), real(op, "eps", eps, 0, low_open=True),
+            _non_negative(op, "weight_decay", weight_decay))  # fmt: skip
+
+
+def adam_step(t, p, g, m, v, step, lr, beta1, beta2, eps, weight_decay):
+    """t an int >= 1; lr, weight_decay >= 0; 0 <= beta1, beta2 < 1; eps > 0."""
+    op = "adam_step"
+    return (*_parameters(t, op, p, g, (("m", m), ("v", v))), integer(op, "t", step, 1, MAX_STEP),
+            _non_negative(op, "lr", lr), real(op, "beta1", beta1, 0, 1, high_open=True),
+            real(op, "beta2", beta2, 0, 1, high_open=True), real(op, "eps", eps, 0, low_open=True),
+            _non_negative(op, "weight_decay", weight_decay))  # fmt: skip
+
+
+# --- initialization -----------------------------------------------------------------------------
+
+
+def _init(t, shape, seed_, op):
+    """shape a tuple of ints >= 1, seed an int in [0, 2^64)."""
+    return shape_argument(op, "shape", shape), seed(op, seed_)
+
+
+# --- binding --------------------------------------------------------------------------------------
+
+SIGNATURES = {
+    "matmul": matmul,
+    "transpose": transpose,
+    "add": add,
+    "mul": mul,
+    "scale": scale,
+    "sum_rows": sum_rows,
+    "linear_forward": linear_forward,
+    "linear_backward": linear_backward,
+    "relu": functools.partial(_elementwise, op="relu"),
+    "relu_backward": functools.partial(_elementwise_backward, op="relu_backward", first_name="x"),
+    "leaky_relu": leaky_relu,
+    "leaky_relu_backward": leaky_relu_backward,
+    "sigmoid": functools.partial(_elementwise, op="sigmoid"),
+    "sigmoid_backward": functools.partial(
+        _elementwise_backward, op="sigmoid_backward", first_name="y"),
+    "tanh": functools.partial(_elementwise, op="tanh"),
+    "tanh_backward": functools.partial(_elementwise_backward, op="tanh_backward", first_name="y"),
+    "softmax": functools.partial(_rows, op="softmax"),
+    "softmax_backward": functools.partial(_rows_backward, op="softmax_backward"),
+    "log_softmax": functools.partial(_rows, op="log_softmax"),
+    "log_softmax_backward": functools.partial(_rows_backward, op="log_softmax_backward"),
+    "mse_loss": functools.partial(_pair, op="mse_loss", names=("pred", "target")),
+    "mse_loss_backward": functools.partial(
+        _pair, op="mse_loss_backward", names=("pred", "target")),
+    "cross_entropy_loss": functools.partial(
+        _scores_and_labels, op="cross_entropy_loss", name="logits"),
+    "cross_entropy_loss_backward": functools.partial(
+        _scores_and_labels, op="cross_entropy_loss_backward", name="logits"),
+    "bce_with_logits_loss": functools.partial(
+        _pair, op="bce_with_logits_loss", names=("logits", "targets")),
+    "bce_with_logits_loss_backward": functools.partial(
+        _pair, op="bce_with_logits_loss_backward", names=("logits", "targets")),
+    "hinge_loss": functools.partial(_hinge, op="hinge_loss"),
+    "hinge_loss_backward": functools.partial(_hinge, op="hinge_loss_backward"),
+    "im2col": im2col,
+    "col2im": col2im,
+    "conv2d_forward": conv2d_forward,
+    "conv2d_backward": conv2d_backward,
+    "maxpool2d_forward": functools.partial(_pool, op="maxpool2d_forward"),
+    "maxpool2d_backward": maxpool2d_backward,
+    "avgpool2d_forward": functools.partial(_pool, op="avgpool2d_forward"),
+    "avgpool2d_backward": avgpool2d_backward,
+    "batchnorm_forward": batchnorm_forward,
+    "batchnorm_backward": batchnorm_backward,
+    "dropout_forward": dropout_forward,
+    "dropout_backward": dropout_backward,
+    "sgd_step": sgd_step,
+    "momentum_step": momentum_step,
+    "rmsprop_step": rmsprop_step,
+    "adam_step": adam_step,
+    "xavier_uniform": functools.partial(_init, op="xavier_uniform"),
+    "he_normal": functools.partial(_init, op="he_normal"),
+}  # fmt: skip
+
+
+def bind(tier):
+    """Every op's check bound to `tier`'s adapter: `bind(adapter).matmul(a, b)`."""
+    return types.SimpleNamespace(
+        **{name: functools.partial(check, tier) for name, check in SIGNATURES.items()}
+    )
