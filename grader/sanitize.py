@@ -46,16 +46,19 @@ def main(argv=None):
     parser.add_argument("--variant", choices=("numba", "nvcc"))
     parser.add_argument("--impl", metavar="DIR")
     parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument("--ops", metavar="NAMES", help="only these ops, comma-separated")
     args = parser.parse_args(argv)
     if not shutil.which("compute-sanitizer"):
         print("compute-sanitizer not found: it comes with the CUDA toolkit, on a GPU machine")
         return 2
-    grader_args = ["--stage", "4", "--checks", "correct,grad,dist,determinism", "--quick",
+    grader_args = ["--stage", "4", "--checks", "correct,nan,grad,dist,determinism", "--quick",
                    "--json", "/dev/null", "--timeout", "600"]
     if args.variant:
         grader_args += ["--variant", args.variant]
     if args.impl:
         grader_args += ["--impl", args.impl]
+    if args.ops:
+        grader_args += ["--ops", args.ops]
     total = 0
     for tool in args.tools.split(","):
         print(f"=== compute-sanitizer --tool={tool}", flush=True)

@@ -155,7 +155,8 @@ def check_speed(session, task):
         gbps=moved / timing.median / 1e9,
     )
     too_fast = None
-    if session.graded.tier.gpu and not session.graded.tier.simulated:
+    on_gpu = session.graded.tier.gpu and not session.graded.tier.simulated
+    if on_gpu:
         ceilings = measure_ceilings()
         line = roofline(flops, moved, timing.median, ceilings)
         record.update(line.as_dict(), ceilings=ceilings.as_dict())
@@ -200,6 +201,10 @@ def check_speed(session, task):
             status, message = FAILED, f"after timing: {problem}"
     if too_fast:
         status, message = FAILED, f"{op.name}: {too_fast}"
+    elif status == PASSED and on_gpu:  # what timing left behind must not answer new data
+        problem = _fresh_inputs_problem(session, op, named, task)
+        if problem:
+            status, message = FAILED, f"on fresh inputs after timing: {problem}"
     slow = speed_problem(op.name, session.setup.stage, record)
     if slow and status == PASSED:
         status, message = FAILED, slow
@@ -212,6 +217,20 @@ def check_speed(session, task):
         seconds=time.perf_counter() - started,
         timing=record,
     )
+
+
+def _fresh_inputs_problem(session, op, named, task):
+    """The graded op on new random inputs of the timed size (outputs poisoned), checked against
+    the fast reference: a result cached by address, or left by a launch that never ran, shows
+    here. None when it is right, or when no reference can run this size."""
+    fast = session.fast_reference
+    if fast is None:
+        return None
+    args, _ = session.arguments(op, named.size, session.rng(task, 1), session.graded, "graded")
+    received = session.call(session.graded, op, args, "graded")
+    expected = session.call(fast, op, args, "reference")
+    tol = tolerance(op, session.graded_bits, fast.tier.bits, args, session.gpu)
+    return compare_outputs(session, op, received, expected, tol, args=args)
 
 
 def _square_inputs(session, task):

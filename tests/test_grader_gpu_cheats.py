@@ -1,0 +1,71 @@
+"""The grader catches GPU cheats and GPU bugs: each tier under tests/planted_gpu/ is the reference
+numba variant with one op gamed or broken, graded with `--impl` as a learner's would be.
+
+The cheats that skip work (a result cached by address, a kernel on a stream the timer does not
+see, a launch that never happens above some size) only show on a real GPU, against the physical
+floor (grader/roofline.py) and the re-check on fresh inputs (grader/speed.py); so does a missing
+barrier, a race the simulator's scheduling hides. Wrong arithmetic (half precision), an element
+never written and an out-of-bounds write run on the simulator too, so CI catches them.
+"""
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+import tiers
+from grader import Options, grade
+
+PLANTED = Path(__file__).parent / "planted_gpu"
+NUMBA = tiers.get("numba")
+ON_GPU = not NUMBA.simulated and tiers.load(NUMBA).ok
+
+# (planted tier, op graded, where it runs ("any" or "gpu"), the check that must fail (a pattern),
+# a pattern of its message)
+CHEATS = [
+    ("half_precision", "matmul", "any", "correct",
+     r"^matmul: y\[[\d, ]+\] expected -?[\d.]+, received -?[\d.]+; \d+ of \d+ elements differ"),
+    ("unwritten", "relu", "any", "correct", r"relu: y\[[\d, ]+\] was never written"),
+    ("cached", "matmul", "gpu", "speed",
+     r"^matmul: (ran in [\d.]+ us, below the compute bound|.*fresh inputs)"),
+    ("other_stream", "relu", "gpu", "correct|nan|determinism|speed",
+     r"^relu: (ran in [\d.]+ us, below the memory bound|.*never written)"),
+    ("launches_nothing", "relu", "gpu", "speed",
+     r"^(relu: ran in [\d.]+ us, below the memory bound|on fresh inputs after timing)"),
+    ("missing_sync", "matmul", "gpu", "correct|determinism|speed",
+     r"^(matmul: y\[[\d, ]+\] expected|matmul: run \d differs from run 1|after timing)"),
+]  # fmt: skip
+
+
+def run_grader(tmp_path, cheat, op):
+    out = io.StringIO()
+    options = Options(stage=4, variant="numba", impl=str(PLANTED / cheat), ops=(op,), quick=True,
+                      json=str(tmp_path / "g.json"))  # fmt: skip
+    status, record = grade(options, out=out)
+    return status, record["runs"][0]["results"], out.getvalue()
+
+
+@pytest.mark.parametrize(("cheat", "op", "where", "check", "pattern"), CHEATS,
+                         ids=[cheat[0] for cheat in CHEATS])  # fmt: skip
+def test_a_gpu_cheat_fails_with_a_clear_message(tmp_path, cheat, op, where, check, pattern):
+    if where == "gpu" and not ON_GPU:
+        pytest.skip("shows only on a real GPU (timing, races): run on the GPU machine")
+    if cheat == "other_stream":
+        pytest.importorskip("torch", reason="the planted stream is a PyTorch (non-blocking) one")
+    status, results, printed = run_grader(tmp_path, cheat, op)
+    failed = [r for r in results if r.status == "failed" and re.fullmatch(check, r.check)]
+    assert status == 1, printed
+    assert failed, f"no failed {check} check for {op}:\n{printed}"
+    assert any(re.search(pattern, r.message) for r in failed), printed
+    assert "Traceback" not in printed
+
+
+def test_an_out_of_bounds_write_fails(tmp_path):
+    """On the simulator the write raises at once; on a GPU it lands in the allocator's slack,
+    which only compute-sanitizer's memcheck sees (`make sanitize STAGE=4`)."""
+    if ON_GPU:
+        pytest.skip("on a GPU an overhanging write is memcheck's to find: make sanitize STAGE=4")
+    status, results, printed = run_grader(tmp_path, "out_of_bounds", "relu")
+    assert status == 1, printed
+    assert re.search(r"relu: raised IndexError", results[0].message), printed
