@@ -2,7 +2,7 @@
 
     python -m grader.sanitize --stage 4 [--variant numba] [--tools memcheck,racecheck,synccheck]
 
-Each tool runs the grader once (correctness, gradient, distribution and determinism checks; no
+Each tool runs the grader once (correctness, NaN, gradient, distribution and determinism checks; no
 timing, which the sanitizer slows a hundredfold) with every child process followed, since the
 grader runs GPU code in a worker process. memcheck finds out-of-bounds and misaligned accesses,
 racecheck shared-memory hazards (a missing `syncthreads`), synccheck barriers that not every
