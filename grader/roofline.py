@@ -43,3 +43,20 @@ def floor_problem(line):
         f"{line.bound * 1e6:.1f} us on this device ({line.share:.2f}x the speed of light): "
         "work skipped, a cached result, or output written later on another stream"
     )
+
+
+# Work still running this long after the call's end event, and for at least this share of the
+# call's own time, was launched where the events do not look (another stream).
+STRAY_SECONDS = 20e-6
+STRAY_SHARE = 0.5
+
+
+def stray_problem(timing):
+    """A message when the call left work running on another stream, else None."""
+    if timing.stray < max(STRAY_SECONDS, STRAY_SHARE * timing.median):
+        return None
+    return (
+        f"the device kept working {timing.stray * 1e6:.0f} us after the call's end event "
+        f"(the call itself took {timing.median * 1e6:.0f} us): work on another stream, which "
+        "the timing does not see and a reader on the default stream may not wait for"
+    )

@@ -22,7 +22,7 @@ from .ops import OPS
 from .ownership import Ownership, native_leaves
 from .policy import speed_problem
 from .records import FAILED, PASSED, SKIPPED, Result, TierError
-from .roofline import floor_problem, roofline
+from .roofline import floor_problem, roofline, stray_problem
 from .timing import measure
 from .tolerance import tolerance
 
@@ -160,7 +160,7 @@ def check_speed(session, task):
         ceilings = measure_ceilings()
         line = roofline(flops, moved, timing.median, ceilings)
         record.update(line.as_dict(), ceilings=ceilings.as_dict())
-        too_fast = floor_problem(line)
+        too_fast = floor_problem(line) or stray_problem(timing)
 
     expected, expected_bits, validated = None, None, "none"
     reference = session.reference

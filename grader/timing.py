@@ -27,6 +27,9 @@ class Timing:
     max: float
     repeats: int
     batch: int
+    # On a GPU: the longest the device still worked after the call's end event had fired (work
+    # launched on a stream the events do not see; 0 elsewhere). grader/gpu_timing.py.
+    stray: float = 0.0
 
     def as_dict(self):
         return asdict(self)

@@ -27,12 +27,13 @@ CHEATS = [
     ("half_precision", "matmul", "any", "correct",
      r"^matmul: y\[[\d, ]+\] expected -?[\d.]+, received -?[\d.]+; \d+ of \d+ elements differ"),
     ("unwritten", "relu", "any", "correct", r"relu: y\[[\d, ]+\] was never written"),
-    ("cached", "matmul", "gpu", "speed",
-     r"^matmul: (ran in [\d.]+ us, below the compute bound|.*fresh inputs)"),
+    # new data at a recycled address gets the old answer: the NaN check or a re-check shows it
+    ("cached", "matmul", "gpu", "nan|speed",
+     r"^(matmul: a NaN in|matmul: ran in [\d.]+ us, below|(on fresh inputs )?after timing)"),
     ("other_stream", "relu", "gpu", "correct|nan|determinism|speed",
-     r"^relu: (ran in [\d.]+ us, below the memory bound|.*never written)"),
+     r"^relu: (the device kept working|ran in [\d.]+ us, below the memory bound|.*never written)"),
     ("launches_nothing", "relu", "gpu", "speed",
-     r"^(relu: ran in [\d.]+ us, below the memory bound|on fresh inputs after timing)"),
+     r"^(relu: ran in [\d.]+ us, below the memory bound|(on fresh inputs )?after timing)"),
     ("missing_sync", "matmul", "gpu", "correct|determinism|speed",
      r"^(matmul: y\[[\d, ]+\] expected|matmul: run \d differs from run 1|after timing)"),
 ]  # fmt: skip
