@@ -34,6 +34,8 @@ CHEATS = [
      r"^relu: (the device kept working|ran in [\d.]+ us, below the memory bound|.*never written)"),
     ("launches_nothing", "relu", "gpu", "speed",
      r"^(relu: ran in [\d.]+ us, below the memory bound|(on fresh inputs )?after timing)"),
+    # run under compute-sanitizer by hand: `python -m grader.sanitize --impl
+    # tests/planted_gpu/out_of_bounds --ops relu --tools memcheck` reports the overhanging write
     ("missing_sync", "matmul", "gpu", "correct|determinism|speed",
      r"^(matmul: y\[[\d, ]+\] expected|matmul: run \d differs from run 1|after timing)"),
 ]  # fmt: skip
@@ -52,8 +54,6 @@ def run_grader(tmp_path, cheat, op):
 def test_a_gpu_cheat_fails_with_a_clear_message(tmp_path, cheat, op, where, check, pattern):
     if where == "gpu" and not ON_GPU:
         pytest.skip("shows only on a real GPU (timing, races): run on the GPU machine")
-    if cheat == "other_stream":
-        pytest.importorskip("torch", reason="the planted stream is a PyTorch (non-blocking) one")
     status, results, printed = run_grader(tmp_path, cheat, op)
     failed = [r for r in results if r.status == "failed" and re.fullmatch(check, r.check)]
     assert status == 1, printed
