@@ -34,8 +34,6 @@ CHEATS = [
      r"^relu: (the device kept working|ran in [\d.]+ us, below the memory bound|.*never written)"),
     ("launches_nothing", "relu", "gpu", "speed",
      r"^(relu: ran in [\d.]+ us, below the memory bound|(on fresh inputs )?after timing)"),
-    # run under compute-sanitizer by hand: `python -m grader.sanitize --impl
-    # tests/planted_gpu/out_of_bounds --ops relu --tools memcheck` reports the overhanging write
     ("missing_sync", "matmul", "gpu", "correct|determinism|speed",
      r"^(matmul: y\[[\d, ]+\] expected|matmul: run \d differs from run 1|after timing)"),
 ]  # fmt: skip
@@ -64,7 +62,8 @@ def test_a_gpu_cheat_fails_with_a_clear_message(tmp_path, cheat, op, where, chec
 
 def test_an_out_of_bounds_write_fails(tmp_path):
     """On the simulator the write raises at once; on a GPU it lands in the allocator's slack,
-    which only compute-sanitizer's memcheck sees (`make sanitize STAGE=4`)."""
+    which only compute-sanitizer's memcheck sees: `python -m grader.sanitize --impl
+    tests/planted_gpu/out_of_bounds --ops relu --tools memcheck`."""
     if ON_GPU:
         pytest.skip("on a GPU an overhanging write is memcheck's to find: make sanitize STAGE=4")
     status, results, printed = run_grader(tmp_path, "out_of_bounds", "relu")
