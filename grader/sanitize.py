@@ -10,6 +10,7 @@ thread of a block reaches. The last line is the total count of reports, 0 when c
 """
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -62,7 +63,12 @@ def main(argv=None):
     total = 0
     for tool in args.tools.split(","):
         print(f"=== compute-sanitizer --tool={tool}", flush=True)
-        run = subprocess.run(sanitizer_command(tool, grader_args), capture_output=True, text=True)
+        run = subprocess.run(
+            sanitizer_command(tool, grader_args),
+            capture_output=True,
+            text=True,
+            env=os.environ | {"S2C_CACHING_ALLOCATOR": "0"},  # memcheck sees each array's end
+        )
         output = run.stdout + run.stderr
         count = reports_in(output)
         if count or "ERROR SUMMARY" not in output:

@@ -12,6 +12,7 @@ whatever the memory held before.
 """
 
 import math
+import os
 import sys
 import threading
 import traceback
@@ -54,7 +55,10 @@ def _lock_simulator_shared_arrays():
 
 if SIMULATOR:
     _lock_simulator_shared_arrays()
-else:  # before the first allocation creates the context: arrays come from a caching allocator
+elif os.environ.get("S2C_CACHING_ALLOCATOR", "1") != "0":
+    # Before the first allocation creates the context: arrays come from a caching allocator.
+    # S2C_CACHING_ALLOCATOR=0 (make sanitize) gives each array its own cuMemAlloc, so that
+    # compute-sanitizer's memcheck sees a write past an array's end (a pooled block may hide it).
     from ._pool import CachingMemoryManager
 
     cuda.set_memory_manager(CachingMemoryManager)
