@@ -12,19 +12,23 @@ Reuse is safe because every kernel and copy of this tier runs on the default str
 block is handed out again only after the host has dropped the array that used it, so any kernel
 that wrote or read it was launched before the kernels of its next owner. When the device runs out
 of memory, the cached blocks are freed and the allocation is tried again.
+
+Only a real GPU uses it (`_device` installs it there). Under NUMBA_ENABLE_CUDASIM=1,
+`numba.cuda.cudadrv.driver` is the simulator's stub, which has no memory managers (its "device"
+arrays are NumPy arrays): the class then stands on `object`, only so that the module imports.
 """
 
 import weakref
 from collections import defaultdict
 
 from numba.cuda.cudadrv import driver
-from numba.cuda.cudadrv.driver import AutoFreePointer, CudaAPIError, NumbaCUDAMemoryManager
+from numba.cuda.cudadrv.driver import CudaAPIError
 
 GRANULE = 512  # sizes are rounded up to this many bytes, so near sizes share a free list
 CACHE_FRACTION = 0.5  # at most this share of the device's memory waits in free lists
 
 
-class CachingMemoryManager(NumbaCUDAMemoryManager):
+class CachingMemoryManager(getattr(driver, "NumbaCUDAMemoryManager", object)):
     """numba's own memory manager with free lists: `memalloc` reuses a cached block of the same
     rounded size when there is one, and a block's finalizer puts it back instead of freeing it."""
 
@@ -47,7 +51,8 @@ class CachingMemoryManager(NumbaCUDAMemoryManager):
         else:
             pointer = self._allocate(size)
         context = weakref.proxy(self.context)
-        memory = AutoFreePointer(context, pointer, size, finalizer=self._returner(pointer, size))
+        finalizer = self._returner(pointer, size)
+        memory = driver.AutoFreePointer(context, pointer, size, finalizer=finalizer)
         self.allocations[pointer] = memory  # alive until its owners are gone, as numba's own
         return memory.own()
 
