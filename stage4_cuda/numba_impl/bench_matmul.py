@@ -8,8 +8,9 @@ calls timed with CUDA events, after a warm-up call (which also compiles the kern
 the interquartile range. The inputs (normal numbers, 3 * 64 MB at 4096) are larger than the L2
 cache, so no flushing is needed at the larger size; at 1024 the inputs stay in L2, as they would in
 a network. Every result is checked against cuBLAS's by ||C - C_ref|| / ||C_ref|| (fp32: far below
-1e-3). --sweep also times rung 5 with other tile sizes (make_register_2d). The JSON record goes to
---out, by default curriculum/results/matmul-numba-<device>.json, and a table to stdout.
+1e-3). --sweep also times rungs 5 and 6 with other tile sizes (make_register_2d,
+make_register_2d_prefetch). The JSON record goes to --out, by default
+curriculum/results/matmul-numba-<device>.json, and a table to stdout.
 """
 
 import argparse
@@ -27,7 +28,7 @@ from . import linalg
 from . import matmul_ladder as ladder
 
 RESULTS = Path(__file__).resolve().parents[2] / "curriculum" / "results"
-# (patch, spread, depth_step) variants of rung 5 for --sweep; the first is the default.
+# (patch, spread, depth_step) variants of rungs 5 and 6 for --sweep; the first is the default.
 SWEEP = ((8, 16, 8), (8, 16, 16), (4, 16, 8), (4, 16, 16), (8, 8, 8), (8, 8, 16))
 
 
