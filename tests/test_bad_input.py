@@ -11,7 +11,6 @@ argument that is not C-contiguous. Inputs are built in NumPy and converted with 
 from_numpy, so one table serves every tier. Stage 1 has no dtypes: its dtype cases are skipped.
 """
 
-import importlib
 import math
 import re
 
@@ -293,20 +292,11 @@ WRONG_KIND = {
      "conv2d_backward need_dx a string"}  # fmt: skip
 
 
-def uses_argcheck(tier):
-    """Whether the tier's checks are argcheck's (stage 4's move to it is still to come)."""
-    checks = getattr(importlib.import_module(f"{tier.__name__}._checks"), "checks", None)
-    return callable(getattr(checks, "matmul", None))
-
-
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_raises_an_error_naming_the_argument(tier, case, request):
+def test_bad_input_raises_an_error_naming_the_argument(tier, case):
     op, argument, build = CASES[case]
     if tier.NAME == "python" and ("float64" in case or "contiguous" in case):
         pytest.skip("stage 1 has no float32 (its floats are float64) and no memory layout")
-    if case in WRONG_KIND and not uses_argcheck(tier):
-        reason = f"tier {tier.NAME} does not use argcheck yet: a ValueError for every fault"
-        request.applymarker(pytest.mark.xfail(raises=ValueError, strict=True, reason=reason))
     args = build(Make(tier, np.random.default_rng()))
     with pytest.raises(TypeError if case in WRONG_KIND else ValueError) as error:
         getattr(tier, op)(*args)

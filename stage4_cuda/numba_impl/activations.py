@@ -10,8 +10,8 @@ import math
 
 from numba import cuda, float32
 
-from . import _checks as checks
-from . import _device
+from . import _checks, _device
+from ._checks import checks
 from ._device import blocks_for, flat, launch, launch_elementwise
 from .reduce import HAS_SHUFFLES, ROW_THREADS, block_max, block_sum, warp_max, warp_sum
 
@@ -19,18 +19,15 @@ ZERO = float32(0)
 ONE = float32(1)
 
 
-def _unary(op, kernel, x, *scalars):
-    """Check x (any shape), launch `kernel(x, *scalars, y)` over its elements, return y."""
-    x = checks.readable(op, "x", x)
+def _unary(kernel, x, *scalars):
+    """Launch `kernel(x, *scalars, y)` over the elements of the checked x (any shape), return y."""
     y = _device.empty(x.shape)
     launch_elementwise(kernel, x.size, flat(x), *scalars, flat(y))
     return y
 
 
-def _binary(op, kernel, first_name, first, dy, *scalars):
-    """Check `first` (x or y) and dy of its shape, launch `kernel(first, dy, *scalars, dx)`."""
-    first = checks.readable(op, first_name, first)
-    dy = checks.same_shape(op, "dy", dy, first_name, first.shape)
+def _binary(kernel, first, dy, *scalars):
+    """Launch `kernel(first, dy, *scalars, dx)` over the checked `first` (x or y) and dy."""
     dx = _device.empty(first.shape)
     launch_elementwise(kernel, first.size, flat(first), flat(dy), *scalars, flat(dx))
     return dx
@@ -114,43 +111,44 @@ def _tanh_backward(y, dy, dx):
 
 def relu(x):
     """max(x, 0), any shape."""
-    return _unary("relu", _relu, x)
+    return _unary(_relu, checks.relu(x))
 
 
 def relu_backward(x, dy):
     """dy where x > 0, else 0 (x is the forward's input)."""
-    return _binary("relu_backward", _relu_backward, "x", x, dy)
+    return _binary(_relu_backward, *checks.relu_backward(x, dy))
 
 
 def leaky_relu(x, alpha):
     """x where x > 0, else alpha * x, any shape."""
-    return _unary("leaky_relu", _leaky_relu, x, checks.real("leaky_relu", "alpha", alpha))
+    x, alpha = checks.leaky_relu(x, alpha)
+    return _unary(_leaky_relu, x, float32(alpha))  # float32: the kernel computes in float32
 
 
 def leaky_relu_backward(x, dy, alpha):
     """dy where x > 0, else alpha * dy (x is the forward's input)."""
-    op = "leaky_relu_backward"
-    return _binary(op, _leaky_relu_backward, "x", x, dy, checks.real(op, "alpha", alpha))
+    x, dy, alpha = checks.leaky_relu_backward(x, dy, alpha)
+    return _binary(_leaky_relu_backward, x, dy, float32(alpha))
 
 
 def sigmoid(x):
     """1 / (1 + exp(-x)), any shape, without overflow for large |x|."""
-    return _unary("sigmoid", _sigmoid, x)
+    return _unary(_sigmoid, checks.sigmoid(x))
 
 
 def sigmoid_backward(y, dy):
     """dy * y * (1 - y) (y is the forward's output)."""
-    return _binary("sigmoid_backward", _sigmoid_backward, "y", y, dy)
+    return _binary(_sigmoid_backward, *checks.sigmoid_backward(y, dy))
 
 
 def tanh(x):
     """tanh(x), any shape."""
-    return _unary("tanh", _tanh, x)
+    return _unary(_tanh, checks.tanh(x))
 
 
 def tanh_backward(y, dy):
     """dy * (1 - y^2) (y is the forward's output)."""
-    return _binary("tanh_backward", _tanh_backward, "y", y, dy)
+    return _binary(_tanh_backward, *checks.tanh_backward(y, dy))
 
 
 # --- softmax and log_softmax: the reduction ladder --------------------------------------------
@@ -241,13 +239,13 @@ BEST_SOFTMAX = "shuffle" if HAS_SHUFFLES else "tree"
 
 
 def _rowwise(op, x, kernel, log):
-    name = checks.kernel_name(op, kernel, SOFTMAX_KERNELS, BEST_SOFTMAX)
+    """x checked by the caller; `kernel` names the rung of the ladder."""
+    name = _checks.kernel_name(op, kernel, SOFTMAX_KERNELS, BEST_SOFTMAX)
     if name == "shuffle" and not HAS_SHUFFLES:
         raise NotImplementedError(
             f"{op}: kernel 'shuffle' uses warp shuffles, which the CUDA simulator does not have; "
             "run it on a GPU (NUMBA_ENABLE_CUDASIM=0)"
         )
-    x = checks.readable(op, "x", x, "[N, C]")
     y = _device.empty(x.shape)
     function, geometry = SOFTMAX_LADDER[name]
     launch(function, *geometry(x.shape[0]), x, y, log)
@@ -259,12 +257,12 @@ def softmax(x, kernel="best"):
 
     `kernel` picks a rung of the reduction ladder (SOFTMAX_KERNELS): "naive", "tree", "shuffle".
     """
-    return _rowwise("softmax", x, kernel, False)
+    return _rowwise("softmax", checks.softmax(x), kernel, False)
 
 
 def log_softmax(x, kernel="best"):
     """Row-wise log(softmax(x)) of x [N, C], as x - max - log(sum(exp(x - max)))."""
-    return _rowwise("log_softmax", x, kernel, True)
+    return _rowwise("log_softmax", checks.log_softmax(x), kernel, True)
 
 
 @cuda.jit
@@ -286,9 +284,8 @@ def _softmax_backward(y, dy, dx, log):
     # END SOLUTION
 
 
-def _rowwise_backward(op, y, dy, log):
-    y = checks.readable(op, "y", y, "[N, C]")
-    dy = checks.same_shape(op, "dy", dy, "y", y.shape)
+def _rowwise_backward(y, dy, log):
+    """y and dy checked by the caller."""
     dx = _device.empty(y.shape)
     launch(_softmax_backward, y.shape[0], ROW_THREADS, y, dy, dx, log)
     return dx
@@ -296,9 +293,9 @@ def _rowwise_backward(op, y, dy, log):
 
 def softmax_backward(y, dy):
     """y * (dy - sum_j(dy * y)) per row (y is the forward's output), [N, C]."""
-    return _rowwise_backward("softmax_backward", y, dy, False)
+    return _rowwise_backward(*checks.softmax_backward(y, dy), False)
 
 
 def log_softmax_backward(y, dy):
     """dy - exp(y) * sum_j(dy) per row (y is the forward's output, log-probabilities), [N, C]."""
-    return _rowwise_backward("log_softmax_backward", y, dy, True)
+    return _rowwise_backward(*checks.log_softmax_backward(y, dy), True)

@@ -13,22 +13,11 @@ it (deterministic, unlike a scatter with atomic additions).
 
 from numba import cuda, float32
 
-from . import _checks as checks
 from . import _device
+from ._checks import checks
 from ._device import flat, launch, launch_elementwise, scratch
 from .linalg import gemm, transposed
 from .reduce import ROW_THREADS, block_sum
-
-
-def _window(op, h, w, kh, kw, stride, padding, names=("kh", "kw")):
-    """Check the window against a plane [H=h, W=w]; returns (kh, kw, stride, padding, oh, ow)."""
-    kh = checks.integer(op, names[0], kh, 1)
-    kw = checks.integer(op, names[1], kw, 1)
-    stride = checks.integer(op, "stride", stride, 1)
-    padding = checks.integer(op, "padding", padding, 0)
-    oh = checks.window_output(op, "height", h, kh, stride, padding)
-    ow = checks.window_output(op, "width", w, kw, stride, padding)
-    return kh, kw, stride, padding, oh, ow
 
 
 @cuda.jit
@@ -84,10 +73,8 @@ def _batch_last_strides(n, positions):
 
 def im2col(x, kh, kw, stride, padding):
     """x [N, C, H, W] -> cols [N, C*kh*kw, OH*OW] (torch.nn.functional.unfold)."""
-    op = "im2col"
-    x = checks.readable(op, "x", x, "[N, C, H, W]")
-    n, c, h, w = x.shape
-    kh, kw, stride, padding, oh, ow = _window(op, h, w, kh, kw, stride, padding)
+    x, kh, kw, stride, padding, oh, ow = checks.im2col(x, kh, kw, stride, padding)
+    n, c = x.shape[0], x.shape[1]
     cols = _device.empty((n, c * kh * kw, oh * ow))
     strides = _contract_strides(c * kh * kw, oh * ow)
     launch_elementwise(_im2col, cols.size, x, kh, kw, stride, padding, oh, ow, *strides,
@@ -97,11 +84,10 @@ def im2col(x, kh, kw, stride, padding):
 
 def col2im(cols, x_shape, kh, kw, stride, padding):
     """cols [N, C*kh*kw, OH*OW] summed back into x_shape [N, C, H, W] (torch's fold)."""
-    op = "col2im"
-    n, c, h, w = checks.shape_argument(op, "x_shape", x_shape, "[N, C, H, W]")
-    kh, kw, stride, padding, oh, ow = _window(op, h, w, kh, kw, stride, padding)
-    cols = checks.shaped(op, "cols", cols, "[N, C*kh*kw, OH*OW]", (n, c * kh * kw, oh * ow))
-    x = _device.empty((n, c, h, w))
+    cols, x_shape, kh, kw, stride, padding, oh, ow = checks.col2im(
+        cols, x_shape, kh, kw, stride, padding)
+    c = x_shape[1]
+    x = _device.empty(x_shape)
     strides = _contract_strides(c * kh * kw, oh * ow)
     launch_elementwise(_col2im, x.size, flat(cols), kh, kw, stride, padding, oh, ow, *strides, x)
     return x
@@ -150,21 +136,6 @@ def _bias_gradient(dy, db):
     # END SOLUTION
 
 
-def _conv_inputs(op, x, w, stride, padding):
-    """Check x [N, C, H, W], w [K, C, R, S], stride and padding; return them with the geometry
-    (kh, kw, stride, padding, oh, ow)."""
-    x = checks.readable(op, "x", x, "[N, C, H, W]")
-    n, c, h, width = x.shape
-    w = checks.readable(op, "w", w, "[K, C, R, S]")
-    if w.shape[1] != c:
-        checks.fail(op, f"w must have shape [K, C={c}, R, S] (C: x's channels), got "
-                        f"{checks.format_shape(w.shape)}")
-    geometry = _window(op, h, width, w.shape[2], w.shape[3], stride, padding, ("w", "w"))
-    rows, columns = c * w.shape[2] * w.shape[3], n * geometry[4] * geometry[5]
-    checks.shape_argument(op, "the im2col buffer", (rows, columns))
-    return x, w, geometry
-
-
 def _batch_last_cols(x, geometry):
     """im2col of the whole batch as one scratch matrix [C*kh*kw, N*OH*OW]."""
     n, c = x.shape[0], x.shape[1]
@@ -178,13 +149,10 @@ def _batch_last_cols(x, geometry):
 
 def conv2d_forward(x, w, b, stride=1, padding=0):
     """x [N, C, H, W], w [K, C, R, S], b [K] -> y [N, K, OH, OW] (cross-correlation)."""
-    op = "conv2d_forward"
-    x, w, geometry = _conv_inputs(op, x, w, stride, padding)
+    x, w, b, stride, padding, oh, ow = checks.conv2d_forward(x, w, b, stride, padding)
     k = w.shape[0]
-    b = checks.shaped(op, "b", b, "[K]", (k,))
-    cols = _batch_last_cols(x, geometry)
+    cols = _batch_last_cols(x, (w.shape[2], w.shape[3], stride, padding, oh, ow))
     product = gemm(w.reshape(k, cols.shape[0]), cols, scratch((k, cols.shape[1])))
-    oh, ow = geometry[4], geometry[5]
     y = _device.empty((x.shape[0], k, oh, ow))
     launch_elementwise(_from_batch_last, y.size, product, b, y.reshape(x.shape[0], k, oh * ow))
     return y
@@ -196,12 +164,10 @@ def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     With dy as [K, N*P] and the columns as [C*R*S, N*P]: dw = dy @ cols.T, dcols = w.T @ dy,
     and dx = col2im(dcols).
     """
-    op = "conv2d_backward"
-    x, w, geometry = _conv_inputs(op, x, w, stride, padding)
-    n, k = x.shape[0], w.shape[0]
-    kh, kw, stride, padding, oh, ow = geometry
-    dy = checks.shaped(op, "dy", dy, "[N, K, OH, OW]", (n, k, oh, ow))
-    need_dx = checks.flag(op, "need_dx", need_dx)
+    x, w, dy, stride, padding, need_dx, oh, ow = checks.conv2d_backward(
+        x, w, dy, stride, padding, need_dx)
+    n, k, kh, kw = x.shape[0], w.shape[0], w.shape[2], w.shape[3]
+    geometry = (kh, kw, stride, padding, oh, ow)
     dy3 = dy.reshape(n, k, oh * ow)
     dy_last = scratch((k, n * oh * ow))
     launch_elementwise(_to_batch_last, dy.size, dy3, dy_last)

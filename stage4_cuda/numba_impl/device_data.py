@@ -12,8 +12,9 @@ Given code, not an exercise: none of these is an op of the contract, and none ha
 import numpy as np
 from numba import cuda
 
-from . import _checks as checks
-from . import _device
+from argcheck import arrays
+
+from . import _checks, _device
 from ._device import DeviceScalar, flat, launch_elementwise
 
 
@@ -30,10 +31,10 @@ def take(x, indices):
     new array [B, ...]."""
     op = "take"
     is_int = getattr(x, "dtype", None) == np.int64
-    x = checks.readable(op, "x", x, dtype=np.int64 if is_int else np.float32)
-    indices = checks.indices(
-        op, "indices", indices, "[B]", (indices.shape[0],), x.shape[0], "row indices of x"
-    )
+    x = _checks.integers(op, "x", x) if is_int else arrays.array(_checks.TIER, op, "x", x)[0]
+    rows = x.shape[0]
+    indices = arrays.indices(_checks.TIER, op, "indices", indices, "B", rows,
+                             f"row indices of x in [0, N={rows})")  # fmt: skip
     row_size = x.size // x.shape[0]
     y = _device.empty((indices.shape[0], *x.shape[1:]), x.dtype)
     launch_elementwise(_take_rows, y.size, flat(x), indices, np.int64(row_size), flat(y))
@@ -61,10 +62,10 @@ def shift_images(x, rows, cols, max_shift, fill):
     """Image n of x [N, C, H, W] moved down by rows[n] - max_shift and right by cols[n] -
     max_shift (int64 [N], each in [0, 2 * max_shift]); pixels shifted in take fill[c] [C]."""
     op = "shift_images"
-    x = checks.readable(op, "x", x, "[N, C, H, W]")
-    rows = checks.readable(op, "rows", rows, dtype=np.int64)
-    cols = checks.readable(op, "cols", cols, dtype=np.int64)
-    fill = checks.readable(op, "fill", fill)
+    x, (n, c, _, _) = arrays.array(_checks.TIER, op, "x", x, "N, C, H, W")
+    rows = _checks.integers(op, "rows", rows, n)
+    cols = _checks.integers(op, "cols", cols, n)
+    fill = arrays.array(_checks.TIER, op, "fill", fill, "C", C=c)[0]
     y = _device.empty(x.shape)
     launch_elementwise(_shift, y.size, x, rows, cols, np.int64(max_shift), fill, y)
     return y
@@ -100,8 +101,8 @@ def _count_correct(logits, labels, count):
 def correct_count(logits, labels):
     """How many rows of logits [N, C] predict their label (int64 [N]), as a DeviceScalar."""
     op = "correct_count"
-    logits = checks.readable(op, "logits", logits, "[N, C]")
-    labels = checks.shaped(op, "labels", labels, "[N]", (logits.shape[0],), dtype=np.int64)
+    logits, (n, _) = arrays.array(_checks.TIER, op, "logits", logits, "N, C")
+    labels = _checks.integers(op, "labels", labels, n)
     count = _device.empty(1)
     _device.launch(_count_correct, 1, COUNT_THREADS, logits, labels, count)
     return DeviceScalar(count)

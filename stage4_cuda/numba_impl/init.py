@@ -7,9 +7,9 @@ import math
 import numpy as np
 from numba import cuda
 
-from . import _checks as checks
 from . import _device
 from . import random_stream as stream
+from ._checks import checks
 from ._device import flat, launch_elementwise
 
 
@@ -39,9 +39,8 @@ def _he_normal(seed, std, w):
     # END SOLUTION
 
 
-def _init(op, kernel, shape, seed, spread):
-    shape = checks.shape_argument(op, "shape", shape)
-    seed = checks.seed(op, seed)
+def _init(kernel, shape, seed, spread):
+    """shape and seed checked by the caller."""
     w = _device.empty(shape)
     launch_elementwise(kernel, w.size, np.uint64(seed), spread(*fans(shape)), flat(w))
     return w
@@ -49,10 +48,11 @@ def _init(op, kernel, shape, seed, spread):
 
 def xavier_uniform(shape, seed):
     """Uniform in [-a, a], a = sqrt(6 / (fan_in + fan_out)): a new float32 device array."""
-    return _init("xavier_uniform", _xavier_uniform, shape, seed,
+    return _init(_xavier_uniform, *checks.xavier_uniform(shape, seed),
                  lambda fan_in, fan_out: math.sqrt(6 / (fan_in + fan_out)))
 
 
 def he_normal(shape, seed):
     """Normal with standard deviation sqrt(2 / fan_in): a new float32 device array."""
-    return _init("he_normal", _he_normal, shape, seed, lambda fan_in, _: math.sqrt(2 / fan_in))
+    return _init(_he_normal, *checks.he_normal(shape, seed),
+                 lambda fan_in, _: math.sqrt(2 / fan_in))

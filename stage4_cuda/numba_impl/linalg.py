@@ -6,9 +6,9 @@ Elementwise kernels see every array flat (`flat`): one thread per element, i = c
 
 from numba import cuda, float32
 
-from . import _checks as checks
-from . import _device
+from . import _checks, _device
 from . import matmul_ladder as ladder
+from ._checks import checks
 from ._device import BLOCK, blocks_for, flat, launch, launch_elementwise, scratch
 from .reduce import ROW_THREADS, block_sum
 
@@ -29,14 +29,9 @@ def gemm(a, b, c, kernel=BEST_MATMUL):
 
 def matmul(a, b, kernel="best"):
     """a [N, K] @ b [K, M] -> [N, M], by kernel `kernel` of the ladder (MATMUL_KERNELS)."""
-    op = "matmul"
-    name = checks.kernel_name(op, kernel, MATMUL_KERNELS, BEST_MATMUL)
-    a = checks.readable(op, "a", a, "[N, K]")
-    b = checks.readable(op, "b", b, "[K, M]")
-    (n, k), m = a.shape, b.shape[1]
-    if b.shape[0] != k:
-        checks.fail(op, f"b must have shape [K, M] with K = {k} (a's columns), got {b.shape}")
-    return gemm(a, b, _device.empty((n, m)), name)
+    a, b = checks.matmul(a, b)
+    name = _checks.kernel_name("matmul", kernel, MATMUL_KERNELS, BEST_MATMUL)
+    return gemm(a, b, _device.empty((a.shape[0], b.shape[1])), name)
 
 
 TRANSPOSE_TILE = 32
@@ -78,22 +73,8 @@ def transposed(a):
 
 def transpose(a):
     """a [N, M] -> [M, N]."""
-    a = checks.readable("transpose", "a", a, "[N, M]")
+    a = checks.transpose(a)
     return transpose_into(a, _device.empty(tuple(a.shape)[::-1]))
-
-
-def _broadcast_operand(op, a, b):
-    """Check add's and mul's operands: b has a's shape, or is 1-D of a's last dimension."""
-    a = checks.readable(op, "a", a)
-    b = checks.readable(op, "b", b)
-    row = a.shape[a.ndim - 1]  # (the simulator's shapes take no negative index)
-    if b.shape != a.shape and b.shape != (row,):
-        checks.fail(
-            op,
-            f"b must have a's shape {checks.format_shape(a.shape)} or [{row}] (a's last "
-            f"dimension), got {checks.format_shape(b.shape)}",
-        )
-    return a, b
 
 
 @cuda.jit
@@ -123,13 +104,13 @@ def add_into(a, b, out):
 
 def add(a, b):
     """a + b: b has a's shape, or is 1-D of length a.shape[-1] (added to every row)."""
-    a, b = _broadcast_operand("add", a, b)
+    a, b = checks.add(a, b)
     return add_into(a, b, _device.empty(a.shape))
 
 
 def mul(a, b):
     """a * b elementwise, with add's broadcasting."""
-    a, b = _broadcast_operand("mul", a, b)
+    a, b = checks.mul(a, b)
     out = _device.empty(a.shape)
     launch_elementwise(_mul, a.size, flat(a), flat(b), flat(out))
     return out
@@ -146,10 +127,9 @@ def _scale(a, s, out):
 
 def scale(a, s):
     """s * a for a float s; a any shape."""
-    a = checks.readable("scale", "a", a)
-    s = checks.real("scale", "s", s)
+    a, s = checks.scale(a, s)
     out = _device.empty(a.shape)
-    launch_elementwise(_scale, a.size, flat(a), s, flat(out))
+    launch_elementwise(_scale, a.size, flat(a), float32(s), flat(out))  # the kernel's float32
     return out
 
 
@@ -193,8 +173,8 @@ def sum_rows(x, kernel="best"):
 
     `kernel`: "naive" (a thread per column) or "tree" (a block per column), see SUM_ROWS_KERNELS.
     """
-    name = checks.kernel_name("sum_rows", kernel, SUM_ROWS_KERNELS, "tree")
-    x = checks.readable("sum_rows", "x", x, "[N, M]")
+    x = checks.sum_rows(x)
+    name = _checks.kernel_name("sum_rows", kernel, SUM_ROWS_KERNELS, "tree")
     return sum_rows_into(x, _device.empty((x.shape[1],)), name)
 
 

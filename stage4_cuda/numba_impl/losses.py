@@ -10,8 +10,8 @@ import math
 
 from numba import cuda, float32, float64
 
-from . import _checks as checks
 from . import _device
+from ._checks import checks
 from ._device import DeviceScalar, flat, launch, launch_elementwise, scratch
 from .reduce import ROW_THREADS, block_max, block_sum
 
@@ -39,12 +39,6 @@ def _mean_of(terms):
     return DeviceScalar(loss)
 
 
-def _pair(op, first_name, first, second_name, second):
-    first = checks.readable(op, first_name, first)
-    second = checks.same_shape(op, second_name, second, first_name, first.shape)
-    return first, second
-
-
 @cuda.jit
 def _mse_terms(pred, target, terms):
     # BEGIN SOLUTION week 14, task mse_loss
@@ -66,7 +60,7 @@ def _mse_backward(pred, target, grad):
 
 def mse_loss(pred, target):
     """Mean over all elements of (pred - target)^2; pred and target have one shape."""
-    pred, target = _pair("mse_loss", "pred", pred, "target", target)
+    pred, target = checks.mse_loss(pred, target)
     terms = scratch(pred.size)
     launch_elementwise(_mse_terms, pred.size, flat(pred), flat(target), terms)
     return _mean_of(terms)
@@ -74,7 +68,7 @@ def mse_loss(pred, target):
 
 def mse_loss_backward(pred, target):
     """d mse / d pred = 2 * (pred - target) / size."""
-    pred, target = _pair("mse_loss_backward", "pred", pred, "target", target)
+    pred, target = checks.mse_loss_backward(pred, target)
     grad = _device.empty(pred.shape)
     launch_elementwise(_mse_backward, pred.size, flat(pred), flat(target), flat(grad))
     return grad
@@ -106,7 +100,7 @@ def _bce_backward(z, t, grad):
 
 def bce_with_logits_loss(logits, targets):
     """Mean over all elements of the binary cross-entropy of sigmoid(logits) against targets."""
-    logits, targets = _pair("bce_with_logits_loss", "logits", logits, "targets", targets)
+    logits, targets = checks.bce_with_logits_loss(logits, targets)
     terms = scratch(logits.size)
     launch_elementwise(_bce_terms, logits.size, flat(logits), flat(targets), terms)
     return _mean_of(terms)
@@ -114,18 +108,10 @@ def bce_with_logits_loss(logits, targets):
 
 def bce_with_logits_loss_backward(logits, targets):
     """(sigmoid(logits) - targets) / size."""
-    op = "bce_with_logits_loss_backward"
-    logits, targets = _pair(op, "logits", logits, "targets", targets)
+    logits, targets = checks.bce_with_logits_loss_backward(logits, targets)
     grad = _device.empty(logits.shape)
     launch_elementwise(_bce_backward, logits.size, flat(logits), flat(targets), flat(grad))
     return grad
-
-
-def _scores_and_labels(op, name, scores, labels):
-    """Check scores [N, C] and labels [N] (int64 on the device, each in [0, C))."""
-    scores = checks.readable(op, name, scores, "[N, C]")
-    labels = checks.labels(op, "labels", labels, *scores.shape)
-    return scores, labels
 
 
 # --- cross-entropy: one block per row ----------------------------------------------------------
@@ -172,7 +158,7 @@ def _cross_entropy_backward(logits, labels, grad):
 
 def cross_entropy_loss(logits, labels):
     """Mean over the batch of -log_softmax(logits)[i, labels[i]]; logits [N, C], labels [N]."""
-    logits, labels = _scores_and_labels("cross_entropy_loss", "logits", logits, labels)
+    logits, labels = checks.cross_entropy_loss(logits, labels)
     terms = scratch(logits.shape[0])
     launch(_cross_entropy_terms, logits.shape[0], ROW_THREADS, logits, labels, terms)
     return _mean_of(terms)
@@ -180,8 +166,7 @@ def cross_entropy_loss(logits, labels):
 
 def cross_entropy_loss_backward(logits, labels):
     """(softmax(logits) - one_hot(labels)) / N, [N, C]."""
-    op = "cross_entropy_loss_backward"
-    logits, labels = _scores_and_labels(op, "logits", logits, labels)
+    logits, labels = checks.cross_entropy_loss_backward(logits, labels)
     grad = _device.empty(logits.shape)
     launch(_cross_entropy_backward, logits.shape[0], ROW_THREADS, logits, labels, grad)
     return grad
@@ -232,9 +217,8 @@ def _hinge_backward(scores, labels, margin, grad):
 
 def hinge_loss(scores, labels, margin=1.0):
     """Mean over the batch of sum_{j != y} max(0, s_j - s_y + margin); scores [N, C]."""
-    op = "hinge_loss"
-    scores, labels = _scores_and_labels(op, "scores", scores, labels)
-    margin = checks.real(op, "margin", margin)
+    scores, labels, margin = checks.hinge_loss(scores, labels, margin)
+    margin = float32(margin)  # the kernel computes in float32
     terms = scratch(scores.shape[0])
     launch(_hinge_terms, scores.shape[0], ROW_THREADS, scores, labels, margin, terms)
     return _mean_of(terms)
@@ -242,9 +226,8 @@ def hinge_loss(scores, labels, margin=1.0):
 
 def hinge_loss_backward(scores, labels, margin=1.0):
     """The gradient of hinge_loss w.r.t. scores, [N, C]."""
-    op = "hinge_loss_backward"
-    scores, labels = _scores_and_labels(op, "scores", scores, labels)
-    margin = checks.real(op, "margin", margin)
+    scores, labels, margin = checks.hinge_loss_backward(scores, labels, margin)
+    margin = float32(margin)  # the kernel computes in float32
     grad = _device.empty(scores.shape)
     launch(_hinge_backward, scores.shape[0], ROW_THREADS, scores, labels, margin, grad)
     return grad

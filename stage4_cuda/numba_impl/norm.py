@@ -10,8 +10,8 @@ import math
 
 from numba import cuda, float32
 
-from . import _checks as checks
 from . import _device
+from ._checks import checks
 from ._device import flat, launch, launch_elementwise
 from .reduce import ROW_THREADS, block_sum
 
@@ -76,20 +76,12 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
     mean and biased variance, and the running statistics updated in place with the unbiased
     variance (as PyTorch). Evaluation: the running statistics, unchanged.
     """
-    op = "batchnorm_forward"
-    x = checks.readable(op, "x", x, ("[N, C]", "[N, C, H, W]"))
+    checked = checks.batchnorm_forward(x, gamma, beta, running_mean, running_var, training,
+                                       momentum, eps)
+    x, gamma, beta, running_mean, running_var, training, momentum, eps = checked
+    momentum, eps = float32(momentum), float32(eps)  # the kernel computes in float32
     c = x.shape[1]
-    gamma = checks.shaped(op, "gamma", gamma, "[C]", (c,))
-    beta = checks.shaped(op, "beta", beta, "[C]", (c,))
-    running_mean = checks.in_place(op, "running_mean", running_mean, (c,))
-    running_var = checks.in_place(op, "running_var", running_var, (c,))
-    training = checks.flag(op, "training", training)
-    momentum = checks.real(op, "momentum", momentum, 0, 1)
-    eps = checks.real(op, "eps", eps, 0, low_open=True)
     channels, length = _geometry(x)
-    if training and x.size // c < 2:
-        checks.fail(op, f"x must have more than one value per channel in training (the unbiased "
-                        f"variance divides by count - 1), got shape {checks.format_shape(x.shape)}")
     y, mean, invstd = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
     launch(_statistics, c, ROW_THREADS, flat(x), channels, length, running_mean, running_var,
            momentum, eps, training, mean, invstd)
@@ -138,15 +130,8 @@ def batchnorm_backward(dy, x, gamma, saved):
 
     dy and x [N, C] or [N, C, H, W]; gamma [C]; saved = (mean, invstd) from batchnorm_forward.
     """
-    op = "batchnorm_backward"
-    x = checks.readable(op, "x", x, ("[N, C]", "[N, C, H, W]"))
-    dy = checks.same_shape(op, "dy", dy, "x", x.shape)
+    dy, x, gamma, (mean, invstd) = checks.batchnorm_backward(dy, x, gamma, saved)
     c = x.shape[1]
-    gamma = checks.shaped(op, "gamma", gamma, "[C]", (c,))
-    if not (isinstance(saved, tuple | list) and len(saved) == 2):
-        checks.fail(op, "saved must be the pair (mean, invstd) that batchnorm_forward returned")
-    mean = checks.shaped(op, "saved", saved[0], "[C]", (c,))
-    invstd = checks.shaped(op, "saved", saved[1], "[C]", (c,))
     channels, length = _geometry(x)
     dx, dgamma, dbeta = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
     launch(_gradient_sums, c, ROW_THREADS, flat(dy), flat(x), channels, length, mean, invstd,

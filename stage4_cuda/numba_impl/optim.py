@@ -7,23 +7,20 @@ import math
 
 from numba import cuda, float32
 
-from . import _checks as checks
+from ._checks import checks
 from ._device import flat, launch_elementwise
 
 ONE = float32(1)
 
 
-def _params(op, p, g, *states):
-    """Check p (updated in place), g of p's shape and the state arrays (in place, p's shape)."""
-    p = checks.in_place(op, "p", p)
-    g = checks.same_shape(op, "g", g, "p", p.shape)
-    checked = [checks.in_place(op, name, state, p.shape) for name, state in states]
-    return [flat(array) for array in (p, g, *checked)]
+def _flat(*arrays):
+    """The checked p, g and state arrays seen flat: one thread per parameter."""
+    return [flat(array) for array in arrays]
 
 
-def _rates(op, **values):
-    """Check lr, weight_decay and the momentum-like scalars: finite and >= 0; as float32."""
-    return [checks.real(op, name, value, 0) for name, value in values.items()]
+def _float32(*values):
+    """The checked scalars as float32, so that a kernel receiving them computes in float32."""
+    return [float32(value) for value in values]
 
 
 @cuda.jit(device=True)
@@ -44,9 +41,9 @@ def _sgd(p, g, lr, weight_decay):
 
 def sgd_step(p, g, lr, weight_decay=0.0):
     """p -= lr * (g + weight_decay * p)."""
-    op = "sgd_step"
-    p, g = _params(op, p, g)
-    launch_elementwise(_sgd, p.size, p, g, *_rates(op, lr=lr, weight_decay=weight_decay))
+    p, g, lr, weight_decay = checks.sgd_step(p, g, lr, weight_decay)
+    p, g = _flat(p, g)
+    launch_elementwise(_sgd, p.size, p, g, *_float32(lr, weight_decay))
 
 
 @cuda.jit
@@ -62,11 +59,11 @@ def _momentum(p, g, v, lr, momentum, weight_decay, nesterov):
 
 def momentum_step(p, g, v, lr, momentum, nesterov=False, weight_decay=0.0):
     """v = momentum * v + g; p -= lr * (g + momentum * v if nesterov else v)."""
-    op = "momentum_step"
-    p, g, v = _params(op, p, g, ("v", v))
-    rates = _rates(op, lr=lr, momentum=momentum, weight_decay=weight_decay)
-    nesterov = checks.flag(op, "nesterov", nesterov)
-    launch_elementwise(_momentum, p.size, p, g, v, *rates, nesterov)
+    p, g, v, lr, momentum, nesterov, weight_decay = checks.momentum_step(
+        p, g, v, lr, momentum, nesterov, weight_decay)
+    p, g, v = _flat(p, g, v)
+    launch_elementwise(_momentum, p.size, p, g, v, *_float32(lr, momentum, weight_decay),
+                       nesterov)
 
 
 @cuda.jit
@@ -82,12 +79,10 @@ def _rmsprop(p, g, s, lr, alpha, eps, weight_decay):
 
 def rmsprop_step(p, g, s, lr, alpha=0.99, eps=1e-8, weight_decay=0.0):
     """s = alpha * s + (1 - alpha) * g^2; p -= lr * g / (sqrt(s) + eps)."""
-    op = "rmsprop_step"
-    p, g, s = _params(op, p, g, ("s", s))
-    lr, weight_decay = _rates(op, lr=lr, weight_decay=weight_decay)
-    alpha = checks.real(op, "alpha", alpha, 0, 1)
-    eps = checks.real(op, "eps", eps, 0, low_open=True)
-    launch_elementwise(_rmsprop, p.size, p, g, s, lr, alpha, eps, weight_decay)
+    p, g, s, lr, alpha, eps, weight_decay = checks.rmsprop_step(p, g, s, lr, alpha, eps,
+                                                                weight_decay)
+    p, g, s = _flat(p, g, s)
+    launch_elementwise(_rmsprop, p.size, p, g, s, *_float32(lr, alpha, eps, weight_decay))
 
 
 @cuda.jit
@@ -105,13 +100,10 @@ def _adam(p, g, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correcti
 
 def adam_step(p, g, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
     """Adam with bias correction; t is the step number, from 1."""
-    op = "adam_step"
-    p, g, m, v = _params(op, p, g, ("m", m), ("v", v))
-    t = checks.integer(op, "t", t, 1)
-    lr, weight_decay = _rates(op, lr=lr, weight_decay=weight_decay)
-    beta1 = checks.real(op, "beta1", beta1, 0, 1, high_open=True)
-    beta2 = checks.real(op, "beta2", beta2, 0, 1, high_open=True)
-    eps = checks.real(op, "eps", eps, 0, low_open=True)
+    p, g, m, v, t, lr, beta1, beta2, eps, weight_decay = checks.adam_step(
+        p, g, m, v, t, lr, beta1, beta2, eps, weight_decay)
+    p, g, m, v = _flat(p, g, m, v)
+    lr, beta1, beta2, eps, weight_decay = _float32(lr, beta1, beta2, eps, weight_decay)
     correction1 = float32(1 - float(beta1) ** t)
     correction2 = float32(1 - float(beta2) ** t)
     launch_elementwise(

@@ -9,18 +9,9 @@ would then need atomic additions, whose order (and so the float rounding) change
 import numpy as np
 from numba import cuda, float32
 
-from . import _checks as checks
 from . import _device
+from ._checks import checks
 from ._device import launch_elementwise
-
-
-def _window(op, h, w, k, stride):
-    """Check k and stride against a plane [H=h, W=w]; returns (k, stride, oh, ow)."""
-    k = checks.integer(op, "k", k, 1)
-    stride = checks.integer(op, "stride", stride, 1)
-    oh = checks.window_output(op, "height", h, k, stride)
-    ow = checks.window_output(op, "width", w, k, stride)
-    return k, stride, oh, ow
 
 
 @cuda.jit(device=True)
@@ -111,10 +102,8 @@ def _planes(x):
 def maxpool2d_forward(x, k, stride):
     """x [N, C, H, W] -> (y [N, C, OH, OW], argmax [N, C, OH, OW] int64): argmax holds the flat
     index h*W + w of each window's max within its [H, W] plane (ties: the first)."""
-    op = "maxpool2d_forward"
-    x = checks.readable(op, "x", x, "[N, C, H, W]")
-    n, c, h, w = x.shape
-    k, stride, oh, ow = _window(op, h, w, k, stride)
+    x, k, stride, oh, ow = checks.maxpool2d_forward(x, k, stride)
+    n, c = x.shape[0], x.shape[1]
     y, argmax = _device.empty((n, c, oh, ow)), _device.empty((n, c, oh, ow), np.int64)
     launch_elementwise(_maxpool, y.size, _planes(x), k, stride, _planes(y), _planes(argmax))
     return y, argmax
@@ -125,13 +114,8 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
 
     argmax must come from maxpool2d_forward: an index outside its own window is not routed.
     """
-    op = "maxpool2d_backward"
-    n, c, h, w = checks.shape_argument(op, "x_shape", x_shape, "[N, C, H, W]")
-    k, stride, oh, ow = _window(op, h, w, k, stride)
-    dy = checks.shaped(op, "dy", dy, "[N, C, OH, OW]", (n, c, oh, ow))
-    argmax = checks.indices(op, "argmax", argmax, "[N, C, OH, OW]", (n, c, oh, ow), h * w,
-                            "indices within an [H, W] plane")
-    dx = _device.empty((n, c, h, w))
+    dy, argmax, x_shape, k, stride, _, _ = checks.maxpool2d_backward(dy, argmax, x_shape, k, stride)
+    dx = _device.empty(x_shape)
     launch_elementwise(_maxpool_backward, dx.size, _planes(dy), _planes(argmax), k, stride,
                        _planes(dx))
     return dx
@@ -139,10 +123,8 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
 
 def avgpool2d_forward(x, k, stride):
     """x [N, C, H, W] -> y [N, C, OH, OW], the mean of each k x k window."""
-    op = "avgpool2d_forward"
-    x = checks.readable(op, "x", x, "[N, C, H, W]")
-    n, c, h, w = x.shape
-    k, stride, oh, ow = _window(op, h, w, k, stride)
+    x, k, stride, oh, ow = checks.avgpool2d_forward(x, k, stride)
+    n, c = x.shape[0], x.shape[1]
     y = _device.empty((n, c, oh, ow))
     launch_elementwise(_avgpool, y.size, _planes(x), k, stride, _planes(y))
     return y
@@ -150,10 +132,7 @@ def avgpool2d_forward(x, k, stride):
 
 def avgpool2d_backward(dy, x_shape, k, stride):
     """dy [N, C, OH, OW] spread evenly over each window -> dx [N, C, H, W] (x_shape)."""
-    op = "avgpool2d_backward"
-    n, c, h, w = checks.shape_argument(op, "x_shape", x_shape, "[N, C, H, W]")
-    k, stride, oh, ow = _window(op, h, w, k, stride)
-    dy = checks.shaped(op, "dy", dy, "[N, C, OH, OW]", (n, c, oh, ow))
-    dx = _device.empty((n, c, h, w))
+    dy, x_shape, k, stride, _, _ = checks.avgpool2d_backward(dy, x_shape, k, stride)
+    dx = _device.empty(x_shape)
     launch_elementwise(_avgpool_backward, dx.size, _planes(dy), k, stride, _planes(dx))
     return dx

@@ -5,9 +5,9 @@ scaled by 1 / (1 - p)."""
 import numpy as np
 from numba import cuda, float32
 
-from . import _checks as checks
 from . import _device
 from . import random_stream as stream
+from ._checks import checks
 from ._device import flat, launch_elementwise
 
 ONE = float32(1)
@@ -36,10 +36,7 @@ def _dropout_backward(dy, mask, p, dx):
 
 def dropout_forward(x, p, seed):
     """-> (y, mask): y = x * mask / (1 - p), mask[i] = 1.0 where uniform(seed, i) >= p."""
-    op = "dropout_forward"
-    x = checks.readable(op, "x", x)
-    checks.real(op, "p", p, 0, 1, high_open=True)
-    seed = checks.seed(op, seed)
+    x, p, seed = checks.dropout_forward(x, p, seed)
     y, mask = _device.empty(x.shape), _device.empty(x.shape)
     # p stays float64: rounded to float32 it could move across a value of the stream
     launch_elementwise(
@@ -50,10 +47,7 @@ def dropout_forward(x, p, seed):
 
 def dropout_backward(dy, mask, p):
     """dy * mask / (1 - p)."""
-    op = "dropout_backward"
-    dy = checks.readable(op, "dy", dy)
-    mask = checks.same_shape(op, "mask", mask, "dy", dy.shape)
-    checks.real(op, "p", p, 0, 1, high_open=True)
+    dy, mask, p = checks.dropout_backward(dy, mask, p)
     dx = _device.empty(dy.shape)
     launch_elementwise(_dropout_backward, dy.size, flat(dy), flat(mask), np.float64(p), flat(dx))
     return dx
