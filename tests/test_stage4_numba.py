@@ -202,7 +202,7 @@ def test_init_draws_the_contract_distributions(gpu):
 
 def test_host_array_is_refused_naming_the_argument(gpu):
     a = gpu.from_numpy(np.ones((2, 3), np.float32))
-    with pytest.raises(ValueError, match=r"matmul: b must be a device array"):
+    with pytest.raises(TypeError, match=r"matmul: b must be a device array"):
         gpu.matmul(a, np.ones((3, 2), np.float32))
 
 
