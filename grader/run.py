@@ -217,7 +217,8 @@ def _run_variant(options, variant, plan, kind, out):
 
 def _own_reference_lines(own, reference, out):
     """Say who judges what when the learner's own earlier tier is a reference (--against-impl);
-    returns the failed or skipped import of that tier, if it did not load."""
+    returns the skipped import of that tier when it did not load: like every problem of a
+    reference, it leaves the graded tier unjudged by it, never failed."""
     if reference:
         print(
             f"  your {own['label']} judges the agree rows wherever it matches the repository's "
@@ -230,7 +231,7 @@ def _own_reference_lines(own, reference, out):
     state = "broken" if own["broken"] else "unavailable"
     message = f"your {own['label']} from {_display(own['origin'])} is {state}: {own['reason']}"
     print(message, file=out)
-    return [Result("import", "agree", FAILED if own["broken"] else SKIPPED, message)]
+    return [Result("import", "agree", SKIPPED, message)]
 
 
 def _run_tasks(options, runner, tasks, results, out):
