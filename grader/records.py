@@ -18,10 +18,10 @@ class Setup:
     variant: str | None = None
     impl: str | None = None
     against: tuple = ()
-    against_impl: str | None = None
     seed: int = 0
     quick: bool = False
     bench: bool = False
+    against_impl: str | None = None
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ def _run_variant(options, variant, plan, kind, out):
     impl = str(Path(options.impl).resolve()) if options.impl else None
     own = str(Path(options.against_impl).resolve()) if options.against_impl else None
     setup = Setup(
-        options.stage, variant, impl, against, own, options.seed, options.quick, kind == "bench"
+        options.stage, variant, impl, against, options.seed, options.quick, kind == "bench", own
     )
     isolate = options.isolate or tier.native  # native code may crash or hang
     runner = IsolatedRunner(setup) if isolate else InProcessRunner(setup)
