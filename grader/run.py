@@ -221,9 +221,9 @@ def _own_reference_lines(own, reference, out):
     reference, it leaves the graded tier unjudged by it, never failed."""
     if reference:
         print(
-            f"  your {own['label']} judges the agree rows wherever it matches the repository's "
-            f"{reference['label']} ({_display(reference['origin'])}), which judges every other "
-            "check",
+            f"  your {own['label']} judges the agree rows wherever the repository's "
+            f"{reference['label']} ({_display(reference['origin'])}) shows it right; the "
+            "repository's tiers judge every other check",
             file=out,
         )
     if own["ok"]:
