@@ -14,6 +14,8 @@ row is skipped and says so, and the `correct` row fails.
 import time
 from pathlib import Path
 
+import tiers
+
 from .compare import describe_args
 from .correctness import compare_outputs
 from .ops import OPS
@@ -30,6 +32,9 @@ def check_agree(session, task):
     if reference is None:
         reason = f"no repository tier to check {yours} with: {session._reference_reason}"
         return Result(op.name, "agree", SKIPPED, reason)
+    # "Wrong" as the grading of the learner's tier would say: with the tolerance against its own
+    # reference (stage 1, float64, is graded against float32 stage 2, not to 1e-9).
+    own_grading_bits = tiers.find(own.tier.reference_stages[0]).bits
     started = time.perf_counter()
     for index, size in enumerate(op.cases):
         rng = session.rng(task, index)
@@ -41,7 +46,7 @@ def check_agree(session, task):
         except TierError as error:
             message = f"cannot compare with {yours}: {session.explain(error)}"
             return Result(op.name, "agree", SKIPPED, message)
-        own_tol = tolerance(op, own.tier.bits, reference.tier.bits, args)
+        own_tol = tolerance(op, own.tier.bits, own_grading_bits, args)
         wrong = compare_outputs(session, op, theirs, expected, own_tol, bits=own.tier.bits)
         try:
             received = session.call(session.graded, op, args, "graded")
