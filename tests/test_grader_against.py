@@ -62,31 +62,38 @@ def against(tmp_path, stage, folder, ops, **options):
     return status, out.getvalue().splitlines(), results, record
 
 
-def test_a_learners_stage2_judges_stage3_and_the_report_names_its_folder(tmp_path):
+@pytest.mark.parametrize(
+    ("stage", "package", "label", "matmul_week"),
+    [(2, "stage1_python", "stage 1 [python]", 1), (3, "stage2_numpy", "stage 2 [numpy]", 7)],
+)
+def test_a_learners_earlier_tier_judges_and_the_report_names_its_folder(
+    tmp_path, stage, package, label, matmul_week
+):
     """relu written: the two tiers agree; matmul a stub: it cannot judge, and says why."""
-    workspace = learner_tier(tmp_path / "workspace", "stage2_numpy", solved={"relu"})
-    status, lines, results, record = against(tmp_path, 3, workspace, ("relu", "matmul"))
+    workspace = learner_tier(tmp_path / "workspace", package, solved={"relu"})
+    status, lines, results, record = against(tmp_path, stage, workspace, ("relu", "matmul"))
 
     assert status == 0, "\n".join(lines)
-    own_folder = workspace.resolve() / "stage2_numpy"
-    assert lines[0].startswith("grading stage 3 [c] from ")
-    assert f"against your stage 2 [numpy] from {own_folder}," in lines[0]
+    own_folder = workspace.resolve() / package
+    assert lines[0].startswith(f"grading stage {stage} [")
+    assert f"against your {label} from {own_folder}" in lines[0]
     assert re.fullmatch(
-        r"  your stage 2 \[numpy\] judges the agree rows wherever the repository's stage 2 "
-        r"\[numpy\] \(\S*stage2_numpy\) shows it right; the repository's tiers judge every "
-        r"other check",
+        rf"  your {re.escape(label)} judges the agree rows wherever the repository's "
+        rf"{re.escape(label)} \(\S*{package}\) shows it right; the repository's tiers judge "
+        r"every other check",
         lines[1],
     ), lines[1]
     assert results["relu", "agree"].status == "passed"
-    assert results["relu", "agree"].message == "4 cases, as your stage 2 [numpy]"
-    assert results["matmul", "correct"].status == "passed"  # the repository's stage 2 judges it
+    assert results["relu", "agree"].message == f"4 cases, as your {label}"
+    assert results["matmul", "correct"].status == "passed"  # the repository's tier judges it
     assert results["matmul", "agree"].status == "skipped"
     assert results["matmul", "agree"].message == (
-        "cannot compare with your stage 2 [numpy]: matmul: not implemented (week 7, task matmul)"
+        f"cannot compare with your {label}: matmul: not implemented (week {matmul_week}, "
+        "task matmul)"
     )
     assert record["options"]["against_impl"] == str(workspace)
     assert record["runs"][0]["own_reference"]["origin"] == str(own_folder)
-    assert record["runs"][0]["reference"]["origin"] == str(ROOT / "stage2_numpy")
+    assert record["runs"][0]["reference"]["origin"] == str(ROOT / package)
 
 
 def test_a_wrong_learner_stage2_cannot_fail_a_right_stage3(tmp_path):
