@@ -22,6 +22,11 @@ TEST_IMPL = $(if $(filter file,$(origin IMPL)),$(if $(wildcard workspace/stage*_
 # The stage is STAGE=N, never --stage in ARGS: IMPL follows STAGE.
 NO_STAGE_IN_ARGS = @case " $(ARGS) " in *" --stage"*) \
 	echo "make $@: give the stage as STAGE=N, not --stage in ARGS (IMPL follows STAGE)"; exit 2;; esac
+# AGAINST=DIR (make grade only): compare also with your own earlier tier from DIR (the agree rows);
+# the repository's tier still judges correctness, and the record goes to runs/grader/.
+AGAINST ?=
+NO_AGAINST = @if [ -n "$(AGAINST)" ]; then \
+	echo "make $@: AGAINST=$(AGAINST) goes with make grade only (your tier against your earlier one)"; exit 2; fi
 WORKSPACE ?= workspace
 ARGS ?=
 VARIANT_ARG = $(if $(VARIANT),--variant $(VARIANT))  # stage 4: numba or nvcc (default: every one)
@@ -36,6 +41,7 @@ help: ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@echo
 	@echo "variables: STAGE=1..4  WEEK=k  VARIANT=numba|nvcc  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
+	@echo "           AGAINST=DIR (make grade: also against your own earlier stage in DIR, e.g. AGAINST=workspace)"
 	@echo "           S2C_ARCH_FLAGS='-march=x86-64-v2' (the C tier's target; default -march=native)"
 
 $(STAMP): requirements.txt
@@ -73,16 +79,18 @@ portability: $(STAMP) ## run the tests on each C target (native, -mno-fma, x86-6
 	$(PY) -m stage3_c.build; \
 	exit $$status
 
-grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace]
+grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace] [AGAINST=workspace]
 	$(NO_STAGE_IN_ARGS)
-	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(if $(AGAINST),--against-impl $(AGAINST)) $(ARGS)
 
 results: setup ## rewrite the committed grader records of the repository's tier: make results STAGE=3
+	$(NO_AGAINST)
 	$(PY) -m grader --stage $(STAGE) --results
 	$(PY) -m grader bench --stage $(STAGE) --results
 
 bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
+	$(NO_AGAINST)
 	$(PY) -m grader bench --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 	@if $(PY) -c "import torch" 2>/dev/null; then \
 		$(PY) -m nn.bench $(NN_BENCH) \
@@ -91,6 +99,7 @@ bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyT
 
 train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
 	$(NO_STAGE_IN_ARGS)
+	$(NO_AGAINST)
 	$(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]

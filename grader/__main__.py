@@ -3,6 +3,8 @@
     python -m grader --stage 2                    grade stage 2 against stage 1
     python -m grader --stage 2 --week 7 --quick   only week 7's ops, fewer sizes and repeats
     python -m grader --stage 2 --impl workspace   grade a learner's workspace/stage2_numpy
+    python -m grader --stage 3 --impl workspace --against-impl workspace
+                                                  and compare it with the learner's stage 2 too
     python -m grader bench --stage 3              the speed ladders at larger sizes, matmul kernels
     python -m grader --stage 2 --results          write the record to the committed results
 
@@ -80,6 +82,12 @@ def parse(argv):
             metavar="M",
             help="reference stage (default N-1; stage 1: stage 2)",
         )
+        parser.add_argument(
+            "--against-impl",
+            metavar="DIR",
+            help="also compare with the learner's own copy of the reference stage in DIR (a "
+            "workspace): the agree rows; the repository's tier still judges correctness",
+        )
     args = parser.parse_args(argv[1:] if bench else argv)
     options = Options(
         stage=args.stage,
@@ -99,10 +107,17 @@ def parse(argv):
     unknown_checks = sorted(set(options.checks) - set(CHECKS))
     if unknown_checks:
         parser.error(f"unknown check(s) {', '.join(unknown_checks)}; kinds: {', '.join(CHECKS)}")
-    if args.results and (args.impl or args.quick or args.json):
-        parser.error("--results records the repository's tier in full: no --impl, --quick, --json")
+    against_impl = getattr(args, "against_impl", None)  # grading only, not bench
+    if args.results and (args.impl or against_impl or args.quick or args.json):
+        parser.error(
+            "--results records the repository's tier in full: "
+            "no --impl, --against-impl, --quick, --json"
+        )
     if not bench:
         options.week, options.against = args.week, args.against
+        options.against_impl = against_impl
+        if against_impl:
+            _check_against_impl(parser, args)
         options.ops = tuple(args.ops.split(",")) if args.ops else ()
         unknown = sorted(set(options.ops) - set(OPS))
         if unknown:
@@ -121,6 +136,18 @@ def parse(argv):
                 f"run `pytest -m week{args.week:02d}`"
             )
     return bench, options
+
+
+def _check_against_impl(parser, args):
+    """Exit with one line when the folder of --against-impl holds no copy of the reference stage."""
+    stage = args.against or tiers.find(args.stage, args.variant).reference_stages[0]
+    problem = tiers.missing_package(tiers.find(stage), args.against_impl)
+    if problem:
+        parser.exit(
+            2,
+            f"{parser.prog}: error: --against-impl {args.against_impl}: {problem} (your stage "
+            f"{stage}, which stage {args.stage} is compared with)\n",
+        )
 
 
 def _weeks(stage):

@@ -64,11 +64,12 @@ def check_correct(session, task):
     return Result(op.name, "correct", PASSED, f"{len(op.cases)} cases", rung, seconds)
 
 
-def compare_outputs(session, op, received, expected, tol, args=None):
+def compare_outputs(session, op, received, expected, tol, args=None, bits=None):
     """Every problem among an op's outputs (dtype or values), joined by ' | ', or None.
 
     With the call's `args`, an output holding the grader's NaN poison is called again to tell
-    elements never written from NaNs the op computed (Session.unwritten).
+    elements never written from NaNs the op computed (Session.unwritten). `bits` is the float
+    precision `received` must have: the graded tier's unless said.
     """
     structure = op.outputs + op.inplace
     flat_received = values.flatten(received, structure)
@@ -77,7 +78,7 @@ def compare_outputs(session, op, received, expected, tol, args=None):
     for name, want in flat_expected.items():
         got = flat_received[name]
         if name != "loss":
-            problem = dtype_problem(op.name, name, got, session.graded_bits)
+            problem = dtype_problem(op.name, name, got, bits or session.graded_bits)
             if problem:
                 problems.append(problem)
                 continue

@@ -11,7 +11,8 @@ PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
 @dataclass(frozen=True)
 class Setup:
-    """What to grade: sent once to a worker. `against` lists reference stages, best first."""
+    """What to grade: sent once to a worker. `against` lists reference stages, best first;
+    `against_impl`, a learner's folder whose copy of the first is compared too (`agree`)."""
 
     stage: int
     variant: str | None = None
@@ -20,11 +21,12 @@ class Setup:
     seed: int = 0
     quick: bool = False
     bench: bool = False
+    against_impl: str | None = None
 
 
 @dataclass(frozen=True)
 class Task:
-    """One check: kind is correct, grad, dist, speed, kernel or blas."""
+    """One check: kind is correct, agree, nan, grad, dist, determinism, speed, kernel or blas."""
 
     kind: str
     op: str
@@ -47,7 +49,8 @@ class Result:
 
 
 class TierError(Exception):
-    """A tier raised while the grader called it; `role` says which (graded, reference, oracle)."""
+    """A tier raised while the grader called it; `role` says which (graded, reference, oracle,
+    own: the learner's earlier tier of --against-impl)."""
 
     def __init__(self, role, op, error):
         super().__init__(f"{role} {op}: {error!r}")

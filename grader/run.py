@@ -25,7 +25,8 @@ RUNS = tiers.REPOSITORY / "runs" / "grader"  # ignored by git: where ordinary ru
 SPEED_TIME_FACTOR = 6  # a speed task times many calls: its time limit is this many check limits
 
 
-CHECKS = ("correct", "nan", "grad", "dist", "determinism", "speed")  # --checks chooses among them
+# --checks chooses among them; `agree` runs only with --against-impl (grader/agreement.py)
+CHECKS = ("correct", "agree", "nan", "grad", "dist", "determinism", "speed")
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Options:
     ops: tuple = ()
     impl: str | None = None
     against: int | None = None
+    against_impl: str | None = None
     quick: bool = False
     isolate: bool = False
     timeout: float = 20.0
@@ -64,8 +66,9 @@ def selected_ops(options):
 
 
 def plan_grade(options, info, results):
-    """Correctness, NaN, gradient and distribution checks per op (and determinism on a GPU), then
-    the speed ladder (not on the CUDA simulator, whose speed means nothing)."""
+    """Correctness (and agreement with the learner's earlier tier, --against-impl), NaN,
+    gradient and distribution checks per op (and determinism on a GPU), then the speed ladder
+    (not on the CUDA simulator, whose speed means nothing)."""
     tier = tiers.find(options.stage, options.variant)
     timed_on = timed_class(tier)
     names = selected_ops(options)
@@ -75,6 +78,8 @@ def plan_grade(options, info, results):
         tasks.append(Task("correct", name))
         if name == "matmul":  # each rung of a matmul ladder on its own (a stub hides no other)
             tasks += [Task("correct", name, kernel=kernel) for kernel in info["matmul_kernels"]]
+        if info["own"] and info["own"]["ok"]:
+            tasks.append(Task("agree", name))
         if propagation.has_float_inputs(op):
             tasks.append(Task("nan", name))
         if op.grads:
@@ -100,13 +105,16 @@ def variants(options):
 def default_json_path(options, kind="grade"):
     """runs/grader/grade-stage2[-numba][-week7][-quick].json (ignored by git); with `--results`,
     the committed curriculum/results/ (`make results`); a learner's code (`--impl DIR`) gets
-    DIR/results/, so it never overwrites the committed results."""
+    DIR/results/, so it never overwrites the committed results. A run against a learner's own
+    tier (`--against-impl`) is no record of the tier against the repository: it goes to
+    runs/grader/, its name ending in -against."""
     parts = [f"{kind}-stage{options.stage}"]
     parts += [options.variant] if options.variant else []
     parts += [f"week{options.week}"] if options.week else []
     parts += ["quick"] if options.quick else []
+    parts += ["against"] if options.against_impl else []
     folder = RESULTS if options.results else RUNS
-    if options.impl:
+    if options.impl and not options.against_impl:
         folder = Path(options.impl) / "results"
     return folder / ("-".join(parts) + ".json")
 
@@ -157,8 +165,9 @@ def _run_variant(options, variant, plan, kind, out):
     # By default the registry's references (stage 1 has no earlier tier: it is checked against 2).
     against = (options.against,) if options.against else tier.reference_stages
     impl = str(Path(options.impl).resolve()) if options.impl else None
+    own = str(Path(options.against_impl).resolve()) if options.against_impl else None
     setup = Setup(
-        options.stage, variant, impl, against, options.seed, options.quick, bench=kind == "bench"
+        options.stage, variant, impl, against, options.seed, options.quick, kind == "bench", own
     )
     isolate = options.isolate or tier.native  # native code may crash or hang
     runner = IsolatedRunner(setup) if isolate else InProcessRunner(setup)
@@ -168,17 +177,19 @@ def _run_variant(options, variant, plan, kind, out):
     try:
         info = runner.describe()
         graded = info["graded"]
-        record.update(graded=graded, reference=info["reference"])
+        record.update(graded=graded, reference=info["reference"], own_reference=info["own"])
         if not graded["ok"]:
             state = "broken" if graded["broken"] else "unavailable"
             print(f"{label} is {state}: {graded['reason']}", file=out)
             status = FAILED if graded["broken"] else SKIPPED
             results.append(Result("import", "import", status, f"{label}: {graded['reason']}"))
         else:
-            reference = info["reference"]
+            reference, own = info["reference"], info["own"]
             against_text = f"against {reference['label']}" if reference else "with no reference"
             if not reference:
                 against_text += f" tier ({info['reference_reason']})"
+            if own:
+                against_text = f"against your {own['label']} from {_display(own['origin'])}"
             where = _display(graded["origin"])
             isolated = ", isolated" if isolate else ""
             simulated = (
@@ -191,6 +202,8 @@ def _run_variant(options, variant, plan, kind, out):
                 f"seed {options.seed}{simulated}",
                 file=out,
             )
+            if own:
+                results += _own_reference_lines(own, reference, out)
             report.print_header(out)
             _run_tasks(options, runner, plan(options, info, results), results, out)
     except WorkerGone as gone:  # the worker died before it could describe the tiers
@@ -200,6 +213,25 @@ def _run_variant(options, variant, plan, kind, out):
         runner.close()
     record["results"] = results
     return results, record
+
+
+def _own_reference_lines(own, reference, out):
+    """Say who judges what when the learner's own earlier tier is a reference (--against-impl);
+    returns the skipped import of that tier when it did not load: like every problem of a
+    reference, it leaves the graded tier unjudged by it, never failed."""
+    if reference:
+        print(
+            f"  your {own['label']} judges the agree rows wherever the repository's "
+            f"{reference['label']} ({_display(reference['origin'])}) shows it right; the "
+            "repository's tiers judge every other check",
+            file=out,
+        )
+    if own["ok"]:
+        return []
+    state = "broken" if own["broken"] else "unavailable"
+    message = f"your {own['label']} from {_display(own['origin'])} is {state}: {own['reason']}"
+    print(message, file=out)
+    return [Result("import", "agree", SKIPPED, message)]
 
 
 def _run_tasks(options, runner, tasks, results, out):

@@ -5,7 +5,9 @@ and results are small picklable records, so the two are interchangeable.
 
 Three tiers take part: the **graded** tier (the repository's or a learner's, `--impl`), the
 **reference** tier it is compared with (`--against`, the repository's), and the **oracle**, the
-repository's stage 1, whose float64 forward ops give the finite-difference gradients.
+repository's stage 1, whose float64 forward ops give the finite-difference gradients. With
+`--against-impl DIR` a fourth, the learner's **own** copy of the reference stage from DIR, is
+compared with the graded tier in the `agree` rows (grader/agreement.py).
 """
 
 import re
@@ -15,7 +17,7 @@ import numpy as np
 
 import tiers
 
-from . import correctness, determinism, gradients, inputs, propagation, speed, values
+from . import agreement, correctness, determinism, gradients, inputs, propagation, speed, values
 from .ops import OPS, SOURCES, output_names
 from .ownership import Ownership, native_leaves
 from .poison import holds_marker, poisoned_allocations
@@ -54,6 +56,9 @@ class Session:
                 break
             reasons.append(f"{candidate.label}: {candidate.reason}")
         self._reference_reason = "; ".join(reasons)
+        self.own = None  # the learner's earlier tier: its first reference stage, from DIR
+        if setup.against_impl:
+            self.own = tiers.load(tiers.find(setup.against[0]), setup.against_impl)
         self.oracle = tiers.load(tiers.get("python"))
         self.graded_bits = self.graded.tier.bits
         self.gpu = self.graded.tier.gpu
@@ -87,6 +92,15 @@ class Session:
             "reference": reference
             and {"label": reference.label, "stage": reference.stage, "origin": reference.origin},
             "reference_reason": self._reference_reason,
+            "own": self.own
+            and {
+                "label": self.own.label,
+                "stage": self.own.stage,
+                "origin": self.own.origin,
+                "ok": self.own.ok,
+                "reason": self.own.reason,
+                "broken": self.own.broken,
+            },
             "matmul_kernels": tuple(getattr(graded.module, "MATMUL_KERNELS", None) or ()),
         }
 
@@ -186,6 +200,7 @@ class Session:
         """Run one check and return its Result; every failure becomes a message."""
         checks = {
             "correct": correctness.check_correct,
+            "agree": agreement.check_agree,
             "dist": correctness.check_distribution,
             "grad": gradients.check_gradients,
             "nan": propagation.check_nan,
@@ -200,7 +215,7 @@ class Session:
         try:
             return checks[task.kind](self, task)
         except TierError as error:
-            message = self._explain(error)
+            message = self.explain(error)
             if error.case and "not implemented (" not in message:
                 message += f" [{error.case}]"
             return Result(task.op, task.kind, FAILED, message, size=label)
@@ -208,14 +223,17 @@ class Session:
             message = f"{task.op}: grader error, please report: {tiers.describe_exception(error)}"
             return Result(task.op, task.kind, FAILED, message, size=label)
 
-    def _explain(self, error):
-        if error.role == "graded" and isinstance(error.error, NotImplementedError):
-            return f"{error.op}: {not_implemented_message(self.setup.stage, error.op, error.error)}"
+    def explain(self, error):
+        """A TierError as the one line a report shows, naming the tier that raised it."""
+        if error.role in ("graded", "own") and isinstance(error.error, NotImplementedError):
+            stage = self.setup.stage if error.role == "graded" else self.own.stage
+            return f"{error.op}: {not_implemented_message(stage, error.op, error.error)}"
         if isinstance(error.error, values.ContractError):
             return f"{error.op}: {error.error}"
         who = {
             "graded": "",
             "reference": f"the reference tier ({self.reference.label}) ",
             "oracle": "the oracle (stage 1) ",
+            "own": f"your {self.own and self.own.label} ",
         }[error.role]
         return f"{error.op}: {who}raised {tiers.describe_exception(error.error)}"

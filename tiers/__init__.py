@@ -8,12 +8,13 @@ name: `python`, `numpy`, `c`, `numba`, `nvcc`. The grader, `nn`, the tests, the 
     tiers.get("c").module              'stage3_c'
     tiers.find(4)                      the numba tier: a stage's first variant is its default
     tiers.load(tiers.get("numpy"))     a LoadedTier (tiers/loading.py): the module, or why not
+    tiers.load(tier, "workspace")      a learner's copy (`--impl`, `--against-impl`)
 """
 
 import os
 from dataclasses import dataclass
 
-from .loading import REPOSITORY, LoadedTier, describe_exception, load
+from .loading import REPOSITORY, LoadedTier, describe_exception, load, missing_package
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ __all__ = [
     "find",
     "get",
     "load",
+    "missing_package",
     "of_stage",
     "packages",
     "variants",

@@ -101,8 +101,9 @@ def load(tier, impl=None):
             loaded.origin = str(Path(loaded.module.__file__).parent)
         else:
             loaded.origin = str(directory)
-            if not (directory / "__init__.py").exists():  # a wrong --impl path: a failure
-                loaded.reason, loaded.broken = f"no tier package at {directory}", True
+            problem = missing_package(tier, impl)
+            if problem:  # a wrong --impl path: a failure
+                loaded.reason, loaded.broken = problem, True
                 return loaded
             # One module name per folder: graded tiers from two folders never share a module.
             alias = f"graded_{tier.package}_{zlib.crc32(str(directory).encode()):08x}"
@@ -120,6 +121,17 @@ def load(tier, impl=None):
     if not ok:
         loaded.module, loaded.reason = None, reason
     return loaded
+
+
+def missing_package(tier, impl):
+    """Why the folder `impl` holds no copy of `tier` to load ("" when it holds one): the folder
+    does not exist, or it lacks the tier's package (a workspace of other stages)."""
+    if not Path(impl).is_dir():
+        return f"no folder {impl}"
+    directory = package_dir(impl, tier.package)
+    if not (directory / "__init__.py").exists():
+        return f"no tier package at {directory}"
+    return ""
 
 
 def package_dir(impl, package):
