@@ -515,7 +515,8 @@ def train(impl, stage, *flags):
     from nn import train as command
 
     package = "stage1_python" if stage == 1 else "stage2_numpy"
-    impl_flags = ["--impl", impl] if impl and (Path(impl) / package / "__init__.py").is_file() else []
+    holds_it = impl and (Path(impl) / package / "__init__.py").is_file()
+    impl_flags = ["--impl", impl] if holds_it else []
     run_dir = Path(tempfile.mkdtemp(prefix="nn-exercise-"))
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
@@ -553,7 +554,8 @@ def check_train_xor(rng, impl):
 
 def check_train_mlp(rng, impl):
     text, run_dir = train(impl, 2, "--model", "mlp", *mnist_flags(), "--train-size", "3000",
-                          "--val-size", "1000", "--epochs", "2", "--batch-size", "32", "--shift", "0")
+                          "--val-size", "1000", "--epochs", "2", "--batch-size", "32",
+                          "--shift", "0")
     accuracy = accuracy_of(text)
     expect(accuracy >= 0.85, f"mlp on 3,000 MNIST digits, 2 epochs: test accuracy {accuracy}, "
            "expected at least 0.85 (the reference reaches about 0.9)")
@@ -563,7 +565,8 @@ def check_train_mlp(rng, impl):
 
 def check_train_lenet5(rng, impl):
     text, run_dir = train(impl, 2, "--model", "lenet5", *mnist_flags(), "--train-size", "2000",
-                          "--val-size", "500", "--epochs", "2", "--batch-size", "32", "--shift", "0")
+                          "--val-size", "500", "--epochs", "2", "--batch-size", "32",
+                          "--shift", "0")
     accuracy = accuracy_of(text)
     expect(accuracy >= 0.75, f"lenet5 on 2,000 MNIST digits, 2 epochs: test accuracy {accuracy}, "
            "expected at least 0.75 (the reference reaches about 0.85)")

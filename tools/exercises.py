@@ -244,7 +244,8 @@ def print_summary(out, plans):
     regions = [region for _files, found in plans.values() for region in found]
     file_count = sum(len(files) for files, _found in plans.values())
     print(
-        f"wrote {out}/: {len(plans)} package(s), {file_count} files, {len(regions)} exercise regions"
+        f"wrote {out}/: {len(plans)} package(s), {file_count} files, "
+        f"{len(regions)} exercise regions"
     )
     per_week = Counter(region.week for region in regions)
     tiers_of_week = defaultdict(set)
