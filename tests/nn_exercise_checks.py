@@ -552,26 +552,26 @@ def check_train_xor(rng, impl):
     expect(meta["progress"]["epoch"] == 100, "xor: last.npz does not hold the 100th epoch")
 
 
-def check_train_mlp(rng, impl):
-    text, run_dir = train(impl, 2, "--model", "mlp", *mnist_flags(), "--train-size", "3000",
-                          "--val-size", "1000", "--epochs", "2", "--batch-size", "32",
-                          "--shift", "0")
+def train_on_mnist(impl, model, train_size, minimum, typical):
+    """Two epochs of `model` on `train_size` MNIST digits (stage 2): test accuracy >= `minimum`
+    (the reference reaches about `typical`), and best.npz and last.npz written."""
+    text, run_dir = train(impl, 2, "--model", model, *mnist_flags(), "--train-size",
+                          str(train_size), "--val-size", "500", "--epochs", "2", "--batch-size",
+                          "32", "--shift", "0")
     accuracy = accuracy_of(text)
-    expect(accuracy >= 0.85, f"mlp on 3,000 MNIST digits, 2 epochs: test accuracy {accuracy}, "
-           "expected at least 0.85 (the reference reaches about 0.9)")
+    expect(accuracy >= minimum, f"{model} on {train_size:,} MNIST digits, 2 epochs: test "
+           f"accuracy {accuracy}, expected at least {minimum} (the reference reaches about "
+           f"{typical})")
     for name in ("best.npz", "last.npz"):
-        expect(read_checkpoint(run_dir / name)[0]["model"] == "mlp", f"mlp: no {name}")
+        expect(read_checkpoint(run_dir / name)[0]["model"] == model, f"{model}: no {name}")
+
+
+def check_train_mlp(rng, impl):
+    train_on_mnist(impl, "mlp", 3000, minimum=0.85, typical=0.9)
 
 
 def check_train_lenet5(rng, impl):
-    text, run_dir = train(impl, 2, "--model", "lenet5", *mnist_flags(), "--train-size", "2000",
-                          "--val-size", "500", "--epochs", "2", "--batch-size", "32",
-                          "--shift", "0")
-    accuracy = accuracy_of(text)
-    expect(accuracy >= 0.75, f"lenet5 on 2,000 MNIST digits, 2 epochs: test accuracy {accuracy}, "
-           "expected at least 0.75 (the reference reaches about 0.85)")
-    for name in ("best.npz", "last.npz"):
-        expect(read_checkpoint(run_dir / name)[0]["model"] == "lenet5", f"lenet5: no {name}")
+    train_on_mnist(impl, "lenet5", 2000, minimum=0.75, typical=0.85)
 
 
 CHECKS = {  # name: (week, the tasks it grades, function, what it takes: "" / "run_dir" / "impl")
