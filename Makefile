@@ -18,7 +18,10 @@ export NUMBA_ENABLE_CUDASIM
 # STAGE, else the repository's (the reference). IMPL=DIR takes DIR's; IMPL= (empty) the reference.
 IMPL ?= $(if $(wildcard workspace/stage$(STAGE)_*),workspace,)
 # `make test` takes every stage workspace/ holds (IMPL given: that folder, or none for IMPL=).
-TEST_IMPL = $(if $(filter file,$(origin IMPL)),$(if $(wildcard workspace/stage*_*),workspace),$(IMPL))
+TEST_IMPL = $(if $(filter file,$(origin IMPL)),$(if $(wildcard workspace/stage*_* workspace/nn),workspace),$(IMPL))
+# `make train`'s network (S2C_NN, nn/__init__.py): workspace/nn when it exists, whatever the stage;
+# IMPL=DIR takes DIR/nn when DIR holds one, IMPL= the reference.
+NN_IMPL = $(if $(filter file,$(origin IMPL)),$(if $(wildcard workspace/nn/__init__.py),workspace),$(IMPL))
 # The stage is STAGE=N, never --stage in ARGS: IMPL follows STAGE.
 NO_STAGE_IN_ARGS = @case " $(ARGS) " in *" --stage"*) \
 	echo "make $@: give the stage as STAGE=N, not --stage in ARGS (IMPL follows STAGE)"; exit 2;; esac
@@ -100,7 +103,7 @@ bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyT
 train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
-	$(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+	S2C_NN=$(NN_IMPL) $(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
 	$(PY) -m tools.exercises --out $(WORKSPACE) $(ARGS)

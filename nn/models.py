@@ -27,25 +27,30 @@ MNIST_SHAPE = (1, 28, 28)
 
 def perceptron(input_shape=(2,), num_classes=2):
     """One linear layer trained with the multiclass hinge loss (Rosenblatt's idea with a margin)."""
+    # BEGIN SOLUTION week 9, task perceptron
     layers = [Flatten()] if len(input_shape) > 1 else []
     layers.append(Linear(prod(input_shape), num_classes, init="xavier"))
+    # END SOLUTION
     return Model("perceptron", Sequential(*layers), input_shape, num_classes, "hinge")
 
 
 def xor(input_shape=(2,), num_classes=2):
-    """The 2-4-1 network that solves XOR: one tanh hidden layer, one logit."""
+    """The 2-4-1 network that solves XOR: one tanh hidden layer, one logit (given: the pattern
+    that perceptron, mlp and lenet5 follow)."""
     net = Sequential(Linear(2, 4, init="xavier"), Tanh(), Linear(4, 1, init="xavier"))
     return Model("xor", net, (2,), 2, "binary_cross_entropy")
 
 
 def mlp(input_shape=MNIST_SHAPE, num_classes=10, hidden=128):
     """Flatten, one hidden ReLU layer: 784-128-10 on MNIST."""
+    # BEGIN SOLUTION week 9, task mlp
     net = Sequential(
         Flatten(),
         Linear(prod(input_shape), hidden),
         ReLU(),
         Linear(hidden, num_classes),
     )
+    # END SOLUTION
     return Model("mlp", net, input_shape, num_classes, "cross_entropy", {"hidden": hidden})
 
 
@@ -56,6 +61,7 @@ def lenet5(input_shape=MNIST_SHAPE, num_classes=10):
     Conv 1->6 k5 (padding 2 keeps 28x28, as the original's 32x32 input), pool, Conv 6->16 k5,
     pool, 400-120-84-10: 61,706 parameters.
     """
+    # BEGIN SOLUTION week 9, task lenet5
     net = Sequential(
         Conv2d(1, 6, 5, padding=2),
         ReLU(),
@@ -70,6 +76,7 @@ def lenet5(input_shape=MNIST_SHAPE, num_classes=10):
         ReLU(),
         Linear(84, num_classes),
     )
+    # END SOLUTION
     return Model("lenet5", net, MNIST_SHAPE, num_classes, "cross_entropy")
 
 

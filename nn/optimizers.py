@@ -27,12 +27,14 @@ class Optimizer:
     def step(self, lr):
         """Apply one update with learning rate `lr` to every parameter that has a gradient."""
         self.steps += 1
+        # BEGIN SOLUTION week 9, task Optimizer.step
         for name, param in self.params.items():
             if param.grad is None:
                 raise RuntimeError(f"parameter {name!r} has no gradient: run backward first")
             decay = self.weight_decay if param.decay else 0.0
             state = [self.slot_arrays[name, slot] for slot in self.slots]
             self.update(param, state, lr, decay)
+        # END SOLUTION
 
     def update(self, param, state, lr, weight_decay):
         raise NotImplementedError

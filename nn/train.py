@@ -7,12 +7,14 @@ one line on stderr and an exit status of its kind (nn/exits.py, listed by --help
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
+import nn
 from nn.checkpoint import CheckpointError, read_checkpoint
 from nn.data import DATA_NAMES, load_data
 from nn.exits import DIVERGED, EPILOG, INTERRUPTED, REPORTED, exit_status
@@ -109,7 +111,13 @@ def main(argv=None):
         return train(args, tier)
     except REPORTED as error:
         hint = ""
-        if isinstance(error, NotImplementedError):  # an exercise of the --impl tier to write
+        network = re.match(r"week (\d+), task .*\(nn/", str(error))
+        if network:  # an exercise of the learner's nn/ (S2C_NN) to write
+            hint = (
+                f"; `make test ARGS='-m week{int(network[1]):02d}'` grades the network's "
+                "exercises (`make train IMPL=` trains the reference)"
+            )
+        elif isinstance(error, NotImplementedError):  # an exercise of the --impl tier to write
             hint = (
                 f"; `make grade STAGE={args.stage}` lists what is left "
                 "(`make train IMPL=` trains on the reference)"
@@ -156,6 +164,7 @@ def train(args, tier):
     print(f"stage {args.stage} ({tier.NAME}, {implementation}); data {args.data}: "
           f"{len(data.train)} train, {len(data.val) if data.val else 0} validation, "
           f"{len(data.test)} test")
+    print(f"network: nn/ of {nn.SOURCE}")
     print(f"recipe: {recipe.to_json()}")
     record = {
         "data": args.data,

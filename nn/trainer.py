@@ -159,7 +159,7 @@ class Trainer:
                 while progress.epoch < self.recipe.epochs and not progress.stopped_early:
                     self.train_epoch()
                     self._stop_if_requested()
-                    self._end_epoch()
+                    self.end_epoch()
                 self._stop_if_requested()
             except KeyboardInterrupt:
                 raise self._interrupted() from None
@@ -205,8 +205,12 @@ class Trainer:
             self._stop_if_requested()
             self.mid_update = True
             started = time.perf_counter()
+            # This batch's examples (`chosen`: indices into the training set, the next
+            # batch_size of `order`, fewer at the end), and one step on them.
+            # BEGIN SOLUTION week 9, task Trainer.train_epoch
             chosen = order[progress.batch * recipe.batch_size:][: recipe.batch_size]
             loss, correct = self.train_step(chosen)
+            # END SOLUTION
             progress.count_batch(loss, correct, len(chosen), time.perf_counter() - started)
             self.mid_update = False
             bar.update()
@@ -231,9 +235,23 @@ class Trainer:
             rng = np.random.default_rng([recipe.seed, progress.epoch, progress.batch, 1])
             images = augment(images, rng, recipe.shift, recipe.flip)
         labels = self.data.train.labels[indices]
-        logits = model.forward(tier.from_numpy(self.data.normalizer(images)))
+        inputs = tier.from_numpy(self.data.normalizer(images))
         targets = tier.from_numpy(model.loss.targets(labels))
+        # Forward, the loss (`loss` a float, checked by checked_loss before anything changes),
+        # backward, and the optimizer's update at the schedule's learning rate for this step.
+        # BEGIN SOLUTION week 9, task Trainer.train_step
+        logits = model.forward(inputs)
         loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
+        loss = self.checked_loss(loss)
+        model.backward(dlogits)
+        self.optimizer.step(self.schedule(progress.step))
+        # END SOLUTION
+        correct = int((model.loss.predict(tier.to_numpy(logits)) == labels).sum())
+        return loss, correct
+
+    def checked_loss(self, loss):
+        """The step's loss as a float; TrainingDiverged when it is NaN or Inf."""
+        progress = self.progress
         loss = float(loss)  # a GPU tier's loss stays on the device until read (CONTRACT.md)
         if not math.isfinite(loss):
             raise TrainingDiverged(
@@ -241,10 +259,7 @@ class Trainer:
                 f"batch {progress.batch + 1}); training stopped. {self.last_good_text()}; "
                 "try a lower --lr."
             )
-        model.backward(dlogits)
-        self.optimizer.step(self.schedule(progress.step))
-        correct = int((model.loss.predict(tier.to_numpy(logits)) == labels).sum())
-        return loss, correct
+        return loss
 
     def _device_step(self):
         """train_step with the batch gathered on the device; nothing comes back to the host."""
@@ -281,7 +296,7 @@ class Trainer:
             f"img/s={rate:.0f}"
         )
 
-    def _end_epoch(self):
+    def end_epoch(self):
         """Validate, log, checkpoint, and decide on early stopping."""
         progress, recipe = self.progress, self.recipe
         metrics = {
@@ -302,6 +317,9 @@ class Trainer:
         progress.batch = progress.seen = progress.correct = 0
         progress.loss_sum = progress.seconds = 0.0
 
+        # Remember the best validation loss and count the epochs without a better one (stop
+        # after recipe.patience of them; 0: never); save last.npz, and best.npz when improved.
+        # BEGIN SOLUTION week 9, task Trainer.end_epoch
         improved = "val_loss" in metrics and metrics["val_loss"] < progress.best_val_loss
         if improved:
             progress.best_val_loss = metrics["val_loss"]
@@ -314,6 +332,7 @@ class Trainer:
         self.save(self.last_path)
         if improved:
             self.save(self.best_path)
+        # END SOLUTION
         self._write_metrics_log()
         self.mid_update = False
         # Long runs of tiny epochs (XOR: 300) print about 20 lines, not one per epoch.
@@ -329,6 +348,9 @@ class Trainer:
     def evaluate(self, split):
         """(mean loss, accuracy, predicted classes) of the model in evaluation mode on `split`."""
         tier, model = self.tier, self.model
+        # Evaluation mode, batches of EVAL_BATCH, the loss weighted by each batch's size; then
+        # back to training mode. `predictions`: the predicted class of every example, in order.
+        # BEGIN SOLUTION week 9, task Trainer.evaluate
         model.eval()
         loss_sum, predictions = 0.0, []
         for start in range(0, len(split), EVAL_BATCH):
@@ -340,6 +362,7 @@ class Trainer:
             predictions.append(model.loss.predict(tier.to_numpy(logits)))
         model.train()
         predictions = np.concatenate(predictions)
+        # END SOLUTION
         return loss_sum / len(split), float((predictions == split.labels).mean()), predictions
 
     # -- checkpoints and logs -----------------------------------------------------------------
@@ -386,7 +409,7 @@ class Trainer:
 
 
 def _is_metrics(metrics):
-    """Whether `metrics` is an epoch's entry of the history (see _end_epoch)."""
+    """Whether `metrics` is an epoch's entry of the history (see end_epoch)."""
     required = {"epoch", "train_loss", "train_accuracy", "lr", "seconds", "images_per_second",
                 "eval_seconds"}
     return (isinstance(metrics, dict) and required <= set(metrics)

@@ -23,12 +23,14 @@ from tools.exercises import (
     REPO_ROOT,
     MarkerError,
     available_tiers,
+    exercise_packages,
     is_skipped,
     plan_tier,
     stub_regions,
 )
 
 TIERS = available_tiers(REPO_ROOT)
+PACKAGES = exercise_packages(REPO_ROOT)  # the tiers and the network (nn/)
 STAGES = sorted({int(tier[len("stage")]) for tier in TIERS if tier[len("stage")] in "123"})
 GRADER_PRESENT = (REPO_ROOT / "grader" / "__main__.py").is_file()
 LAST_LINE = re.compile(
@@ -70,10 +72,10 @@ def solution_and_given_lines(text):
 
 
 def reference_sources():
-    """Relative paths of the reference's tier files that the workspace must hold."""
+    """Relative paths of the reference's tier and network files that the workspace must hold."""
     return sorted(
         path.relative_to(REPO_ROOT)
-        for tier in TIERS
+        for tier in PACKAGES
         for path in (REPO_ROOT / tier).rglob("*")
         if path.is_file() and not is_skipped(path.relative_to(REPO_ROOT))
     )
@@ -329,8 +331,8 @@ CURRICULUM = REPO_ROOT / "curriculum"
 
 def test_each_week_page_names_the_files_and_tasks_of_its_exercises():
     missing = []
-    for tier in TIERS:
-        for region in plan_tier(REPO_ROOT, tier)[1]:
+    for package in PACKAGES:
+        for region in plan_tier(REPO_ROOT, package)[1]:
             page = CURRICULUM / f"week{region.week:02d}.md"
             text = page.read_text(encoding="utf-8") if page.is_file() else ""
             missing += [

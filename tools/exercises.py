@@ -1,6 +1,6 @@
 """Write the learner workspace: the tier packages with every solution region replaced by a stub.
 
-    python -m tools.exercises --out workspace [--tiers stage1_python,stage2_numpy] [--force]
+    python -m tools.exercises --out workspace [--tiers stage1_python,stage2_numpy,nn] [--force]
 
 Reference code marks each exercise body (grader/CONTRACT.md, "Weeks and exercise markers"):
 
@@ -16,6 +16,8 @@ NotImplementedError. Broken markers (unbalanced, nested, without week and task) 
 it writes anything, and a tier already in the workspace is never overwritten without --force: it
 may hold the learner's work. The packages every tier imports (the argument checks, `argcheck/`)
 are copied as they are when missing (replaced with --force), so the workspace also runs alone.
+The network (`nn/`, weeks 9 and 10) is stubbed the same way; it runs from the repository root with
+S2C_NN naming the workspace (nn/__init__.py), since it imports the registry and the data sets.
 """
 
 import argparse
@@ -33,6 +35,8 @@ import tiers
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Packages every tier imports, copied as they are (no exercises in them): the argument checks.
 GIVEN_PACKAGES = ("argcheck",)
+# Packages with exercises besides the tiers, stubbed like them but never built: the network.
+NETWORK_PACKAGES = ("nn",)
 DEFAULT_OUT = Path("workspace")  # where `make grade` looks for the learner's tiers
 # Build outputs stay behind (the workspace builds its own); the names follow .gitignore.
 SKIPPED_NAMES = ("__pycache__", "_build", "*.so", "*.o", "*.pyc", "_s2c_native*")
@@ -165,6 +169,12 @@ def available_tiers(root):
     return [name for name in tiers.packages() if (root / name / "__init__.py").is_file()]
 
 
+def exercise_packages(root):
+    """Every package of `root` with exercises: its tiers, then the network (NETWORK_PACKAGES)."""
+    network = [name for name in NETWORK_PACKAGES if (root / name / "__init__.py").is_file()]
+    return available_tiers(root) + network
+
+
 def check_destination(out, packages, root, force):
     """Refuse to write into the reference, or over a tier without --force."""
     if out.resolve() == root.resolve():
@@ -234,7 +244,8 @@ def print_summary(out, plans):
     regions = [region for _files, found in plans.values() for region in found]
     file_count = sum(len(files) for files, _found in plans.values())
     print(
-        f"wrote {out}/: {len(plans)} tier(s), {file_count} files, {len(regions)} exercise regions"
+        f"wrote {out}/: {len(plans)} package(s), {file_count} files, "
+        f"{len(regions)} exercise regions"
     )
     per_week = Counter(region.week for region in regions)
     tiers_of_week = defaultdict(set)
@@ -245,9 +256,12 @@ def print_summary(out, plans):
         print(f"  week {week:2d}: {per_week[week]:3d} regions  ({names})")
     if regions:
         first = min(regions, key=lambda region: region.week)
-        stage = first.path[len("stage")]
         where = "" if out == DEFAULT_OUT else f" IMPL={out}"
-        print(f"next: make grade STAGE={stage} WEEK={first.week}{where}")
+        if first.path.startswith("stage"):
+            stage = first.path[len("stage")]
+            print(f"next: make grade STAGE={stage} WEEK={first.week}{where}")
+        else:  # the network alone: graded by its week's tests
+            print(f"next: make test{where} ARGS='-m week{first.week:02d}'")
 
 
 def parse_args(argv):
@@ -256,7 +270,9 @@ def parse_args(argv):
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="workspace folder")
     parser.add_argument(
-        "--tiers", help="comma-separated tier packages (default: every one of the registry, tiers/)"
+        "--tiers",
+        help="comma-separated packages: tiers and nn (default: every tier of the registry, tiers/, "
+        "and nn)",
     )
     parser.add_argument(
         "--force", action="store_true", help="replace tiers already in the workspace (loses edits)"
@@ -269,11 +285,11 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    known = available_tiers(args.root)
+    known = exercise_packages(args.root)
     chosen = args.tiers.split(",") if args.tiers else known
     unknown = [package for package in chosen if package not in known]
     if unknown or not chosen:
-        raise SystemExit(f"error: unknown tier(s) {unknown}; available: {', '.join(known)}")
+        raise SystemExit(f"error: unknown package(s) {unknown}; available: {', '.join(known)}")
     check_destination(args.out, chosen, args.root, args.force)
     try:
         plans = {package: plan_tier(args.root, package) for package in chosen}

@@ -45,6 +45,8 @@ class BatchNorm(Layer):
         setattr(self, name, value)
 
     def forward(self, x):
+        """Normalized x (same shape); batch statistics in training, running ones in evaluation."""
+        # BEGIN SOLUTION week 10, task BatchNorm.forward
         self.x = x
         y, self.saved = self.tier.batchnorm_forward(
             x,
@@ -57,15 +59,19 @@ class BatchNorm(Layer):
             self.eps,
         )
         return y
+        # END SOLUTION
 
     def backward(self, dout):
+        """dx from dout (same shape); fills gamma.grad and beta.grad [C]."""
         if not self.training:
             raise RuntimeError(f"{self.describe()}: backward needs training mode")
+        # BEGIN SOLUTION week 10, task BatchNorm.backward
         gamma, beta = self.params["gamma"], self.params["beta"]
         dx, gamma.grad, beta.grad = self.tier.batchnorm_backward(
             dout, self.x, gamma.value, self.saved
         )
         return dx
+        # END SOLUTION
 
     def describe(self):
         return f"BatchNorm({self.num_features})"

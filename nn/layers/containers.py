@@ -25,14 +25,20 @@ class Sequential(Layer):
         return shape
 
     def forward(self, x):
+        """Each layer's output is the next one's input; returns the last output."""
+        # BEGIN SOLUTION week 9, task Sequential.forward
         for layer in self.layers:
             x = layer.forward(x)
         return x
+        # END SOLUTION
 
     def backward(self, dout):
+        """The chain rule: each layer's input gradient is the gradient of the layer before it."""
+        # BEGIN SOLUTION week 9, task Sequential.backward
         for layer in reversed(self.layers):
             dout = layer.backward(dout)
         return dout
+        # END SOLUTION
 
     def describe(self):
         return f"Sequential({len(self.layers)} layers)"
@@ -69,13 +75,19 @@ class Residual(Layer):
         return body_shape
 
     def forward(self, x):
+        """body(x) + x, or body(x) + shortcut(x); the sum through the tier's `add`."""
+        # BEGIN SOLUTION week 10, task Residual.forward
         skip = x if self.shortcut is None else self.shortcut.forward(x)
         return self.tier.add(self.body.forward(x), skip)
+        # END SOLUTION
 
     def backward(self, dout):
+        """The input gradient through both branches (their gradients add up)."""
+        # BEGIN SOLUTION week 10, task Residual.backward
         # The sum's gradient reaches both branches unchanged; their input gradients add up.
         dskip = dout if self.shortcut is None else self.shortcut.backward(dout)
         return self.tier.add(self.body.backward(dout), dskip)
+        # END SOLUTION
 
     def describe(self):
         return "Residual(identity)" if self.shortcut is None else "Residual(projection)"

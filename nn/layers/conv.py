@@ -46,16 +46,23 @@ class Conv2d(Layer):
         return (self.out_channels, out_h, out_w)
 
     def forward(self, x):
+        """y [N, K, OH, OW] from x [N, C, H, W]; keeps x for backward."""
+        # BEGIN SOLUTION week 9, task Conv2d.forward
         self.x = x
         weight, bias = self.params["weight"].value, self.params["bias"].value
         return self.tier.conv2d_forward(x, weight, bias, self.stride, self.padding)
+        # END SOLUTION
 
     def backward(self, dout):
+        """dx [N, C, H, W] (None when needs_input_grad is False) from dout [N, K, OH, OW];
+        fills weight.grad [K, C, k, k] and bias.grad [K]."""
+        # BEGIN SOLUTION week 9, task Conv2d.backward
         weight, bias = self.params["weight"], self.params["bias"]
         dx, weight.grad, bias.grad = self.tier.conv2d_backward(
             self.x, weight.value, dout, self.stride, self.padding, need_dx=self.needs_input_grad
         )
         return dx
+        # END SOLUTION
 
     def describe(self):
         extras = "".join(

@@ -30,13 +30,19 @@ class Linear(Layer):
         return (self.out_features,)
 
     def forward(self, x):
+        """y [N, out] = x @ weight.T + bias; keeps x [N, in] for backward."""
+        # BEGIN SOLUTION week 9, task Linear.forward
         self.x = x
         return self.tier.linear_forward(x, self.params["weight"].value, self.params["bias"].value)
+        # END SOLUTION
 
     def backward(self, dout):
+        """dx [N, in] from dout [N, out]; fills weight.grad [out, in] and bias.grad [out]."""
+        # BEGIN SOLUTION week 9, task Linear.backward
         weight, bias = self.params["weight"], self.params["bias"]
         dx, weight.grad, bias.grad = self.tier.linear_backward(self.x, weight.value, dout)
         return dx
+        # END SOLUTION
 
     def describe(self):
         return f"Linear({self.in_features}->{self.out_features})"
