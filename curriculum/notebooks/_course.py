@@ -123,10 +123,11 @@ def learner_impl(stage):
     )
 
 
-def check(stage, ops, checks=("correct", "grad")):
+def check(stage, ops, checks=("correct", "grad"), table=True):
     """Grade `ops` of stage `stage` with the repository's grader, on the learner's workspace when
-    it has the stage (the reference otherwise, saying so); prints the grader's table and returns
-    its record. The record goes to a temporary file: a notebook never writes results."""
+    it has the stage (the reference otherwise, saying so); prints the grader's table (with
+    table=False only its failures and last line) and returns its record. The record goes to a
+    temporary file: a notebook never writes results."""
     from grader.run import Options, grade  # the grader's own entry point, as `make grade` uses
 
     impl, sentence = learner_impl(stage)
@@ -134,8 +135,9 @@ def check(stage, ops, checks=("correct", "grad")):
     with tempfile.TemporaryDirectory() as folder:
         options = Options(stage=stage, ops=tuple(ops), impl=impl, quick=True, checks=tuple(checks),
                           json=str(Path(folder) / "check.json"))
-        table = io.StringIO()
-        _status, record = grade(options, out=table)
-    print("\n".join(line for line in table.getvalue().splitlines()
-                    if not line.startswith("results written to")))
+        report = io.StringIO()
+        _status, record = grade(options, out=report)
+    rows, _written, recap = report.getvalue().partition("\nresults written to")
+    recap = recap.partition("\n")[2]  # after the line naming the (temporary) file
+    print(rows + "\n" + recap if table else recap, end="")
     return record
