@@ -126,7 +126,7 @@ def learner_impl(stage):
 def check(stage, ops, checks=("correct", "grad"), table=True):
     """Grade `ops` of stage `stage` with the repository's grader, on the learner's workspace when
     it has the stage (the reference otherwise, saying so); prints the grader's table (with
-    table=False only its failures and last line) and returns its record. The record goes to a
+    table=False only its failures and last line) and returns its JSON record, read back from a
     temporary file: a notebook never writes results."""
     from grader.run import Options, grade  # the grader's own entry point, as `make grade` uses
 
@@ -136,7 +136,8 @@ def check(stage, ops, checks=("correct", "grad"), table=True):
         options = Options(stage=stage, ops=tuple(ops), impl=impl, quick=True, checks=tuple(checks),
                           json=str(Path(folder) / "check.json"))
         report = io.StringIO()
-        _status, record = grade(options, out=report)
+        grade(options, out=report)
+        record = json.loads(Path(options.json).read_text())  # plain JSON, as committed records
     rows, _written, recap = report.getvalue().partition("\nresults written to")
     recap = recap.partition("\n")[2]  # after the line naming the (temporary) file
     print(rows + "\n" + recap if table else recap, end="")
