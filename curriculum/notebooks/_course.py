@@ -126,8 +126,8 @@ def learner_impl(stage):
 def check(stage, ops, checks=("correct", "grad"), table=True):
     """Grade `ops` of stage `stage` with the repository's grader, on the learner's workspace when
     it has the stage (the reference otherwise, saying so); prints the grader's table (with
-    table=False only its failures and last line) and returns its JSON record, read back from a
-    temporary file: a notebook never writes results."""
+    table=False only its last line, `N passed, N failed`) and returns its JSON record, read back
+    from a temporary file: a notebook never writes results."""
     from grader.run import Options, grade  # the grader's own entry point, as `make grade` uses
 
     impl, sentence = learner_impl(stage)
@@ -140,5 +140,5 @@ def check(stage, ops, checks=("correct", "grad"), table=True):
         record = json.loads(Path(options.json).read_text())  # plain JSON, as committed records
     rows, _written, recap = report.getvalue().partition("\nresults written to")
     recap = recap.partition("\n")[2]  # after the line naming the (temporary) file
-    print(rows + "\n" + recap if table else recap, end="")
+    print(rows + "\n" + recap if table else recap.splitlines()[-1])
     return record
