@@ -108,8 +108,8 @@ train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
 	$(PY) -m tools.exercises --out $(WORKSPACE) $(ARGS)
 
-notebooks: setup ## execute the curriculum notebooks and keep their outputs
-	$(PY) -m pytest -q --nbmake --overwrite curriculum/notebooks
+notebooks: setup ## run the curriculum notebooks; the copies with their figures go to runs/notebooks/
+	$(PY) -m tools.notebooks --out runs/notebooks $(ARGS)
 
 asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grader under it, rebuild
 	$(PY) -m stage3_c.build --asan
