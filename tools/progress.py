@@ -1,7 +1,8 @@
 """`make progress`: which exercises of a workspace pass, per week and tier.
 
     python -m tools.progress --impl workspace     a learner's workspace (make progress)
-    python -m tools.progress                      the reference, every exercise written
+    python -m tools.progress                      the reference, every exercise written (or the
+                                                  folder S2C_IMPL names, as `make test` does)
     python -m tools.progress --stages 1,4         only these stages (4 even on the CUDA simulator)
 
 The exercises are EXERCISES.md's rows (tools/exercise_index.py). Each gets one status:
@@ -20,6 +21,7 @@ graded on numba's CUDA simulator (no GPU): its checks take minutes there.
 
 import argparse
 import io
+import os
 import re
 import sys
 import tempfile
@@ -27,6 +29,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import tiers
 from grader.records import FAILED, PASSED, SKIPPED
 from grader.run import Options, grade
 
@@ -195,15 +198,30 @@ def print_notes(statuses, impl, out):
         )
 
 
+def stage_list(text):
+    """'1,4' -> (1, 4); an unknown stage is a usage error."""
+    try:
+        stages = tuple(int(stage) for stage in text.split(","))
+    except ValueError:
+        stages = ()
+    if not stages or set(stages) - set(tiers.STAGES):
+        raise argparse.ArgumentTypeError(f"{text!r}: give stages of {tiers.STAGES}, e.g. 1,2")
+    return stages
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(
         prog="python -m tools.progress", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
-        "--impl", metavar="DIR", help="the workspace to read (default: the reference)"
+        "--impl",
+        metavar="DIR",
+        default=os.environ.get("S2C_IMPL") or None,
+        help="the workspace to read (default: S2C_IMPL, else the reference)",
     )
     parser.add_argument(
         "--stages",
+        type=stage_list,
         metavar="N,M",
         help="stages to grade (default: every one but the GPU tier on the CUDA simulator)",
     )
@@ -212,7 +230,6 @@ def parse_args(argv):
 
 def main(argv=None, out=sys.stdout):
     args = parse_args(argv)
-    stages = tuple(int(stage) for stage in args.stages.split(",")) if args.stages else None
     if args.impl and not Path(args.impl).is_dir():
         print(
             f"error: --impl {args.impl}: no such folder (make exercises writes workspace/)",
@@ -226,7 +243,7 @@ def main(argv=None, out=sys.stdout):
         flush=True,
     )
     started = time.perf_counter()
-    statuses, not_graded = progress(args.impl, stages)
+    statuses, not_graded = progress(args.impl, args.stages)
     print_table(statuses, not_graded, out)
     print_notes(statuses, args.impl, out)
     print(f"\n({time.perf_counter() - started:.1f} s)", file=out)
