@@ -81,10 +81,21 @@ def statuses_of(workspace, stages=STAGES):
 
 
 def test_a_fresh_workspace_is_all_not_implemented(fresh):
-    statuses = statuses_of(fresh)
-    written_here = [e for e in EXERCISES if e.tier and e.tier.stage in STAGES]
-    assert len(written_here) > 100
-    assert {statuses[e.path, e.task] for e in written_here} == {NOT_IMPLEMENTED}
+    statuses, not_graded = progress(str(fresh), STAGES)
+    assert len(statuses) == len(EXERCISES) > 100
+    assert {status for status, _note in statuses.values()} == {NOT_IMPLEMENTED}
+    assert not_graded == {"stage 4 (numba)": f"{fresh}/ does not hold stage4_cuda"}
+
+
+def test_a_tier_that_does_not_import_fails_its_written_exercises(workspace):
+    fill(workspace, "stage2_numpy/linalg.py", "matmul", body="    return (\n")
+    out = io.StringIO()
+
+    main(["--impl", str(workspace), "--stages", "2"], out=out)
+
+    table = out.getvalue()
+    assert "stage 2: does not build or import: " in table and "linalg.py" in table, table
+    assert "week 7, task matmul (stage2_numpy/linalg.py): stage 2 was not graded" in table
 
 
 def test_one_exercise_filled_in_passes(workspace):

@@ -40,6 +40,7 @@ NOT_IMPLEMENTED, UNCHECKED = "not implemented", "unchecked"
 STATUSES = (PASSED, FAILED, NOT_IMPLEMENTED, UNCHECKED)
 CHECKS = ("correct", "nan", "grad", "dist")  # the grader's checks but speed and determinism
 STUB_HIT = re.compile(r"not implemented \(week (?P<week>\d+), task (?P<task>[\w\-]+)\)")
+ABSENT = "its file is not in the workspace"
 UNCHECKED_MEANS = (
     "written, but nothing here checks it alone (a helper: the week's ops that call it check it; "
     "or a tier not graded here)"
@@ -51,11 +52,8 @@ SIMULATOR_REASON = (
 
 
 def stub_remains(exercise, folder):
-    """True when a stub of `exercise` is still in its file under `folder`, or there is no such file
-    (a tier the workspace does not hold)."""
+    """True when a stub of `exercise` is still in its file under `folder`."""
     source = Path(folder) / exercise.path
-    if not source.is_file():
-        return True
     language = LANGUAGE_OF_SUFFIX[source.suffix]
     stub = stub_line(language, "", exercise.week, exercise.task, exercise.path, "")
     return any(line.strip() == stub for line in source.read_text(encoding="utf-8").splitlines())
@@ -91,10 +89,10 @@ def judge(exercise, results, stubs_hit):
     """(status, note) of a written exercise from its tier's results."""
     if (exercise.week, exercise.task) in stubs_hit:
         return NOT_IMPLEMENTED, "its stub was reached through another exercise"
-    broken = [r for r in results if r.op == "import"]
-    if broken:
-        status = FAILED if broken[0].status == FAILED else UNCHECKED
-        return status, broken[0].message
+    tier_level = [r for r in results if r.op == "import"]  # broken or unavailable: said above
+    if tier_level:
+        status = FAILED if tier_level[0].status == FAILED else UNCHECKED
+        return status, f"{exercise.tier.label} was not graded (see above)"
     own = checks_of(exercise, results)
     failed = [r for r in own if r.status == FAILED]
     if failed:
@@ -117,7 +115,11 @@ def progress(impl, stages=None):
     statuses, not_graded = {}, {}
     by_tier = {}
     for exercise in collect():
-        if stub_remains(exercise, folder):
+        if not (folder / exercise.path).is_file():
+            statuses[exercise] = (NOT_IMPLEMENTED, ABSENT)
+            label = exercise.tier.label if exercise.tier else exercise.package
+            not_graded[label] = f"{folder}/ does not hold {exercise.package}"
+        elif stub_remains(exercise, folder):
             statuses[exercise] = (NOT_IMPLEMENTED, "")
         else:
             by_tier.setdefault(exercise.tier, []).append(exercise)
@@ -130,9 +132,12 @@ def progress(impl, stages=None):
         ops = {exercise.op for exercise in written if exercise.op}
         ops |= {"matmul" for exercise in written if exercise.rung}
         results = grade_tier(tier, impl, ops) if ops else []
-        unavailable = [r.message for r in results if r.op == "import" and r.status == SKIPPED]
-        if unavailable:  # e.g. the C tier not built, or no GPU
-            not_graded[tier.label] = f"not graded: {unavailable[0]}"
+        for result in results:
+            if result.op == "import":  # the tier does not build or import, or is unavailable
+                state = "does not build or import" if result.status == FAILED else "unavailable"
+                not_graded[tier.label] = (
+                    f"{state}: {result.message.removeprefix(tier.label + ': ')}"
+                )
         stubs_hit = {
             (int(hit["week"]), hit["task"]) for r in results for hit in STUB_HIT.finditer(r.message)
         }
@@ -171,7 +176,7 @@ def print_table(statuses, not_graded, out):
     if counts[UNCHECKED]:
         print(f"{UNCHECKED}: {UNCHECKED_MEANS}", file=out)
     for label, reason in not_graded.items():
-        print(f"{label}: {reason}", file=out)
+        print(f"{label}: {reason}".replace("\n", "\n    "), file=out)
     total = ", ".join(f"{counts[s]} {s}" for s in STATUSES)
     print(f"{len(statuses)} exercises: {total}", file=out)
 
@@ -187,7 +192,7 @@ def print_notes(statuses, impl, out):
             print(
                 f"  week {exercise.week}, task {exercise.task} ({exercise.path}): {note}", file=out
             )
-    missing = [e for e in ordered if statuses[e][0] == NOT_IMPLEMENTED]
+    missing = [e for e in ordered if statuses[e] == (NOT_IMPLEMENTED, "")]
     if missing:
         first = missing[0]
         where = f" IMPL={impl}" if impl and Path(impl) != DEFAULT_OUT else ""
