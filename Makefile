@@ -99,7 +99,7 @@ exercises: $(STAMP) ## write the learner workspace (solutions become stubs): mak
 exercises-index: $(STAMP) ## rewrite EXERCISES.md, the list of exercises, from the solution markers and the contract
 	$(PY) -m tools.exercise_index --write
 
-progress: setup ## which exercises of your workspace pass, per week and tier (quick grader run): make progress [IMPL=dir]
+progress: setup ## which exercises of your workspace pass, per week and tier (quick grader run): make progress [IMPL=dir] [ARGS='--stages 4']
 	$(PY) -m tools.progress $(if $(TEST_IMPL),--impl $(TEST_IMPL)) $(ARGS)
 
 notebooks: setup ## execute the curriculum notebooks and keep their outputs

@@ -219,8 +219,8 @@ def render(exercises):
     given = {label: ops for label, ops in given_ops(exercises).items() if ops}
     if given:
         lines += ["", "## Ops given whole", ""]
-        lines += ["Ops of the contract that a tier writes from its exercises, with no task of"]
-        lines += ["their own (the grader still checks them):", ""]
+        lines += ["Ops of the contract with no task of their own in a tier: the tier composes them"]
+        lines += ["from its exercises, and the grader checks them with the rest.", ""]
         lines += [f"- {label}: {', '.join(ops)}" for label, ops in given.items()]
     return "\n".join(lines) + "\n"
 
