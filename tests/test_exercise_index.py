@@ -137,6 +137,7 @@ static inline int helper(const float *x,
 
 
 def test_the_function_around_a_region_is_named():
-    assert enclosing_function(PYTHON.splitlines(), 5) == "outer"  # not the nested `inner`
-    assert enclosing_function(C.splitlines(), 5) == "helper"  # not the `if`
-    assert enclosing_function(["x = 1", "# BEGIN SOLUTION week 1, task x"], 2) == "(module level)"
+    assert enclosing_function(PYTHON.splitlines(), 5, "python") == "outer"  # not `inner`
+    assert enclosing_function(C.splitlines(), 5, "c") == "helper"  # not the `if`
+    module_level = ["print(1)", "# BEGIN SOLUTION week 1, task x"]
+    assert enclosing_function(module_level, 2, "python") == "(module level)"

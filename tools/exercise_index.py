@@ -24,7 +24,7 @@ import tiers
 from grader.ops import OPS
 from grader.weeks import ops_for_week, week_of
 
-from .exercises import REPO_ROOT, available_tiers, plan_tier
+from .exercises import LANGUAGE_OF_SUFFIX, REPO_ROOT, available_tiers, plan_tier
 
 INDEX = "EXERCISES.md"
 # Packages outside the tiers whose exercises the week's tests grade (`pytest -m weekNN`).
@@ -93,24 +93,21 @@ def tier_of(path):
         for tier in tiers.TIERS.values()
         if path.startswith(tier.module.replace(".", "/") + "/")
     ]
-    if holding:
-        return max(holding, key=lambda tier: len(tier.module))
-    package = path.split("/")[0]
-    of_package = [tier for tier in tiers.TIERS.values() if tier.package == package]
-    return of_package[0] if of_package else None
+    return max(holding, key=lambda tier: len(tier.module), default=None)
 
 
-def enclosing_function(lines, line_number):
-    """The name of the function around line `line_number` (1-based) of a source's `lines`."""
+def enclosing_function(lines, line_number, language):
+    """The name of the function around line `line_number` (1-based) of a source's `lines`;
+    `language` is "python" or "c" (tools/exercises.py's LANGUAGE_OF_SUFFIX)."""
     marker = lines[line_number - 1]
     marker_indent = len(marker) - len(marker.lstrip())
     for line in reversed(lines[: line_number - 1]):
-        python = PYTHON_DEF.match(line)
-        if python and len(python["indent"]) < marker_indent:
-            return python["name"]
-        c = C_DEFINITION.match(line)
-        if c and not line.lstrip().startswith("#"):
-            return c["name"]
+        if language == "python":
+            found = PYTHON_DEF.match(line)
+            if found and len(found["indent"]) < marker_indent:
+                return found["name"]
+        elif found := C_DEFINITION.match(line):
+            return found["name"]
     return "(module level)"
 
 
@@ -133,11 +130,16 @@ def collect(root=REPO_ROOT):
         for region in regions:
             if region.path not in sources:
                 sources[region.path] = (root / region.path).read_text(encoding="utf-8").splitlines()
-            function = enclosing_function(sources[region.path], region.begin_line)
+            language = LANGUAGE_OF_SUFFIX[Path(region.path).suffix]
+            function = enclosing_function(sources[region.path], region.begin_line, language)
             earlier = exercises.get((region.path, region.task))
             if earlier is None:
                 exercises[region.path, region.task] = Exercise(
-                    region.week, region.path, region.task, (function,), tier_of(region.path),
+                    region.week,
+                    region.path,
+                    region.task,
+                    (function,),
+                    tier_of(region.path),
                     region.begin_line,
                 )
             elif earlier.week != region.week:
