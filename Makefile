@@ -37,11 +37,11 @@ VARIANT_ARG = $(if $(VARIANT),--variant $(VARIANT))  # stage 4: numba or nvcc (d
 # PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
 
-.PHONY: help setup build data test portability grade results bench train exercises notebooks asan sanitize lint clean
+.PHONY: help setup build data test portability grade results bench train exercises exercises-index progress notebooks asan sanitize lint clean
 
 help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z]+):.*## (.*)/  make \1\t\2/' | expand -t 24
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@echo
 	@echo "variables: STAGE=1..4  WEEK=k  VARIANT=numba|nvcc  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
 	@echo "           AGAINST=DIR (make grade: also against your own earlier stage in DIR, e.g. AGAINST=workspace)"
@@ -107,6 +107,12 @@ train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
 	$(PY) -m tools.exercises --out $(WORKSPACE) $(ARGS)
+
+exercises-index: $(STAMP) ## rewrite EXERCISES.md, the list of exercises, from the solution markers and the contract
+	$(PY) -m tools.exercise_index --write
+
+progress: setup ## which exercises of your workspace pass, per week and tier (quick grader run): make progress [IMPL=dir] [ARGS='--stages 4']
+	$(PY) -m tools.progress $(if $(TEST_IMPL),--impl $(TEST_IMPL)) $(ARGS)
 
 notebooks: setup ## run the curriculum notebooks; the copies with their figures go to runs/notebooks/
 	$(PY) -m tools.notebooks --out runs/notebooks $(ARGS)
