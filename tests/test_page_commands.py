@@ -1,0 +1,314 @@
+"""Every command on every page works as written (issue 13, item 7).
+
+tests/page_commands.py extracts the commands of every page (README.md, ARCHITECTURE.md, the
+curriculum, the packages' READMEs); each is one test, named by its page and line. Every command is
+checked: its make targets exist and `make -n` accepts its variables, the Python command lines it
+runs (written on the page, or in the recipe `make -n` prints) parse with their modules' own parsers
+(tests/parse_only.py), and the repository files it names exist. Then CLASSES says, per pattern,
+whether it is also run for real, or why not (a GPU, the network, minutes of work, files it would
+rewrite). A command no row matches fails: classify it, never skip it silently.
+
+Commands run in a copy of the checkout (links to its files) where the page's own `make exercises`
+has written a fresh workspace/, so a command that takes the learner's tier (`make grade STAGE=1`,
+no `IMPL=`) grades the stubs: it must end with the grader's summary, or stop at a stub naming its
+week and task, never with a traceback or a usage error. `IMPL=` commands run the reference.
+"""
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.page_commands import ROOT, all_commands, all_unlabeled
+
+RUN = "run"  # run for real, then judged
+CHECK = "check"  # checked (targets, arguments, files), not run: the reason says why
+
+# (pattern over the command as written, what is done, why): the first row that matches decides.
+CLASSES = [
+    (r"\bnvcc\b|\bnsys\b|nvidia-smi|compute-sanitizer|^make sanitize\b|grader\.sanitize"
+     r"|--variant nvcc|VARIANT=nvcc", CHECK, "needs an NVIDIA GPU or the CUDA toolkit"),
+    (r"\bpip (install|download)\b|\bapt-get\b|^make data\b|datasets fetch\b", CHECK,
+     "downloads from the network"),
+    (r"^make (bench|results)\b|bench_matmul|grader bench\b|nn\.bench\b", CHECK,
+     "benchmarks for minutes (make results also rewrites curriculum/results/)"),
+    (r"^make portability\b", CHECK, "the whole suite on three C builds at two thread counts"),
+    (r"^make asan\b", CHECK, "rebuilds the C tier every other test loads, with ASan, for minutes"),
+    (r"^make notebooks\b", CHECK, "executes every notebook (minutes; the notebook tests run them)"),
+    (r"^make (setup|build)\b|stage3_c\.build\b|tiers build\b", CHECK,
+     "rebuilds the C tier in the checkout every other test loads"),
+    (r"^make clean\b", CHECK,
+     "deletes the build outputs the other tests load (test_makefile runs it in a copy)"),
+    (r"^make test\b|-m pytest\b", CHECK, "runs the test suite from inside it; test_weeks.py "
+     "checks that every -m weekNN a page cites selects tests"),
+    (r"-m nn\.predict\b", CHECK, "needs a checkpoint trained by make train (runs/...)"),
+    (r"^\$EDITOR\b|^git\b|-m cProfile\b", CHECK, "an editor, git or a profiler: files checked"),
+    (r"--stage 4\b.*--data|(^make train\b.*\bIMPL=(\s|$)|-m nn\.train\b(?!.*--impl))"
+     r".*--data (fashion-)?mnist", CHECK, "trains the reference on (Fashion-)MNIST: minutes"),
+    (r"^make grade\b.*\bIMPL=(\s|$)", CHECK, "grades every reference op with timings (minutes); "
+     "test_weeks.py and test_grader_cli.py grade the reference"),
+    (r"^make( (grade|train|exercises|lint|progress)\b|$)", RUN, "seconds"),
+    (r"-m (tiers|datasets (list|info|verify)|nn\.train|tools\.exercises)\b", RUN, "seconds"),
+]
+PLACEHOLDER = re.compile(r"\[|\.\.\.|\b(N|K|M|V|DIR|NAME|FILE|FLAGS|PATH)\b")
+MAKE_OPTIONS = ["-o", "setup", "-o", "build", "-o", ".venv/.installed", "--no-print-directory"]
+OUTPUT_OPTIONS = {"-o", "--out", "--output", "--json", "--run-dir", "--results", "-d", "--target"}
+DATA_SETS = ("fashion-mnist", "mnist")  # longest first: "mnist" is in "fashion-mnist"
+RUN_SECONDS = 120
+COMMANDS = all_commands()
+
+
+def classify(command):
+    """(what, why) for `command`: a mention or synopsis is checked only; else the table's row."""
+    if command.mention:
+        return CHECK, "a target or module named in prose: it must exist"
+    if PLACEHOLDER.search(command.text):
+        return CHECK, "a synopsis with placeholders: its targets and module must exist"
+    for pattern, what, why in CLASSES:
+        if re.search(pattern, command.text):
+            return what, why
+    return None, None
+
+
+def parts(text):
+    """The simple commands of `text` (split at `&&`), each a list of words."""
+    words = shlex.split(text)
+    split = [[]]
+    for word in words:
+        if word == "&&":
+            split.append([])
+        else:
+            split[-1].append(word)
+    return [part for part in split if part]
+
+
+def python_calls(words):
+    """(module, arguments) of a `python -m module ...` command line, else None."""
+    if "-m" not in words or not re.search(r"(^|/)python3?$", words[0]):
+        return None
+    start = words.index("-m")
+    arguments = []
+    for word in words[start + 2 :]:
+        if word in {"||", "|", ";"} or word[0] in "<>" or word.startswith("2>"):
+            break
+        arguments.append(word)
+    return words[start + 1], arguments
+
+
+def project_module(module):
+    return (ROOT / module.split(".")[0] / "__init__.py").exists()
+
+
+def make_targets():
+    return set(re.findall(r"^([a-z]+):", (ROOT / "Makefile").read_text(), re.MULTILINE))
+
+
+def tree_for(tmp_path_factory, name):
+    """A copy of the checkout (links to its files), named `name`, without workspace/."""
+    tree = tmp_path_factory.mktemp(name)
+    for entry in ROOT.iterdir():
+        if entry.name not in {"workspace", "runs", ".git"} and not entry.name.endswith("cache"):
+            (tree / entry.name).symlink_to(entry)
+    return tree
+
+
+def run_in(tree, text):
+    """Run `text` in `tree` as a shell would; make gets the options that skip its setup step."""
+    words = [
+        make
+        for part in parts(text)
+        for make in ([*part[:1], *MAKE_OPTIONS, *part[1:]] if part[0] == "make" else part)
+    ]
+    words = [sys.executable if re.fullmatch(r"python3?", word) else word for word in words]
+    env = os.environ | {"NUMBA_ENABLE_CUDASIM": "1", "EDITOR": "true"}
+    try:
+        done = subprocess.run(
+            shlex.join(words).replace(" '&&' ", " && "),
+            shell=True,
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RUN_SECONDS,
+        )
+    except subprocess.TimeoutExpired as error:
+        return None, f"still running after {RUN_SECONDS} s: {(error.stdout or '')[-2000:]}"
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """A checkout with a fresh workspace/, written by `make exercises` as the pages say."""
+    tree = tree_for(tmp_path_factory, "checkout")
+    status, output = run_in(tree, "make exercises")
+    assert status == 0, f"make exercises in a fresh checkout failed:\n{output}"
+    return tree
+
+
+@pytest.fixture(scope="module")
+def checked(tree):
+    """For every command, its static findings: a list of problems (empty when all is well)."""
+    targets = make_targets()
+    findings, calls = {}, []
+    for text in sorted({command.text for command in COMMANDS}):
+        problems, found = [], []
+        for words in parts(text):
+            if words[0] == "make":
+                problems += check_make(tree, words, targets, found)
+            elif call := python_calls(words):
+                found.append(call)
+            problems += missing_files(tree, words)
+        findings[text] = (problems, found)
+        calls += [call for call in found if project_module(call[0])]
+    unique = sorted({(module, tuple(arguments)) for module, arguments in calls})
+    messages = parse_all(tree, unique)
+    for text, (problems, found) in findings.items():
+        for module, arguments in found:
+            if not project_module(module):
+                if subprocess.run([sys.executable, "-c", f"import {module}"]).returncode:
+                    problems.append(f"no module {module}")
+            elif message := messages[module, tuple(arguments)]:
+                problems.append(f"`python -m {module} {shlex.join(arguments)}`: {message}")
+    return {text: problems for text, (problems, _) in findings.items()}
+
+
+def check_make(tree, words, targets, found):
+    """Problems of one `make ...` command: unknown targets, or a `make -n` that fails. The
+    Python calls of its recipe are added to `found`."""
+    named = [word for word in words[1:] if "=" not in word and not word.startswith("-")]
+    unknown = [target for target in named if target not in targets]
+    if unknown:
+        return [f"the Makefile has no target {', '.join(unknown)}"]
+    done = subprocess.run(
+        ["make", "-n", *MAKE_OPTIONS, *words[1:]], cwd=tree, capture_output=True, text=True
+    )
+    if done.returncode:
+        return [f"make -n fails: {done.stderr.strip()}"]
+    recipe = re.sub(r"\\\n\s*", " ", done.stdout)
+    for line in re.findall(r"\S*python3? -m [^;\n]*", recipe):
+        if "$" not in line:  # a shell variable: its value is known only when the recipe runs
+            found.append(python_calls(shlex.split(line)))
+    return []
+
+
+def missing_files(tree, words):
+    """The repository paths among `words` that do not exist (outputs excepted)."""
+    tops = {entry.name for entry in tree.iterdir()}
+    missing = []
+    for before, word in zip(["", *words], words, strict=False):
+        path = word.split("=", 1)[-1]
+        if before in OUTPUT_OPTIONS or "*" in path or path.split("/")[0] not in tops:
+            continue
+        if "/" in path and not (tree / path).exists():
+            missing.append(f"no file {path}")
+    return missing
+
+
+def parse_all(tree, calls):
+    """{(module, arguments): the parse error or ""} for every call, in one process."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "parse_only.py")],
+        input=json.dumps([[module, list(arguments)] for module, arguments in calls]),
+        cwd=tree,
+        env=os.environ | {"NUMBA_ENABLE_CUDASIM": "1", "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        timeout=RUN_SECONDS,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(zip(calls, json.loads(done.stdout.splitlines()[-1]), strict=True))
+
+
+def data_missing(text):
+    """The data set `text` trains on or describes, when no source holds it; else None."""
+    from datasets.errors import DatasetError
+    from datasets.sources import locate
+
+    name = next((name for name in DATA_SETS if re.search(rf"\b{name}\b", text)), None)
+    try:
+        return name and locate(name) and None
+    except DatasetError:
+        return name
+
+
+def judge(status, output):
+    """Why a run on the fresh workspace or the reference went wrong, or None."""
+    if status is None:
+        return output
+    if "Traceback (most recent call last)" in output:
+        return "a traceback"
+    if status == 0:
+        return None
+    failed = [line for line in output.splitlines() if line.strip().startswith("FAILED")]
+    stub = "not implemented" in output
+    if stub and all("not implemented" in line for line in failed):
+        return None  # it stopped at (or graded) the learner's stubs, naming week and task
+    return f"exit {status}"
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """The outcome of each command run so far: one run per distinct command."""
+    return {}
+
+
+@pytest.mark.parametrize(
+    "command", COMMANDS, ids=[f"{command.page}:{command.line}:{command.text}" for command in COMMANDS]
+)
+def test_page_command(command, tree, checked, runs, tmp_path_factory):
+    what, why = classify(command)
+    assert what, f"{command.where}: no row of CLASSES (test_page_commands.py) matches it"
+    problems = checked[command.text]
+    assert not problems, f"{command.where}: " + "; ".join(problems)
+    if what == CHECK:
+        return
+    missing = data_missing(command.text)
+    if missing:
+        pytest.skip(f"{missing} not found (make data, or NN_DATA_DIR): {command.where} not run")
+    if command.text not in runs:
+        # `make exercises` writes workspace/: it gets a checkout of its own without one
+        where = tree_for(tmp_path_factory, "fresh") if "exercises" in command.text else tree
+        runs[command.text] = run_in(where, command.text)
+    status, output = runs[command.text]
+    problem = judge(status, output)
+    assert problem is None, f"{command.where} ({why}): {problem}\n{output[-3000:]}"
+
+
+def test_the_pages_give_commands_of_every_kind():
+    """The extractor sees blocks and inline spans, make and python, on the pages that have them."""
+    texts = {(command.page, command.text, command.inline) for command in COMMANDS}
+    assert ("curriculum/week01.md", "make grade STAGE=1 WEEK=1", False) in texts
+    assert ("README.md", ".venv/bin/python -m datasets list", False) in texts
+    assert any(page == "ARCHITECTURE.md" and inline for page, _, inline in texts)
+    assert len(COMMANDS) > 150
+
+
+def test_no_command_hides_in_an_unlabeled_fence():
+    """A fence holding commands is ```bash (checked here); a synopsis or output is ```text."""
+    assert all_unlabeled() == [], "label these fences bash (commands) or text (not commands)"
+
+
+def test_a_drifted_command_is_reported_with_page_and_line(tmp_path):
+    """A page naming a target the Makefile lacks, or a flag a module refuses, is caught."""
+    from tests.page_commands import scan
+
+    page = tmp_path / "drift.md"
+    page.write_text("Intro.\n\n```bash\nmake grade STAGE=1\nmake gradee STAGE=1\n```\n")
+    commands, _ = scan(page, tmp_path)
+    assert [(command.line, command.text) for command in commands] == [
+        (4, "make grade STAGE=1"),
+        (5, "make gradee STAGE=1"),
+    ]
+    assert check_make(ROOT, parts(commands[1].text), make_targets(), []) == [
+        "the Makefile has no target gradee"
+    ]
+    assert "unrecognized arguments: --epoch" in parse_all(
+        ROOT, [("nn.train", ("--model", "xor", "--epoch", "3"))]
+    )[("nn.train", ("--model", "xor", "--epoch", "3"))]
+    assert shutil.which("make")
