@@ -2,12 +2,13 @@
 
     python tests/parse_only.py < calls.json
 
-reads a JSON list of [module, [argument, ...]] and prints a JSON list of error messages, "" for
-a command line its module accepts. A module is asked through its own parse function when it has
-one (`parse` or `parse_args`: they check more than argparse does, e.g. the grader's `--week`);
-else its `main` runs with argparse's `parse_args` replaced by one that parses and then stops. A
-module whose command line has no argparse parser is not run (its `main` would do the work): its
-message says so.
+reads a JSON list of [module, [argument, ...] or null] and prints a JSON list of answers: an
+error message, "" for a command line its module accepts, null for a module that cannot be asked
+without running it. A module is asked through its own parse function when it has one (`parse`
+or `parse_args`: they check more than argparse does, e.g. the grader's `--week`); else its `main`
+runs with argparse's `parse_args` replaced by one that parses and then stops. A module whose
+command line has no argparse parser is not run (its `main` would do the work), nor is one given
+null arguments: that only checks that the module imports.
 """
 
 import argparse
@@ -32,14 +33,17 @@ def entry_module(name):
 
 
 def parse_only(name, argv):
-    """The error `python -m name *argv` would stop with before doing anything, or ""."""
+    """The error `python -m name *argv` would stop with before doing anything, "" when it would
+    go on, None when the module has no argparse command line (only a run can tell)."""
     try:
         module = entry_module(name)
     except ImportError as error:
-        return f"python -m {name}: {error}"
+        return f"no module {name}: {error}"
+    if argv is None:
+        return ""
     parse = getattr(module, "parse", None) or getattr(module, "parse_args", None)
     if parse is None and "ArgumentParser" not in inspect.getsource(module):
-        return f"python -m {name} has no argparse command line to check without running it"
+        return None
     parse_args = argparse.ArgumentParser.parse_args
 
     def parse_then_stop(self, args=None, namespace=None):
