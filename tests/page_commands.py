@@ -39,7 +39,7 @@ class Command:
         if not self.inline:
             return False
         if words[0] == "make":
-            return len(words) <= 2
+            return len(words) == 2
         return all(not word.startswith("-") for word in words[words.index("-m") + 2 :])
 
     @property

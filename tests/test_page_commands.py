@@ -18,6 +18,8 @@ import json
 import os
 import re
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -110,43 +112,47 @@ def make_targets():
     return set(re.findall(r"^([a-z]+):", (ROOT / "Makefile").read_text(), re.MULTILINE))
 
 
-def tree_for(tmp_path_factory, name):
-    """A copy of the checkout (links to its files), named `name`, without workspace/."""
-    tree = tmp_path_factory.mktemp(name)
+def tree_for(tmp_path_factory, workspace=None):
+    """A copy of the checkout (links to its files) without runs/, and with `workspace` as its
+    workspace/ (None: without one)."""
+    tree = tmp_path_factory.mktemp("checkout")
     for entry in ROOT.iterdir():
         if entry.name not in {"workspace", "runs", ".git"} and not entry.name.endswith("cache"):
             (tree / entry.name).symlink_to(entry)
+    if workspace:
+        (tree / "workspace").symlink_to(workspace)
     return tree
 
 
+def as_run(words):
+    """`words` as run here: make skips its setup step (the venv and the C build are ready), and
+    `python` is this interpreter (the venv's, whether or not the shell has it activated)."""
+    if words[0] == "make":
+        return [words[0], *MAKE_OPTIONS, *words[1:]]
+    return [sys.executable if re.fullmatch(r"python3?", word) else word for word in words]
+
+
 def run_in(tree, text):
-    """Run `text` in `tree` as a shell would; make gets the options that skip its setup step."""
-    words = [
-        make
-        for part in parts(text)
-        for make in ([*part[:1], *MAKE_OPTIONS, *part[1:]] if part[0] == "make" else part)
-    ]
-    words = [sys.executable if re.fullmatch(r"python3?", word) else word for word in words]
+    """(exit status, output) of `text` run by the shell in `tree`; (None, why) past RUN_SECONDS."""
+    line = " && ".join(shlex.join(as_run(words)) for words in parts(text))
     env = os.environ | {"NUMBA_ENABLE_CUDASIM": "1", "EDITOR": "true"}
+    process = subprocess.Popen(
+        line, shell=True, cwd=tree, env=env, text=True, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
     try:
-        done = subprocess.run(
-            shlex.join(words).replace(" '&&' ", " && "),
-            shell=True,
-            cwd=tree,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_SECONDS,
-        )
-    except subprocess.TimeoutExpired as error:
-        return None, f"still running after {RUN_SECONDS} s: {(error.stdout or '')[-2000:]}"
-    return done.returncode, done.stdout + done.stderr
+        output, _ = process.communicate(timeout=RUN_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)  # the shell, make and the Python under it
+        output, _ = process.communicate()
+        return None, f"still running after {RUN_SECONDS} s:\n{output}"
+    return process.returncode, output
 
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory):
     """A checkout with a fresh workspace/, written by `make exercises` as the pages say."""
-    tree = tree_for(tmp_path_factory, "checkout")
+    tree = tree_for(tmp_path_factory)
     status, output = run_in(tree, "make exercises")
     assert status == 0, f"make exercises in a fresh checkout failed:\n{output}"
     return tree
@@ -276,14 +282,16 @@ def runs(tree, tmp_path_factory):
     texts = sorted(text for text in texts if not data_missing(text))
 
     def run(text):
-        # `make exercises` writes workspace/: it gets a checkout of its own, without one
-        where = tree_for(tmp_path_factory, "fresh") if "exercises" in text else tree
-        return run_in(where, text)
+        # each in a checkout of its own (its own runs/), sharing the fresh workspace; `make
+        # exercises` writes one, so it gets a checkout without
+        workspace = None if "exercises" in text else tree / "workspace"
+        return run_in(tree_for(tmp_path_factory, workspace), text)
 
     with ThreadPoolExecutor(WORKERS) as pool:
         return dict(zip(texts, pool.map(run, texts), strict=True))
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 @pytest.mark.parametrize("command", COMMANDS, ids=[command.where for command in COMMANDS])
 def test_page_command(command, checked, runs):
     what, why = classify(command)
