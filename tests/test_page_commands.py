@@ -323,18 +323,40 @@ def test_no_command_hides_in_an_unlabeled_fence():
 
 
 def test_a_drifted_command_is_reported_with_page_and_line(tmp_path):
-    """A page naming a target the Makefile lacks, or a flag a module refuses, is caught."""
+    """A target the Makefile lacks, an ARGS a module refuses (through `make -n`), a flag a module
+    refuses: each is a problem, named with the page's line."""
     from tests.page_commands import scan
 
     page = tmp_path / "drift.md"
-    page.write_text("Intro.\n\n```bash\nmake grade STAGE=1\nmake gradee STAGE=1\n```\n")
+    page.write_text(
+        "Intro.\n\n```bash\nmake gradee STAGE=1\nmake train ARGS='--model lenet6'\n```\n"
+        "Then `python -m nn.train --model xor --epoks 3`.\n"
+    )
     commands, _ = scan(page, tmp_path)
-    assert [(command.line, command.text) for command in commands] == [
-        (4, "make grade STAGE=1"),
-        (5, "make gradee STAGE=1"),
+    assert [command.where for command in commands] == [
+        "drift.md:4: `make gradee STAGE=1`",
+        "drift.md:5: `make train ARGS='--model lenet6'`",
+        "drift.md:7: `python -m nn.train --model xor --epoks 3`",
     ]
-    assert check_make(ROOT, parts(commands[1].text)[0], make_targets(), []) == [
+    targets, found = make_targets(), []
+    assert check_make(ROOT, parts(commands[0].text)[0], targets, found) == [
         "the Makefile has no target gradee"
     ]
+    assert check_make(ROOT, parts(commands[1].text)[0], targets, found) == []
+    found = [(module, tuple(arguments)) for module, arguments in found]
     misspelt = ("nn.train", ("--model", "xor", "--epoks", "3"))
-    assert "unrecognized arguments: --epoks" in parse_all(ROOT, [misspelt])[misspelt]
+    answers = parse_all(ROOT, [*found, misspelt])
+    assert "argument --model: invalid choice: 'lenet6'" in answers[found[0]]
+    assert "unrecognized arguments: --epoks" in answers[misspelt]
+
+
+def test_a_run_passes_when_it_ends_well_or_stops_at_a_stub():
+    stub = "error: week 4, task xavier_uniform: not implemented yet (stage1_python/init.py)"
+    graded = "  FAILED add correct: add: not implemented (week 1, task add)\n0 passed, 1 failed"
+    assert judge(0, "test_accuracy=1.0000") is None
+    assert judge(2, stub) is None
+    assert judge(2, graded) is None
+    assert judge(2, graded + "\n  FAILED import import: stage 4: importing it failed") == "exit 2"
+    assert judge(2, "usage: python -m nn.train ... error: argument --model") == "exit 2"
+    assert judge(0, "Traceback (most recent call last):\n  ...") == "a traceback"
+    assert judge(None, "still running after 120 s") == "still running after 120 s"
