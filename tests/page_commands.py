@@ -2,8 +2,8 @@
 
 A page is any Markdown file of the repository's own (the root, one folder down, the curriculum),
 not the generated results under curriculum/results/. A command is
-- each line of a ```bash (or sh, shell, console) block, `\\`-continued lines joined, a trailing
-  `# comment` and a console's `$ ` prompt removed;
+- each line of a ```bash (or sh, shell, console) block, `\\`-continued lines joined, a console's
+  `$ ` prompt removed, a trailing `# comment` kept apart;
 - an inline code span that starts like a command: `make ...`, `python -m ...`,
   `.venv/bin/python -m ...` (a span may wrap onto the next line).
 An inline span that only names a target or a module (`make train`, `python -m tools.exercises`)
@@ -31,6 +31,7 @@ class Command:
     line: int  # 1-based, where the command starts
     text: str  # the command as written, comment and prompt removed, continuations joined
     inline: bool  # an inline span in the prose (else a line of a shell block)
+    comment: str = ""  # a block line's trailing `# comment`, without the `#`
 
     @property
     def mention(self):
@@ -58,8 +59,9 @@ def pages(root=ROOT):
     ]
 
 
-def without_comment(line):
-    """`line` up to a `#` that starts a shell comment (outside quotes, after a blank)."""
+def split_comment(line):
+    """(command, comment): `line` split at a `#` that starts a shell comment (outside quotes,
+    after a blank)."""
     quote = None
     for i, char in enumerate(line):
         if quote:
@@ -67,12 +69,12 @@ def without_comment(line):
         elif char in "'\"":
             quote = char
         elif char == "#" and (i == 0 or line[i - 1].isspace()):
-            return line[:i].rstrip()
-    return line.rstrip()
+            return line[:i].strip(), line[i + 1 :].strip()
+    return line.strip(), ""
 
 
 def block_commands(lines, first_line, language):
-    """(line number, command) of each command of a shell block's `lines`."""
+    """(line number, command, comment) of each command of a shell block's `lines`."""
     commands, pending, start = [], "", None
     for number, line in enumerate(lines, first_line):
         text = line.strip()
@@ -85,9 +87,9 @@ def block_commands(lines, first_line, language):
         if text.endswith("\\"):
             pending += text[:-1] + " "
             continue
-        command = without_comment(pending + text).strip()
+        command, comment = split_comment(pending + text)
         if command:
-            commands.append((start, " ".join(command.split())))
+            commands.append((start, " ".join(command.split()), comment))
         pending, start = "", None
     return commands
 
@@ -111,8 +113,8 @@ def scan(path, root=ROOT):
         )
         body = lines[i + 1 : end]
         if language.lower() in SHELL_LANGUAGES:
-            for number, text in block_commands(body, i + 2, language.lower()):
-                commands.append(Command(page, number, text, inline=False))
+            for number, text, comment in block_commands(body, i + 2, language.lower()):
+                commands.append(Command(page, number, text, inline=False, comment=comment))
         elif not language:
             unlabeled += [
                 (number, text.strip())

@@ -11,7 +11,9 @@ rewrite). A command no row matches fails: classify it, never skip it silently.
 Commands run in a copy of the checkout (links to its files) where the page's own `make exercises`
 has written a fresh workspace/, so a command that takes the learner's tier (`make grade STAGE=1`,
 no `IMPL=`) grades the stubs: it must end with the grader's summary, or stop at a stub naming its
-week and task, never with a traceback or a usage error. `IMPL=` commands run the reference.
+week and task, never with a traceback or a usage error. `IMPL=` commands run the reference. A
+command whose comment quotes a figure (`# 61,706 parameters`) is also run on the reference, whose
+output must show it.
 """
 
 import json
@@ -58,6 +60,7 @@ CLASSES = [
     (r"-m (tiers|datasets (list|info|verify)|nn\.train|tools\.exercises)\b|^python3? -c ", RUN,
      "seconds"),
 ]
+FIGURE = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")  # 61,706: a count a page quotes from an output
 PLACEHOLDER = re.compile(r"\[|\.\.\.|\b(N|K|M|V|DIR|NAME|FILE|FLAGS|PATH)\b")
 MAKE_OPTIONS = ["-o", "setup", "-o", "build", "-o", ".venv/.installed", "--no-print-directory"]
 OUTPUT_OPTIONS = {"-o", "--out", "--output", "--json", "--run-dir", "--results", "-d", "--target"}
@@ -277,18 +280,28 @@ def judge(status, output):
 
 @pytest.fixture(scope="module")
 def runs(tree, tmp_path_factory):
-    """{text: (exit status, output)} of every command to run, a few at a time."""
-    texts = {command.text for command in COMMANDS if classify(command)[0] == RUN}
-    texts = sorted(text for text in texts if not data_missing(text))
+    """{text: (exit status, output)} of every command to run, a few at a time; also
+    {("reference", text): ...} for those whose comment quotes a figure."""
+    chosen = [c for c in COMMANDS if classify(c)[0] == RUN and not data_missing(c.text)]
+    keys = sorted({command.text for command in chosen})
+    keys += sorted({("reference", c.text) for c in chosen if FIGURE.search(c.comment)})
 
-    def run(text):
+    def run(key):
         # each in a checkout of its own (its own runs/), sharing the fresh workspace; `make
         # exercises` writes one, so it gets a checkout without
+        text = on_the_reference(key[1]) if isinstance(key, tuple) else key
         workspace = None if "exercises" in text else tree / "workspace"
         return run_in(tree_for(tmp_path_factory, workspace), text)
 
     with ThreadPoolExecutor(WORKERS) as pool:
-        return dict(zip(texts, pool.map(run, texts), strict=True))
+        return dict(zip(keys, pool.map(run, keys), strict=True))
+
+
+def on_the_reference(text):
+    """`text` taking the repository's tiers: make gets `IMPL=` (python -m takes them already)."""
+    if text.startswith("make ") and not re.search(r"\bIMPL=", text):
+        return text + " IMPL="
+    return text
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -306,6 +319,12 @@ def test_page_command(command, checked, runs):
     status, output = runs[command.text]
     problem = judge(status, output)
     assert problem is None, f"{command.where} ({why}): {problem}\n{output[-3000:]}"
+    figures = FIGURE.findall(command.comment)
+    if figures:
+        status, output = runs["reference", command.text]
+        assert status == 0, f"{command.where}, on the reference: exit {status}\n{output[-3000:]}"
+        unseen = [figure for figure in figures if figure not in output]
+        assert not unseen, f"{command.where}: the comment says {unseen}; the output:\n{output}"
 
 
 def test_the_pages_give_commands_of_every_kind():
