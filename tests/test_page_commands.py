@@ -34,11 +34,15 @@ RUN = "run"  # run for real, then judged
 CHECK = "check"  # checked (targets, arguments, files), not run: the reason says why
 
 # (pattern over the command as written, what is done, why): the first row that matches decides.
+GPU = r"\bnvcc\b|\bnsys\b|nvidia-smi|compute-sanitizer|^make sanitize\b|grader\.sanitize"
+REFERENCE_TRAINING = (
+    r"--stage 4\b.*--data|(^make train\b.*\bIMPL=(\s|$)|-m nn\.train\b(?!.*--impl))"
+    r".*--data (fashion-)?mnist"
+)
 CLASSES = [
-    (r"\bnvcc\b|\bnsys\b|nvidia-smi|compute-sanitizer|^make sanitize\b|grader\.sanitize"
-     r"|--variant nvcc|VARIANT=nvcc", CHECK, "needs an NVIDIA GPU or the CUDA toolkit"),
+    (GPU, CHECK, "needs an NVIDIA GPU or the CUDA toolkit"),
     (r"\bpip (install|download)\b|\bapt-get\b|^make data\b|datasets fetch\b", CHECK,
-     "downloads from the network"),
+     "downloads from the network (make data: the sets it does not find)"),
     (r"^make (bench|results)\b|bench_matmul|grader bench\b|nn\.bench\b", CHECK,
      "benchmarks for minutes (make results also rewrites curriculum/results/)"),
     (r"^make portability\b", CHECK, "the whole suite on three C builds at two thread counts"),
@@ -48,18 +52,18 @@ CLASSES = [
      "rebuilds the C tier in the checkout every other test loads"),
     (r"^make clean\b", CHECK,
      "deletes the build outputs the other tests load (test_makefile runs it in a copy)"),
-    (r"^make test\b|-m pytest\b", CHECK, "runs the test suite from inside it; test_weeks.py "
-     "checks that every -m weekNN a page cites selects tests"),
+    (r"^make test\b|-m pytest\b|^pytest\b", CHECK,
+     "runs the test suite from inside it; test_weeks.py checks each -m weekNN a page cites"),
     (r"-m nn\.predict\b", CHECK, "needs a checkpoint trained by make train (runs/...)"),
-    (r"^\$EDITOR\b|^git\b|-m cProfile\b", CHECK, "an editor, git or a profiler: files checked"),
-    (r"--stage 4\b.*--data|(^make train\b.*\bIMPL=(\s|$)|-m nn\.train\b(?!.*--impl))"
-     r".*--data (fashion-)?mnist", CHECK, "trains the reference on (Fashion-)MNIST: minutes"),
-    (r"^make grade\b.*\bIMPL=(\s|$)", CHECK, "grades every reference op with timings (minutes); "
-     "test_weeks.py and test_grader_cli.py grade the reference"),
+    (r"^\$EDITOR\b|^git\b|-m cProfile\b|^jupyter\b", CHECK,
+     "an editor, git, a profiler or Jupyter (interactive): the files it names are checked"),
+    (REFERENCE_TRAINING, CHECK, "trains the reference on (Fashion-)MNIST: minutes"),
+    (r"^make grade\b.*\bIMPL=(\s|$)", CHECK, "grades every reference op with timings (over a "
+     "minute); test_weeks.py and test_grader_cli.py grade the reference"),
     (r"^make( (grade|train|exercises|lint|progress)\b|$)", RUN, "seconds"),
     (r"-m (tiers|datasets (list|info|verify)|nn\.train|tools\.exercises)\b|^python3? -c ", RUN,
      "seconds"),
-]
+]  # fmt: skip
 FIGURE = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")  # 61,706: a count a page quotes from an output
 PLACEHOLDER = re.compile(r"\[|\.\.\.|\b(N|K|M|V|DIR|NAME|FILE|FLAGS|PATH)\b")
 MAKE_OPTIONS = ["-o", "setup", "-o", "build", "-o", ".venv/.installed", "--no-print-directory"]
@@ -95,7 +99,9 @@ def parts(text):
 
 
 def python_calls(words):
-    """(module, arguments) of a `python -m module ...` command line, else None."""
+    """(module, arguments) of a `[VAR=value ...] python -m module ...` command line, else None."""
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
+        words = words[1:]
     if "-m" not in words or not re.search(r"(^|/)python3?$", words[0]):
         return None
     start = words.index("-m")
