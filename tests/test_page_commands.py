@@ -102,7 +102,7 @@ def python_calls(words):
     """(module, arguments) of a `[VAR=value ...] python -m module ...` command line, else None."""
     while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
         words = words[1:]
-    if "-m" not in words or not re.search(r"(^|/)python3?$", words[0]):
+    if not re.search(r"(^|/)python3?$", words[0]) or "-m" not in words[:-1]:
         return None
     start = words.index("-m")
     arguments = []
