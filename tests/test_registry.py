@@ -122,6 +122,16 @@ def test_a_missing_tier_is_reported_not_raised(tmp_path):
     assert loaded.reason == f"no tier package at {tmp_path.resolve() / 'stage2_numpy'}"
 
 
+def test_a_variant_not_written_yet_is_unavailable_in_a_workspace_too(tmp_path):
+    """A workspace's stage4_cuda without nvcc_impl/ (as the repository's): not written yet, the
+    same as the reference, never a broken import (`make grade STAGE=4` on a fresh workspace)."""
+    (tmp_path / "stage4_cuda").mkdir()
+    (tmp_path / "stage4_cuda" / "__init__.py").write_text("")
+    loaded = tiers.load(tiers.get("nvcc"), impl=tmp_path)
+    assert not loaded.ok and not loaded.broken
+    assert loaded.reason == "stage4_cuda.nvcc_impl is not written yet"
+
+
 def test_the_allocation_hook_is_poisoned(tier):
     """Under the grader's poison, the hook's outputs are NaN (integers: their most negative
     value) in the tier's own native kind, and the hook is restored afterwards."""

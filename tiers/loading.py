@@ -95,6 +95,7 @@ def load(tier, impl=None):
         loaded.origin, loaded.broken = str(directory), True
         loaded.reason = f"its sources changed and rebuilding it failed:\n{complaint}"
         return loaded
+    wanted = tier.module  # the module's name as imported: a workspace's is an alias
     try:
         if impl is None:
             loaded.module = importlib.import_module(tier.module)
@@ -108,10 +109,10 @@ def load(tier, impl=None):
             # One module name per folder: graded tiers from two folders never share a module.
             alias = f"graded_{tier.package}_{zlib.crc32(str(directory).encode()):08x}"
             package = sys.modules.get(alias) or _import_from(directory, alias)
-            inner = tier.module[len(tier.package) :]  # '.numba_impl' for a variant, else ''
-            loaded.module = importlib.import_module(alias + inner) if inner else package
+            wanted = alias + tier.module[len(tier.package) :]  # + '.numba_impl' for a variant
+            loaded.module = importlib.import_module(wanted) if wanted != alias else package
     except ModuleNotFoundError as error:
-        if error.name and tier.module.startswith(error.name):
+        if error.name and wanted.startswith(error.name):
             loaded.reason = f"{tier.module} is not written yet"
             return loaded
         return _broken(loaded, error)
