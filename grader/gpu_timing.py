@@ -2,11 +2,19 @@
 
 A GPU runs its work asynchronously, so a host clock read right after a launch measures only the
 launch. Two CUDA events recorded on the default stream, one before and one after the call, measure
-the device's time for everything queued between them (the Python-side launch costs included: a
-kernel cannot start before it is launched). Between repeats a buffer several times the size of the
-L2 cache is written, so that no repeat finds its inputs already cached by the one before; the
-inputs then come from device memory, as they do in a training step where each layer's tensors are
-evicted by the next layer's.
+the device's time for everything queued between them. Between repeats a buffer several times the
+size of the L2 cache is written, so that no repeat finds its inputs already cached by the one
+before; the inputs then come from device memory, as they do in a training step where each layer's
+tensors are evicted by the next layer's.
+
+The device's time, not the host's: before the start event, a busy kernel holds the default stream
+for longer than the call takes to launch, so the call's kernels are queued before the start event
+fires and the events see them back to back (the "blocking kernel" of NVIDIA's nvbench). Without it,
+an op's Python-side checks and launches (tens to hundreds of microseconds in numba) would be
+counted as device time: in a training step they overlap the kernels queued before. The host's
+share is measured apart (`Timing.host`, seconds per call) and reported beside the device time.
+An op that launches nothing, or launches on another stream, is then timed near zero: the roofline's
+physical floor fails it (grader/roofline.py).
 """
 
 import functools
@@ -45,19 +53,50 @@ class L2Flush:
         self._fill(self.buffer, self._value)
 
 
-@functools.cache
-def _idle_synchronize_seconds():
-    """What `cuda.synchronize()` costs the host on an idle device (the median of 21 calls): the
-    part of a wait that is not the device's work."""
-    from numba import cuda
+class Hold:
+    """Keeps the default stream busy for a requested time: `hold(seconds)`.
 
-    cuda.synchronize()
-    waits = []
-    for _ in range(21):
-        started = time.perf_counter()
-        cuda.synchronize()
-        waits.append(time.perf_counter() - started)
-    return float(np.median(waits))
+    The busy kernel's speed is measured once (seconds per step of its dependent chain), so a hold
+    of any length is one launch of the right number of steps. The speed comes from the difference
+    of a long and a short run: what both pay once (the launch) cancels out.
+    """
+
+    SHORT, LONG = 1 << 18, 1 << 20  # about 0.5 and 2 ms on an H100
+
+    def __init__(self):
+        from numba import cuda
+
+        from .gpu_kernels import busy
+
+        self._busy = busy
+        self._sink = cuda.device_array(1, dtype=np.float32)
+        busy(self.SHORT, self._sink)  # compile and warm up
+        seconds = {}
+        for steps in (self.SHORT, self.LONG):
+            start, end = cuda.event(), cuda.event()
+            start.record()
+            busy(steps, self._sink)
+            end.record()
+            end.synchronize()
+            seconds[steps] = start.elapsed_time(end) / 1e3
+        self.step_seconds = (seconds[self.LONG] - seconds[self.SHORT]) / (self.LONG - self.SHORT)
+        if not self.step_seconds > 0:
+            raise RuntimeError(f"the busy kernel did not slow down with more steps: {seconds}")
+
+    def __call__(self, seconds):
+        self._busy(max(1, int(seconds / self.step_seconds)), self._sink)
+
+
+@functools.cache
+def hold():
+    """The process's one Hold (calibrated once)."""
+    return Hold()
+
+
+# A hold is this many times the call's host time, plus a margin, and never longer than the cap.
+HOLD_FACTOR = 2.0
+HOLD_MARGIN_S = 50e-6
+HOLD_CAP_S = 0.05
 
 
 @functools.cache
@@ -69,11 +108,12 @@ def l2_flush():
 def measure_gpu(call, quick=False, flush=None):
     """Time `call()` (which launches GPU work) with CUDA events; returns (Timing, last result).
 
-    One warm-up call first (numba compiles a kernel at its first launch). Each repeat: flush the
-    L2 (when `flush` is given), record a start event, call, record an end event, wait for it, then
-    wait for the whole device: how long that last wait took is the `stray` work of the call (on
-    another stream, unseen by the events). Repeats run until both a minimum count and a time
-    budget are reached.
+    Warm-up calls first (numba compiles a kernel at its first launch; the second gives the host's
+    time per call). Each repeat: flush the L2 (when `flush` is given), hold the stream for
+    longer than the host needs to launch the call, record a start event, call, record an end
+    event, wait for it. When the hold ran out before the call returned, the device waited for the
+    host inside the timed region: the next holds are longer. Repeats run until both a minimum
+    count and a time budget are reached.
     """
     from numba import cuda
 
@@ -85,29 +125,37 @@ def measure_gpu(call, quick=False, flush=None):
     min_repeats, budget = REPEATS[quick]
     if first > SLOW_CALL_S:
         min_repeats = 1 if quick else 3
-    times, stray = [], 0.0
-    idle = _idle_synchronize_seconds()
+        host = first  # (the hold hardly matters beside a call this slow)
+    else:  # the first call compiled; the second shows what launching costs the host
+        started = time.perf_counter()
+        result = call()
+        host = time.perf_counter() - started  # the call has not waited for the device
+        cuda.synchronize()
+    times, hosts = [], [host]
+    held = min(HOLD_CAP_S, HOLD_FACTOR * host + HOLD_MARGIN_S)
     started = time.perf_counter()
     while len(times) < MAX_REPEATS and (
         len(times) < min_repeats or time.perf_counter() - started < budget
     ):
         if flush is not None:
             flush()
+        hold()(held)
         start, end = cuda.event(), cuda.event()
         start.record()
+        launched = time.perf_counter()
         result = call()
+        hosts.append(time.perf_counter() - launched)
+        if start.query():  # the hold ended before the call was launched: hold longer next time
+            held = min(HOLD_CAP_S, 2 * held)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)  # CUDA reports milliseconds
-        # The end event waits for the default stream only; work the call left on another stream
-        # is still running now, and the device-wide wait below shows it.
-        waited = time.perf_counter()
-        cuda.synchronize()
-        stray = max(stray, time.perf_counter() - waited - idle)
+    cuda.synchronize()  # work the call left on another stream, before anyone reads the result
     if not all(math.isfinite(t) and t > 0 for t in times):
         raise RuntimeError(f"CUDA events gave no usable time ({times[:3]} ...): a simulator?")
     q1, median, q3 = np.percentile(times, [25, 50, 75])
     timing = Timing(
-        float(median), float(q1), float(q3), min(times), max(times), len(times), 1, stray
+        float(median), float(q1), float(q3), min(times), max(times), len(times), 1,
+        float(np.median(hosts)),
     )
     return timing, result

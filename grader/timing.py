@@ -28,9 +28,9 @@ class Timing:
     max: float
     repeats: int
     batch: int
-    # On a GPU: the longest the device still worked after the call's end event had fired (work
-    # launched on a stream the events do not see; 0 elsewhere). grader/gpu_timing.py.
-    stray: float = 0.0
+    # On a GPU: the host's seconds per call (checks, launches), measured apart from the device's
+    # time above, which the timing keeps free of it (grader/gpu_timing.py). None elsewhere.
+    host: float | None = None
 
     def as_dict(self):
         return asdict(self)

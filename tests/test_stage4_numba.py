@@ -143,7 +143,16 @@ def test_conv2d_backward_without_dx(gpu, rng):
 
 @pytest.mark.week15
 @pytest.mark.parametrize(
-    "kernel", ["naive", "coalesced", "tiled", "register_1d", "register_2d", "register_2d_prefetch"]
+    "kernel",
+    [
+        "naive",
+        "coalesced",
+        "tiled",
+        "register_1d",
+        "register_2d",
+        "register_2d_prefetch",
+        "register_2d_vector",
+    ],
 )
 def test_each_matmul_rung(gpu, rng, kernel):
     assert kernel in gpu.MATMUL_KERNELS

@@ -30,7 +30,8 @@ def _lock_simulator_shared_arrays():
     numba-cuda 0.30's simulator makes a block's shared array when its first thread reaches the
     `cuda.shared.array` line, without a lock: two threads arriving together can each make one, and
     then they do not share it (a tiled matmul read tiles nobody wrote, now and then). This is the
-    same allocation (keyed by the calling file and line, as there) under a lock.
+    same allocation (keyed by the calling file and line, as there) under a lock, which also
+    accepts an `alignment` (the simulator's own refuses one).
     """
     from numba.core import types
     from numba.cuda.simulator import kernelapi
@@ -39,8 +40,10 @@ def _lock_simulator_shared_arrays():
     lock = threading.Lock()
 
     def array(self, shape, dtype, alignment=None):
-        if shape == 0 or alignment is not None:  # dynamic or aligned: numba's own code
-            return unlocked(self, shape, dtype, alignment)
+        # `alignment` (which numba's simulator refuses) only lets the GPU's compiler emit wide
+        # loads; NumPy's arrays here need none.
+        if shape == 0:  # dynamic shared memory: numba's own code
+            return unlocked(self, shape, dtype)
         if isinstance(dtype, types.Type):  # numba's float32, as opposed to NumPy's
             dtype = numpy_support.as_dtype(dtype)
         caller = traceback.extract_stack(sys._getframe())[-2][0:2]
@@ -80,10 +83,12 @@ _STUB_MESSAGES = {}  # kernel -> the NotImplementedError message of its stub, or
 
 def _stub_message(kernel):
     """The message of an exercise stub (`raise NotImplementedError("week ...")`) in the kernel's
-    body, or None for a written kernel. `make exercises` replaces a kernel's body by such a stub;
-    a kernel cannot raise on the GPU, so the launch raises it on the host instead."""
+    body, or in the body of its per-element function (elementwise.py), or None for a written
+    kernel. `make exercises` replaces a body by such a stub; a kernel cannot raise on the GPU, so
+    the launch raises it on the host instead."""
     if kernel not in _STUB_MESSAGES:
-        constants = kernel.py_func.__code__.co_consts
+        functions = (kernel, getattr(kernel, "element", None))
+        constants = [c for f in functions if f is not None for c in f.py_func.__code__.co_consts]
         _STUB_MESSAGES[kernel] = next(
             (c for c in constants if isinstance(c, str) and ": not implemented yet (" in c), None
         )

@@ -1,9 +1,11 @@
 """Activations and their gradients (week 14): elementwise kernels, and the row-wise softmax and
 log_softmax with a reduction ladder.
 
-Elementwise kernels see their arrays flat, one thread per element. NaN goes through as in
-PyTorch: each kernel is written so that a NaN input gives a NaN output (`max(x, 0)` would not:
-the GPU's fmaxf drops NaN).
+Each elementwise activation is a function of one element, made into a kernel by
+elementwise.py's `map_kernel` (forward: y = f(x, alpha)) or `zip_kernel` (backward:
+dx = f(x or y, dy, alpha)); alpha is leaky_relu's, unused (`_`) by the others.
+NaN goes through as in PyTorch: each function is written so that a NaN input gives a NaN output
+(`max(x, 0)` would not: the GPU's fmaxf drops NaN).
 """
 
 import math
@@ -12,101 +14,97 @@ from numba import cuda, float32
 
 from . import _checks, _device
 from ._checks import checks
-from ._device import blocks_for, flat, launch, launch_elementwise
+from ._device import blocks_for, flat, launch
+from .elementwise import UNUSED, launch_map, map_kernel, zip_kernel
 from .reduce import HAS_SHUFFLES, ROW_THREADS, block_max, block_sum, warp_max, warp_sum
 
 ZERO = float32(0)
 ONE = float32(1)
 
 
-def _unary(kernel, x, *scalars):
-    """Launch `kernel(x, *scalars, y)` over the elements of the checked x (any shape), return y."""
+def _unary(kernel, x, alpha=UNUSED):
+    """Launch the map `kernel` (y = f(x, alpha)) over the checked x (any shape), return y."""
     y = _device.empty(x.shape)
-    launch_elementwise(kernel, x.size, flat(x), *scalars, flat(y))
+    launch_map(kernel, x.size, flat(x), flat(y), scalar=alpha)
     return y
 
 
-def _binary(kernel, first, dy, *scalars):
-    """Launch `kernel(first, dy, *scalars, dx)` over the checked `first` (x or y) and dy."""
+def _binary(kernel, first, dy, alpha=UNUSED):
+    """Launch the zip `kernel` (dx = f(first, dy, alpha)) over the checked first (x or y) and dy,
+    return dx."""
     dx = _device.empty(first.shape)
-    launch_elementwise(kernel, first.size, flat(first), flat(dy), *scalars, flat(dx))
+    launch_map(kernel, first.size, flat(first), flat(dy), flat(dx), scalar=alpha)
     return dx
 
 
-@cuda.jit
-def _relu(x, y):
+@cuda.jit(device=True)
+def relu_element(x, _):
     # BEGIN SOLUTION week 14, task relu
-    i = cuda.grid(1)
-    if i < y.size:
-        y[i] = ZERO if x[i] <= 0 else x[i]  # NaN <= 0 is false: NaN stays
+    return ZERO if x <= 0 else x  # NaN <= 0 is false: NaN stays
     # END SOLUTION
 
 
-@cuda.jit
-def _relu_backward(x, dy, dx):
+@cuda.jit(device=True)
+def relu_backward_element(x, dy, _):
     # BEGIN SOLUTION week 14, task relu_backward
-    i = cuda.grid(1)
-    if i < dx.size:
-        dx[i] = dy[i] if x[i] > 0 else ZERO
+    return dy if x > 0 else ZERO
     # END SOLUTION
 
 
-@cuda.jit
-def _leaky_relu(x, alpha, y):
+@cuda.jit(device=True)
+def leaky_relu_element(x, alpha):
     # BEGIN SOLUTION week 14, task leaky_relu
-    i = cuda.grid(1)
-    if i < y.size:
-        y[i] = x[i] if x[i] > 0 else alpha * x[i]
+    return x if x > 0 else alpha * x
     # END SOLUTION
 
 
-@cuda.jit
-def _leaky_relu_backward(x, dy, alpha, dx):
+@cuda.jit(device=True)
+def leaky_relu_backward_element(x, dy, alpha):
     # BEGIN SOLUTION week 14, task leaky_relu_backward
-    i = cuda.grid(1)
-    if i < dx.size:
-        dx[i] = dy[i] if x[i] > 0 else alpha * dy[i]
+    return dy if x > 0 else alpha * dy
     # END SOLUTION
 
 
-@cuda.jit
-def _sigmoid(x, y):
+@cuda.jit(device=True)
+def sigmoid_element(x, _):
     # exp(-|x|) is in (0, 1]: it never overflows. sigmoid(|x|) = 1 / (1 + e) and
     # sigmoid(-|x|) = e / (1 + e), both accurate.
     # BEGIN SOLUTION week 14, task sigmoid
-    i = cuda.grid(1)
-    if i < y.size:
-        e = math.exp(-abs(x[i]))
-        positive = ONE / (ONE + e)
-        y[i] = positive if x[i] >= 0 else e * positive
+    e = math.exp(-abs(x))
+    positive = ONE / (ONE + e)
+    return positive if x >= 0 else e * positive
     # END SOLUTION
 
 
-@cuda.jit
-def _sigmoid_backward(y, dy, dx):
+@cuda.jit(device=True)
+def sigmoid_backward_element(y, dy, _):
     # BEGIN SOLUTION week 14, task sigmoid_backward
-    i = cuda.grid(1)
-    if i < dx.size:
-        dx[i] = dy[i] * y[i] * (ONE - y[i])
+    return dy * y * (ONE - y)
     # END SOLUTION
 
 
-@cuda.jit
-def _tanh(x, y):
+@cuda.jit(device=True)
+def tanh_element(x, _):
     # BEGIN SOLUTION week 14, task tanh
-    i = cuda.grid(1)
-    if i < y.size:
-        y[i] = math.tanh(x[i])
+    return math.tanh(x)
     # END SOLUTION
 
 
-@cuda.jit
-def _tanh_backward(y, dy, dx):
+@cuda.jit(device=True)
+def tanh_backward_element(y, dy, _):
     # BEGIN SOLUTION week 14, task tanh_backward
-    i = cuda.grid(1)
-    if i < dx.size:
-        dx[i] = dy[i] * (ONE - y[i] * y[i])
+    return dy * (ONE - y * y)
     # END SOLUTION
+
+
+_relu = map_kernel(relu_element)
+_relu_backward = zip_kernel(relu_backward_element)
+_leaky_relu = map_kernel(leaky_relu_element)
+_leaky_relu_backward = zip_kernel(leaky_relu_backward_element)
+_sigmoid = map_kernel(sigmoid_element)
+_sigmoid_backward = zip_kernel(sigmoid_backward_element)
+_tanh = map_kernel(tanh_element)
+_tanh_backward = zip_kernel(tanh_backward_element)
 
 
 def relu(x):
@@ -122,13 +120,13 @@ def relu_backward(x, dy):
 def leaky_relu(x, alpha):
     """x where x > 0, else alpha * x, any shape."""
     x, alpha = checks.leaky_relu(x, alpha)
-    return _unary(_leaky_relu, x, float32(alpha))  # float32: the kernel computes in float32
+    return _unary(_leaky_relu, x, alpha)
 
 
 def leaky_relu_backward(x, dy, alpha):
     """dy where x > 0, else alpha * dy (x is the forward's input)."""
     x, dy, alpha = checks.leaky_relu_backward(x, dy, alpha)
-    return _binary(_leaky_relu_backward, x, dy, float32(alpha))
+    return _binary(_leaky_relu_backward, x, dy, alpha)
 
 
 def sigmoid(x):

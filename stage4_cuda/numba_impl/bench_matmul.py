@@ -1,23 +1,23 @@
 """Time the numba matmul ladder (matmul_ladder.py) on the GPU against cuBLAS SGEMM through PyTorch.
 
-    python -m stage4_cuda.numba_impl.bench_matmul [--sizes 1024,4096] [--repeats 10] [--sweep]
+    python -m stage4_cuda.numba_impl.bench_matmul [--sizes 1024,4096] [--sweep]
                                                   [--out curriculum/results/matmul-numba-h100.json]
 
-Square products of each size, fp32, TF32 off for cuBLAS. Each figure is the median of --repeats
-calls timed with CUDA events, after a warm-up call (which also compiles the kernel); the spread is
-the interquartile range. The inputs (normal numbers, 3 * 64 MB at 4096) are larger than the L2
-cache, so no flushing is needed at the larger size; at 1024 the inputs stay in L2, as they would in
-a network. Every result is checked against cuBLAS's by ||C - C_ref|| / ||C_ref|| (fp32: far below
-1e-3). --sweep also times rungs 5 and 6 with other tile sizes (make_register_2d,
-make_register_2d_prefetch). The JSON record goes to --out, by default
-curriculum/results/matmul-numba-<device>.json, and a table to stdout.
+Square products of each size, fp32, TF32 off for cuBLAS. Each figure is the median of repeated
+calls timed with CUDA events by the grader's GPU timer (grader/gpu_timing.py: a warm-up call, which
+also compiles the kernel, and the launch hidden behind a busy kernel, so that the events see the
+device's time only); the spread is the interquartile range. The inputs (normal numbers, 3 * 64 MB
+at 4096) are larger than the L2 cache, so no flushing is needed at the larger size; at 1024 the
+inputs stay in L2, as they would in a network. Every result is checked against cuBLAS's by
+||C - C_ref|| / ||C_ref|| (fp32: far below 1e-3). --sweep also times rungs 5 to 7 with other
+tile sizes (make_register_2d, make_register_2d_prefetch, make_register_2d_vector). The JSON record
+goes to --out, by default curriculum/results/matmul-numba-<device>.json, and a table to stdout.
 """
 
 import argparse
 import json
 import platform
 import re
-import statistics
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,24 +38,12 @@ def device_slug(name):
     return (match.group(1) if match else re.sub(r"\W+", "-", name)).lower()
 
 
-def time_calls(call, repeats, new_event):
-    """(median, q1, q3) in milliseconds of `repeats` calls, each between two CUDA events made by
-    `new_event()` (numba's or PyTorch's: both record, synchronize and give elapsed_time)."""
-    call()  # warm-up: compiles, loads the module
-    times = []
-    for _ in range(repeats):
-        start, end = new_event(), new_event()
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    quartiles = statistics.quantiles(times, n=4)
-    return statistics.median(times), quartiles[0], quartiles[2]
+def time_calls(call):
+    """(median, q1, q3) in milliseconds of `call()` on the device (grader/gpu_timing.py)."""
+    from grader.gpu_timing import measure_gpu  # from the repository (a workspace copy has none)
 
-
-def numba_event():
-    return cuda.event(timing=True)
+    timing, _ = measure_gpu(call)
+    return timing.median * 1e3, timing.q1 * 1e3, timing.q3 * 1e3
 
 
 def launcher(kernel, blocks, threads, *args):
@@ -69,15 +57,13 @@ def relative_error(received, expected):
     return float(difference / expected.double().norm())
 
 
-def measure(torch, size, repeats, sweep):
+def measure(torch, size, sweep):
     """{label: record} for one square size: every rung, its sweep variants, and cuBLAS."""
     a = torch.randn(size, size, device="cuda")
     b = torch.randn(size, size, device="cuda")
     flops = 2.0 * size**3
     expected = torch.matmul(a, b)
-    torch_ms = time_calls(
-        lambda: torch.matmul(a, b), repeats, lambda: torch.cuda.Event(enable_timing=True)
-    )
+    torch_ms = time_calls(lambda: torch.matmul(a, b))
     results = {"cuBLAS (torch.matmul)": record(flops, torch_ms, torch_ms, 0.0)}
     print_row(size, "cuBLAS (torch.matmul)", results["cuBLAS (torch.matmul)"])
     a_numba, b_numba = cuda.as_cuda_array(a), cuda.as_cuda_array(b)  # views: no copy
@@ -87,16 +73,19 @@ def measure(torch, size, repeats, sweep):
     if sweep:
         variants += [
             (f"{maker.__name__[5:]} R={p} spread={s} BK={k}", maker(p, s, k))
-            for maker in (ladder.make_register_2d, ladder.make_register_2d_prefetch)
+            for maker in (
+                ladder.make_register_2d,
+                ladder.make_register_2d_prefetch,
+                ladder.make_register_2d_vector,
+            )
             for p, s, k in SWEEP[1:]
         ]
     for label, (kernel, geometry) in variants:
         blocks, threads = geometry(size, size)
         c.fill_(float("nan"))
         call = launcher(kernel, blocks, threads, a_numba, b_numba, c_numba)
-        calls = 3 if label == "naive" and size > 2048 else repeats  # naive: seconds at 4096
         try:
-            times = time_calls(call, calls, numba_event)
+            times = time_calls(call)
         except Exception as error:  # a variant that does not compile or launch: say so, go on
             results[label] = {"error": f"{type(error).__name__}: {error}"[:500]}
             print(f"| {size} | {label} | failed: {results[label]['error'][:200]} |", flush=True)
@@ -131,8 +120,7 @@ def record(flops, times, torch_times, error):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m stage4_cuda.numba_impl.bench_matmul")
     parser.add_argument("--sizes", default="1024,4096")
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--sweep", action="store_true", help="also other tile sizes of rung 5")
+    parser.add_argument("--sweep", action="store_true", help="also other tile sizes of rungs 5-7")
     parser.add_argument("--out", type=Path, help="the JSON record (default: under results/)")
     args = parser.parse_args(argv)
     import torch
@@ -152,8 +140,8 @@ def main(argv=None):
         "numba": numba.__version__,
         "torch": torch.__version__,
         "tf32": False,
-        "repeats": args.repeats,
-        "sizes": {str(size): measure(torch, size, args.repeats, args.sweep) for size in sizes},
+        "timing": "grader/gpu_timing.py: CUDA events, launch hidden behind a busy kernel",
+        "sizes": {str(size): measure(torch, size, args.sweep) for size in sizes},
     }
     out = args.out or RESULTS / f"matmul-numba-{device_slug(name)}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

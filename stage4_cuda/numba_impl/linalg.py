@@ -1,7 +1,8 @@
 """Linear algebra (weeks 14 and 15): matmul through the ladder of matmul_ladder.py, transpose, the
 elementwise add, mul and scale, and column sums (sum_rows) with a reduction ladder.
 
-Elementwise kernels see every array flat (`flat`): one thread per element, i = cuda.grid(1).
+add, mul and scale are per-element functions made into kernels by elementwise.py (`zip_kernel`,
+`map_kernel`), over arrays seen flat (`flat`).
 """
 
 from numba import cuda, float32
@@ -9,12 +10,13 @@ from numba import cuda, float32
 from . import _checks, _device
 from . import matmul_ladder as ladder
 from ._checks import checks
-from ._device import BLOCK, blocks_for, flat, launch, launch_elementwise, scratch
+from ._device import BLOCK, blocks_for, flat, launch, scratch
+from .elementwise import launch_map, map_kernel, zip_kernel
 from .reduce import ROW_THREADS, block_sum
 
-# The matmul ladder, slowest first; `matmul(a, b, kernel=...)` takes a name or its number 1..6.
+# The matmul ladder, slowest first; `matmul(a, b, kernel=...)` takes a name or its number 1..7.
 MATMUL_KERNELS = tuple(ladder.LADDER)
-BEST_MATMUL = "register_2d_prefetch"  # the fastest on an H100: results/matmul-numba-h100.json
+BEST_MATMUL = "register_2d_vector"  # the fastest on an H100: results/matmul-numba-h100.json
 # The column-sum ladder: one thread per column, or a block of threads per column with a tree.
 SUM_ROWS_KERNELS = ("naive", "tree")
 
@@ -77,28 +79,36 @@ def transpose(a):
     return transpose_into(a, _device.empty(tuple(a.shape)[::-1]))
 
 
-@cuda.jit
-def _add(a, b, out):
-    # b is a's size (same shape) or one row (a's last dimension): i % b.size covers both.
+@cuda.jit(device=True)
+def add_element(a, b, _):
     # BEGIN SOLUTION week 14, task add
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = a[i] + b[i % b.size]
+    return a + b
     # END SOLUTION
 
 
-@cuda.jit
-def _mul(a, b, out):
+@cuda.jit(device=True)
+def mul_element(a, b, _):
     # BEGIN SOLUTION week 14, task mul
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = a[i] * b[i % b.size]
+    return a * b
     # END SOLUTION
+
+
+@cuda.jit(device=True)
+def scale_element(a, s):
+    # BEGIN SOLUTION week 14, task scale
+    return s * a
+    # END SOLUTION
+
+
+# b has a's size or is one row: the zip kernel repeats a row along a (elementwise.py)
+_add = zip_kernel(add_element)
+_mul = zip_kernel(mul_element)
+_scale = map_kernel(scale_element)
 
 
 def add_into(a, b, out):
     """out = a + b (b a's shape or one row), on checked device arrays."""
-    launch_elementwise(_add, a.size, flat(a), flat(b), flat(out))
+    launch_map(_add, a.size, flat(a), flat(b), flat(out))
     return out
 
 
@@ -112,24 +122,15 @@ def mul(a, b):
     """a * b elementwise, with add's broadcasting."""
     a, b = checks.mul(a, b)
     out = _device.empty(a.shape)
-    launch_elementwise(_mul, a.size, flat(a), flat(b), flat(out))
+    launch_map(_mul, a.size, flat(a), flat(b), flat(out))
     return out
-
-
-@cuda.jit
-def _scale(a, s, out):
-    # BEGIN SOLUTION week 14, task scale
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = s * a[i]
-    # END SOLUTION
 
 
 def scale(a, s):
     """s * a for a float s; a any shape."""
     a, s = checks.scale(a, s)
     out = _device.empty(a.shape)
-    launch_elementwise(_scale, a.size, flat(a), float32(s), flat(out))  # the kernel's float32
+    launch_map(_scale, a.size, flat(a), flat(out), scalar=s)
     return out
 
 

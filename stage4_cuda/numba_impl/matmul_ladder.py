@@ -1,4 +1,4 @@
-"""The matmul ladder of week 15: C [N, M] = A [N, K] @ B [K, M], six kernels, slowest first.
+"""The matmul ladder of week 15: C [N, M] = A [N, K] @ B [K, M], seven kernels, slowest first.
 
 Each rung changes one thing and says why. The work is the same for all: 2*N*K*M FLOPs, and at
 least 4*(N*K + K*M + N*M) bytes if every element crossed device memory once; what differs is how
@@ -11,7 +11,7 @@ Every kernel accumulates in float32 (`float32(0)`: a bare 0.0 literal is a float
 would turn the whole sum into float64 arithmetic) and checks its bounds, so any N, K, M works.
 """
 
-from numba import cuda, float32
+from numba import cuda, float32, uint32
 
 # Threads per block of the two simple rungs: a warp of 32 along x, 8 warps along y.
 SIMPLE_BLOCK = (32, 8)
@@ -279,6 +279,91 @@ def make_register_2d_prefetch(patch=8, spread=16, depth_step=8):
     return register_2d_prefetch, geometry
 
 
+# --- rung 7: rung 6, reading shared memory 16 bytes at a time ----------------------------------
+# Rung 6 spends one shared-memory load instruction per multiply-add row or column: 16 loads (LDS)
+# for 64 multiply-adds at every k, a fifth of the instructions a scheduler issues. A thread here
+# owns its rows and columns in runs of 4 neighbours (rows 4*ty..4*ty+3 and 64 more down, columns
+# likewise), so each run is one 16-byte load (ld.shared.v4.f32): 4 loads per k instead of 16,
+# the same bytes. The compiler emits the wide load only when it can prove the address is a
+# multiple of 16 bytes: the shared tiles are declared with that alignment, and the indices are
+# unsigned (`uint32`): numba adds a wrap-around branch for negative signed indices, which hides
+# the alignment. Same global traffic as rungs 5 and 6.
+
+
+def make_register_2d_vector(patch=8, spread=16, depth_step=8, run=4):
+    """(kernel, geometry) of rung 7: rung 6 with each thread's `patch` rows and columns in runs of
+    `run` neighbours, read from shared memory in one wide load per run."""
+    side = spread * patch
+    threads = spread * spread
+    loads = side * depth_step // threads
+    runs = patch // run  # runs per thread along each side
+    run_gap = side // runs  # the distance between a thread's runs (64 for the defaults)
+
+    @cuda.jit
+    def register_2d_vector(a, b, c):
+        # BEGIN SOLUTION week 15, task matmul_register_2d_vector
+        tile_at = cuda.shared.array((2, depth_step, side), float32, alignment=16)
+        tile_b = cuda.shared.array((2, depth_step, side), float32, alignment=16)
+        acc = cuda.local.array((patch, patch), float32)
+        a_reg = cuda.local.array(patch, float32)
+        b_reg = cuda.local.array(patch, float32)
+        a_next = cuda.local.array(loads, float32)
+        b_next = cuda.local.array(loads, float32)
+        t = cuda.threadIdx.x
+        tx, ty = t % spread, t // spread
+        n, depth = a.shape
+        m = b.shape[1]
+        row0, col0 = cuda.blockIdx.y * side, cuda.blockIdx.x * side
+        for i in range(patch):
+            for j in range(patch):
+                acc[i, j] = float32(0)
+        steps = (depth + depth_step - 1) // depth_step
+        for step in range(steps + 1):
+            k0 = step * depth_step
+            if step < steps:  # the next step's loads, as in rung 6
+                for load in range(loads):
+                    e = t + load * threads
+                    r, k = e // depth_step, e % depth_step
+                    inside = row0 + r < n and k0 + k < depth
+                    a_next[load] = a[row0 + r, k0 + k] if inside else float32(0)
+                    k, col = e // side, e % side
+                    inside = k0 + k < depth and col0 + col < m
+                    b_next[load] = b[k0 + k, col0 + col] if inside else float32(0)
+            if step > 0:
+                buffer = uint32((step - 1) % 2)
+                for k in range(depth_step):
+                    for g in range(runs):  # each run of `run` neighbours: one 16-byte load
+                        for q in range(run):
+                            a_reg[g * run + q] = tile_at[
+                                buffer, uint32(k), uint32(g * run_gap + ty * run) + uint32(q)
+                            ]
+                            b_reg[g * run + q] = tile_b[
+                                buffer, uint32(k), uint32(g * run_gap + tx * run) + uint32(q)
+                            ]
+                    for i in range(patch):
+                        for j in range(patch):
+                            acc[i, j] += a_reg[i] * b_reg[j]
+            if step < steps:
+                buffer = uint32(step % 2)
+                for load in range(loads):
+                    e = t + load * threads
+                    tile_at[buffer, e % depth_step, e // depth_step] = a_next[load]
+                    tile_b[buffer, e // side, e % side] = b_next[load]
+            cuda.syncthreads()
+        for i in range(patch):
+            row = row0 + (i // run) * run_gap + ty * run + i % run
+            for j in range(patch):
+                col = col0 + (j // run) * run_gap + tx * run + j % run
+                if row < n and col < m:
+                    c[row, col] = acc[i, j]
+        # END SOLUTION
+
+    def geometry(n, m):
+        return (_ceil_div(m, side), _ceil_div(n, side)), threads
+
+    return register_2d_vector, geometry
+
+
 def _ceil_div(a, b):
     return -(-a // b)
 
@@ -294,4 +379,5 @@ LADDER = {
     ),
     "register_2d": make_register_2d(),
     "register_2d_prefetch": make_register_2d_prefetch(),
+    "register_2d_vector": make_register_2d_vector(),
 }

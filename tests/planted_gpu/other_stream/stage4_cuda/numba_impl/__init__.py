@@ -6,7 +6,7 @@ import ctypes
 
 from numba import cuda
 
-from stage4_cuda.numba_impl import _device, activations
+from stage4_cuda.numba_impl import _device, activations, elementwise
 from tests.planted_gpu.reference import *  # noqa: F403
 
 CU_STREAM_NON_BLOCKING = 1
@@ -25,6 +25,8 @@ def relu(x):
     global _stream
     _stream = _stream or _non_blocking_stream()
     y = _device.empty(x.shape)
-    blocks = _device.blocks_for(x.size)
-    activations._relu[blocks, _device.BLOCK, _stream](_device.flat(x), _device.flat(y))
+    blocks = _device.blocks_for(x.size, _device.BLOCK * elementwise.PER_THREAD)
+    activations._relu[blocks, _device.BLOCK, _stream](
+        _device.flat(x), _device.flat(y), elementwise.UNUSED
+    )
     return y
