@@ -38,7 +38,7 @@ STAGE2_OVER_STAGE1 = {
 # 2 cores, the repository's linear_forward ran at 0.002x of stage 2), so the policy times the C
 # tier with set_num_threads(1) and NumPy with its BLAS limited to one thread (threadpoolctl), in
 # turn, by the CPU time of the calling thread, which waiting for a core does not lengthen.
-# Measured on the 2-core AMD EPYC machine, other helpers' jobs loading it (load average 5-16),
+# Measured on 2026-11-23 on the 2-core AMD EPYC machine, other jobs loading it (load 5-16),
 # two full runs `python -m grader --stage 3` side by side and two `--checks speed` runs side by
 # side: the least speedup over all sizes and the four runs, e.g. matmul 0.52 (its 64^3; 0.9 of
 # OpenBLAS at 1024^3), relu 0.58, tanh 0.023, bce_with_logits_loss 0.15, leaky_relu 4.2, col2im

@@ -151,7 +151,9 @@ def time_on_one_thread(session, op, args):
     """The graded tier and the reference (and NumPy/OpenBLAS where it does the op) timed in turn,
     on one thread each: the figures stage 3's speed policy judges (grader/policy.py). With more
     threads than free cores, as on a shared machine, OpenMP's timings collapse; one thread each,
-    timed in turn, moves both sides alike."""
+    timed in turn by the CPU time of the calling thread, is what a busy machine still measures
+    fairly. Work an op hands to other threads regardless (OpenMP without `num_threads`) is not
+    counted: it gains at most the core count, far inside the policy's margin."""
     sides = [session.graded, session.reference]
     calls = [(bound_call(tier, op, args)[0], tier.module.synchronize) for tier in sides]
     library = library_baseline(op.name, args, "cpu", bench=False)
