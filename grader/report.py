@@ -57,6 +57,8 @@ def print_row(result, out):
         speedup = format_ratio(timing["speedup"]) if timing.get("speedup") else ""
         library = f"{timing['library_fraction']:.0%}" if timing.get("library_fraction") else ""
     notes = result.size or (result.message if result.status == PASSED else "")
+    if timing.get("one_thread"):
+        notes += f" [one thread: {_one_thread_figures(timing['one_thread'])}]"
     print(
         COLUMNS.format(
             op=result.op,
@@ -73,6 +75,14 @@ def print_row(result, out):
     )
     if result.status != PASSED and result.message:
         print(f"    {result.message}", file=out, flush=True)
+
+
+def _one_thread_figures(one):
+    """'0.93x, 97% of lib': the speedup and library share on one thread (grader/speed.py)."""
+    figures = format_ratio(one["speedup"])
+    if one.get("library_fraction"):
+        figures += f", {one['library_fraction']:.0%} of lib"
+    return figures
 
 
 def counts(results):

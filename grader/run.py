@@ -235,14 +235,14 @@ def _own_reference_lines(own, reference, out):
 
 
 def _run_tasks(options, runner, tasks, results, out):
-    """Run tasks in order, appending to `results`. An op whose correctness failed is not timed;
-    an op not implemented is reported once, its other checks skipped. A matmul rung (`kernel`)
-    counts as an op of its own."""
+    """Run tasks in order, appending to `results`. An op with a failed check is not timed (at
+    its next sizes either, once a speed check failed); an op not implemented is reported once,
+    its other checks skipped. A matmul rung (`kernel`) counts as an op of its own."""
     failed_ops, missing_ops = set(), set()
     for task in tasks:
         key = (task.op, task.kernel)
         if key in missing_ops or (task.kind == "speed" and key in failed_ops):
-            why = "not implemented" if key in missing_ops else "its correctness check failed"
+            why = "not implemented" if key in missing_ops else "an earlier check of it failed"
             size = (task.size.label or "") if task.size else ""
             result = Result(task.op, task.kind, SKIPPED, f"skipped: {why}", size=size)
         else:

@@ -2,13 +2,16 @@
 best library on the machine; outputs re-validated after timing. Also the bench's matmul kernels.
 
 A ladder size is timed on the reference tier too when that tier's own ladder holds it (stage 1
-only runs the tiny sizes), which gives the speedup. The output of the last timed call is then
+only runs the tiny sizes), which gives the speedup. A CPU tier that sets its thread count (stage 3's
+`set_num_threads`) is then timed again next to the reference, the two in turn on one thread each:
+the speedup its speed policy judges (grader/policy.py). The output of the last timed call is then
 compared with, in this order: the reference tier's output, the repository's stage 2 or 3 (fast;
 never the graded code itself), or a float64 NumPy evaluation; `validated_against` records
 which, or "none" when no independent answer exists at that size.
 """
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +26,7 @@ from .ownership import Ownership, native_leaves
 from .policy import speed_problem
 from .records import FAILED, PASSED, SKIPPED, Result, TierError
 from .roofline import floor_problem, roofline
-from .timing import measure
+from .timing import measure, measure_in_turn
 from .tolerance import tolerance
 
 
@@ -99,11 +102,10 @@ def time_op(session, tier, op, args, role):
     The graded tier's last result must not share memory with its first (an op that returns a
     cached result for the same input objects looks fast and is wrong for changed data).
     """
-    natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
-    function = getattr(tier.module, op.name)
+    call, natives = bound_call(tier, op, args)
     try:
-        first = function(*natives.values())
-        timing, result = timer(tier)(lambda: function(*natives.values()), session.setup.quick)
+        first = call()
+        timing, result = timer(tier)(call, session.setup.quick)
         if op.inplace:
             return timing, session.call(tier, op, args, role)
         outputs = values.to_numpy_tree(tier.module, result, op.outputs)
@@ -118,6 +120,62 @@ def time_op(session, tier, op, args, role):
         raise TierError(role, op.name, error) from None
     except Exception as error:
         raise TierError(role, op.name, error) from error
+
+
+def bound_call(tier, op, args):
+    """(a call of `op` on `tier` without arguments, the native arguments it passes): timing
+    measures the op, not the conversion of its inputs."""
+    natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
+    function = getattr(tier.module, op.name)
+    return lambda: function(*natives.values()), natives
+
+
+@contextmanager
+def one_thread(sides):
+    """Every tier of `sides` that sets its own thread count (the C tier's `set_num_threads`) on
+    one thread, and NumPy's BLAS on one (threadpoolctl); their defaults come back after."""
+    from threadpoolctl import threadpool_limits
+
+    threaded = [tier.module for tier in sides if hasattr(tier.module, "set_num_threads")]
+    with threadpool_limits(limits=1, user_api="blas"):
+        try:
+            for module in threaded:
+                module.set_num_threads(1)
+            yield
+        finally:
+            for module in threaded:
+                module.set_num_threads(0)  # 0: the default (CONTRACT.md)
+
+
+def time_on_one_thread(session, op, args):
+    """The graded tier and the reference (and NumPy/OpenBLAS where it does the op) timed in turn,
+    on one thread each: the figures stage 3's speed policy judges (grader/policy.py). With more
+    threads than free cores, as on a shared machine, OpenMP's timings collapse; one thread each,
+    timed in turn by the CPU time of the calling thread, is what a busy machine still measures
+    fairly. Work an op hands to other threads regardless (OpenMP without `num_threads`) is not
+    counted: it gains at most the core count, far inside the policy's margin."""
+    sides = [session.graded, session.reference]
+    calls = [(bound_call(tier, op, args)[0], tier.module.synchronize) for tier in sides]
+    library = library_baseline(op.name, args, "cpu", bench=False)
+    if library is not None:
+        calls.append((library.call, library.synchronize))
+    try:
+        with one_thread(sides):
+            timings, _ = measure_in_turn(calls, session.setup.quick, clock=time.thread_time)
+    except Exception as error:
+        raise TierError("graded", op.name, error) from error
+    graded, reference = timings[:2]
+    record = {
+        "graded": graded.as_dict(),
+        "reference": {"tier": session.reference.label, **reference.as_dict()},
+        "speedup": reference.median / graded.median,
+    }
+    if library is not None:
+        record.update(
+            library={"name": library.name, **timings[2].as_dict()},
+            library_fraction=timings[2].median / graded.median,
+        )
+    return record
 
 
 def timer(tier):
@@ -171,6 +229,8 @@ def check_speed(session, task):
             reference={"tier": reference.label, "stage": reference.stage, **ref_timing.as_dict()},
             speedup=ref_timing.median / timing.median,
         )
+        if not session.gpu and hasattr(session.graded.module, "set_num_threads"):
+            record["one_thread"] = time_on_one_thread(session, op, args)
     elif session.fast_reference is not None:
         fast = session.fast_reference
         expected = session.call(fast, op, args, "reference")

@@ -1,7 +1,8 @@
 """Timing one call: warm-up, device sync, repeats until a time budget, median and spread.
 
 Very fast calls are timed in batches (so the timer's own cost stays below 1%), and a repeat ends
-with `synchronize()`, so a GPU's queued work is counted.
+with `synchronize()`, so a GPU's queued work is counted. Calls to be compared can be timed in
+turn, batch by batch (`measure_in_turn`), so that a machine shared with other jobs moves both.
 """
 
 import math
@@ -37,26 +38,46 @@ class Timing:
 
 def measure(call, synchronize, quick=False):
     """Time `call()`; returns (Timing, the last call's result)."""
-    synchronize()
-    start = time.perf_counter()
-    result = call()  # warm-up: caches, lazy compilation, first-touch allocations
-    synchronize()
-    first = time.perf_counter() - start
-    batch = 1 if first >= BATCH_SECONDS else min(1000, math.ceil(BATCH_SECONDS / max(first, 1e-7)))
+    timings, results = measure_in_turn([(call, synchronize)], quick)
+    return timings[0], results[0]
+
+
+def measure_in_turn(calls, quick=False, clock=time.perf_counter):
+    """Time several (call, synchronize) pairs one batch each in turn (a, b, a, b, ...), so that
+    a load that comes and goes on a shared machine slows each of them alike: their ratio holds
+    where their own times do not. `clock` reads the seconds: the wall clock, or for work kept on
+    the calling thread `time.thread_time`, the CPU time it ran (time spent waiting for a core,
+    while other jobs ran, is not counted). Returns ([Timing per call], [each last result])."""
+    results, batches, firsts = [], [], []
+    for call, synchronize in calls:
+        synchronize()
+        start = clock()
+        results.append(call())  # warm-up: caches, lazy compilation, first-touch allocations
+        synchronize()
+        first = clock() - start
+        firsts.append(first)
+        batches.append(
+            1 if first >= BATCH_SECONDS else min(1000, math.ceil(BATCH_SECONDS / max(first, 1e-7)))
+        )
     min_repeats, budget = REPEATS[quick]
-    if first > SLOW_CALL_S:
+    if max(firsts) > SLOW_CALL_S:
         min_repeats = 1 if quick else 3
-    times = []
+    budget *= len(calls)  # each call keeps the budget it has when timed alone
+    times = [[] for _ in calls]
     started = time.perf_counter()
-    while len(times) < MAX_REPEATS and (
-        len(times) < min_repeats or time.perf_counter() - started < budget
+    while len(times[0]) < MAX_REPEATS and (
+        len(times[0]) < min_repeats or time.perf_counter() - started < budget
     ):
-        synchronize()
-        start = time.perf_counter()
-        for _ in range(batch):
-            result = call()
-        synchronize()
-        times.append((time.perf_counter() - start) / batch)
+        for index, ((call, synchronize), batch) in enumerate(zip(calls, batches, strict=True)):
+            synchronize()
+            start = clock()
+            for _ in range(batch):
+                results[index] = call()
+            synchronize()
+            times[index].append((clock() - start) / batch)
+    return [_summary(t, batch) for t, batch in zip(times, batches, strict=True)], results
+
+
+def _summary(times, batch):
     q1, median, q3 = np.percentile(times, [25, 50, 75])
-    timing = Timing(float(median), float(q1), float(q3), min(times), max(times), len(times), batch)
-    return timing, result
+    return Timing(float(median), float(q1), float(q3), min(times), max(times), len(times), batch)

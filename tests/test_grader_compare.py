@@ -84,3 +84,28 @@ def test_measure_reports_median_and_spread():
     assert result_timing.repeats >= 3 and result_timing.batch == 1
     assert 0.002 <= result_timing.min <= result_timing.median <= result_timing.max
     assert result_timing.q1 <= result_timing.median <= result_timing.q3
+
+
+def test_calls_timed_in_turn_alternate_and_thread_time_skips_waiting():
+    """measure_in_turn times one batch of each call in turn; on the thread's CPU clock a call
+    that only waits (as a job does while other jobs hold the cores) costs next to nothing."""
+    order = []
+
+    def busy():
+        order.append("busy")
+        end = time.thread_time() + 0.002
+        while time.thread_time() < end:
+            pass
+
+    def waiting():
+        order.append("waiting")
+        time.sleep(0.0002)
+
+    calls = [(busy, lambda: None), (waiting, lambda: None)]
+    (busy_time, waiting_time), _ = timing.measure_in_turn(calls, quick=True, clock=time.thread_time)
+    batch = waiting_time.batch
+    assert busy_time.repeats == waiting_time.repeats >= 3 and busy_time.batch == 1
+    # after one warm-up call each: a batch of each in turn
+    assert order[2 : 4 + 2 * batch] == (["busy"] + ["waiting"] * batch) * 2
+    assert busy_time.median >= 0.002
+    assert waiting_time.median < 0.0001

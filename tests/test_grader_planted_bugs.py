@@ -1,7 +1,8 @@
 """The grader catches planted bugs: each tier under tests/planted/ is the reference stage 2 (or
 stage 1) with one op broken, and grading it must report a FAILED check with a message that says
 what is wrong: wrong values, results that share memory, wrong dtypes, ops too slow, overflows, bugs
-that show only at the large sizes of the speed ladders.
+that show only at the large sizes of the speed ladders. Stage 3's are a copy of the repository's
+stage3_c with ops made slow (C_PLANTS), which its speed policy must fail.
 
 These run the grader through its Python API, isolated (a worker process), as `--impl` does for a
 learner's workspace. The reference stage 2 itself must pass everything.
@@ -9,11 +10,13 @@ learner's workspace. The reference stage 2 itself must pass everything.
 
 import io
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from grader import Options, grade
+from grader.policy import STAGE3_OVER_STAGE2
 
 PLANTED = Path(__file__).parent / "planted"
 
@@ -111,6 +114,84 @@ def test_planted_bug_fails_with_a_clear_message(tmp_path, stage, bug, op, check,
     assert re.fullmatch(r"\d+ passed, [1-9]\d* failed(, \d+ skipped)?", printed.splitlines()[-1])
 
 
+# Stage 3: op -> (file under stage3_c/, the reference's text, the planted text). Each op stays
+# correct and becomes far slower than the repository's, as a learner's first try may be.
+C_PLANTS = {
+    "relu": ("activations.py",  # one C call per element, from Python
+             '''    return _forward("relu", checks.relu(x))\n''',
+             '''    x = checks.relu(x)
+    y = new_output("relu", x.shape)
+    for i in range(x.size):
+        call("s2c_relu", pointer(x) + i, pointer(y) + i, 1)
+    return y
+'''),
+    "batchnorm_backward": ("csrc/norm.c",  # O(count^2): dbeta summed again for every element
+                           "                dx[index] = (float)(factor * ((double)count * dy[index]"
+                           " - dy_sum -\n",
+                           '''                double dy_total = 0.0;
+                for (int64_t j = 0; j < n; j++)
+                    for (int64_t q = 0; q < spatial; q++)
+                        dy_total += dy[(j * c + channel) * spatial + q];
+                dx[index] = (float)(factor * ((double)count * dy[index] - dy_total -
+'''),
+    "sum_rows": ("csrc/linalg.c",  # O(n m^2): each column sum scans the whole matrix
+                 '''        for (int64_t i = 0; i < n; i++) {
+            const float *row = x + i * m + j0;
+            for (int64_t j = 0; j < width; j++)
+                sums[j] += row[j];
+        }
+''',
+                 '''        for (int64_t j = 0; j < width; j++)
+            for (int64_t e = 0; e < n * m; e++)
+                if (e % m == j0 + j)
+                    sums[j] += x[e];
+'''),
+}  # fmt: skip
+CONTROLS = ("tanh", "matmul")  # unplanted, in the same copy: slower than NumPy, and they pass
+
+
+@pytest.fixture(scope="module")
+def planted_c_grading(tmp_path_factory):
+    """Stage 3's speed checks on a copy of stage3_c with C_PLANTS planted, one grading for all."""
+    folder = tmp_path_factory.mktemp("planted_c")
+    shutil.copytree(
+        Path(__file__).parent.parent / "stage3_c",
+        folder / "stage3_c",
+        ignore=shutil.ignore_patterns("_build", "*.so", "_s2c_native*.c", "__pycache__"),
+    )
+    for file, reference, planted in C_PLANTS.values():
+        path = folder / "stage3_c" / file
+        text = path.read_text()
+        assert text.count(reference) == 1, f"{file} no longer holds the text to plant into"
+        path.write_text(text.replace(reference, planted))
+    return run_grader(folder, 3, impl=str(folder), ops=(*C_PLANTS, *CONTROLS), checks=("speed",))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+@pytest.mark.parametrize("op", C_PLANTS)
+def test_a_slow_c_op_fails_stage3s_speed_policy(planted_c_grading, op):
+    status, results, printed = planted_c_grading
+    failed = [r for r in results if r.op == op and r.status == "failed"]
+    wanted = re.escape(f"{STAGE3_OVER_STAGE2[op]:.3g}x")
+    assert status == 1
+    assert failed, f"{op} passed its speed checks:\n{printed}"
+    assert re.fullmatch(
+        rf"{op}: too slow: [\d.e-]+x the speed of stage 2 \[numpy\] \(one thread each\), "
+        rf"expected at least {wanted} \(stage 3's speed policy, grader/policy.py\)",
+        failed[0].message,
+    ), failed[0].message
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
+def test_the_unplanted_c_ops_pass_beside_them(planted_c_grading):
+    _, results, printed = planted_c_grading
+    controls = [r for r in results if r.op in CONTROLS]
+    assert {r.op for r in controls} == set(CONTROLS), printed
+    assert all(r.status == "passed" for r in controls), printed
+
+
 def test_the_worker_restarts_after_a_crash(tmp_path):
     """After matmul segfaults, a fresh worker grades the next op, which passes."""
     status, results, _ = run_grader(
@@ -144,3 +225,12 @@ def test_reference_stage2_passes_everything_against_stage1(tmp_path):
     checks = {r.check for r in results}
     assert {"correct", "grad", "dist", "speed"} <= checks
     assert printed.splitlines()[-1] == f"{len(results)} passed, 0 failed"
+
+
+@pytest.mark.slow
+def test_reference_stage3_passes_its_speed_policy(tmp_path):
+    """The repository's stage 3 on every op's speed sizes, judged on one thread against NumPy."""
+    status, results, printed = run_grader(tmp_path, 3, checks=("speed",))
+    failed = [f"{r.op} {r.size}: {r.message}" for r in results if r.status != "passed"]
+    assert status == 0 and not failed, "\n".join(failed)
+    assert all("one_thread" in r.timing for r in results), printed
