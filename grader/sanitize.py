@@ -2,12 +2,12 @@
 
     python -m grader.sanitize --stage 4 [--variant numba] [--tools memcheck,racecheck,synccheck]
 
-Each tool runs the grader once (correctness, NaN, gradient and distribution checks, at their small
-sizes; no timing and no determinism check, whose sizes fill the device: the sanitizer slows every
-kernel a hundredfold or more, and it finds races itself) with every child process followed, since the
-grader runs GPU code in a worker process. memcheck finds out-of-bounds and misaligned accesses,
-racecheck shared-memory hazards (a missing `syncthreads`), synccheck barriers that not every
-thread of a block reaches. The last line is the total count of reports, 0 when clean.
+Each tool runs the grader once (correctness, NaN, gradient and distribution checks, at their
+small sizes; no timing and no determinism check, whose sizes fill the device: the sanitizer slows
+every kernel a hundredfold or more, and it finds races itself) with every child process followed,
+since the grader runs GPU code in a worker process; the grader's own last line says how many
+checks ran. memcheck finds out-of-bounds and misaligned accesses, racecheck shared-memory hazards
+(a missing `syncthreads`), synccheck barriers that not every thread of a block reaches. The last line is the total count of reports, 0 when clean.
 """
 
 import argparse
@@ -74,7 +74,9 @@ def main(argv=None):
         count = reports_in(output)
         if count or "ERROR SUMMARY" not in output:
             print(output[-6000:])
-        print(f"{tool}: {count} reports (grader exit status {run.returncode})", flush=True)
+        checks_line = re.findall(r"^\d+ passed, \d+ failed.*$", output, re.MULTILINE)
+        ran = checks_line[-1] if checks_line else "no summary from the grader"
+        print(f"{tool}: {count} reports (grader: {ran}; exit status {run.returncode})", flush=True)
         total += count
     print(f"{total} sanitizer reports")
     return 1 if total else 0
