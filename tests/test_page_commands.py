@@ -120,7 +120,7 @@ def project_module(module):
 
 
 def make_targets():
-    return set(re.findall(r"^([a-z]+):", (ROOT / "Makefile").read_text(), re.MULTILINE))
+    return set(re.findall(r"^([a-z][a-z-]*):", (ROOT / "Makefile").read_text(), re.MULTILINE))
 
 
 def tree_for(tmp_path_factory, workspace=None):
