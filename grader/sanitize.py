@@ -7,7 +7,8 @@ small sizes; no timing and no determinism check, whose sizes fill the device: th
 every kernel a hundredfold or more, and it finds races itself) with every child process followed,
 since the grader runs GPU code in a worker process; the grader's own last line says how many
 checks ran. memcheck finds out-of-bounds and misaligned accesses, racecheck shared-memory hazards
-(a missing `syncthreads`), synccheck barriers that not every thread of a block reaches. The last line is the total count of reports, 0 when clean.
+(a missing `syncthreads`), synccheck barriers that not every thread of a block reaches. The last
+line is the total count of reports, 0 when clean.
 """
 
 import argparse
