@@ -1,0 +1,49 @@
+/* common.h -- what every CUDA C file of stage 4 shares: status codes, error checks, sizes.
+ *
+ * Every exported function (extern "C", called from Python through the nvcc variant's wrapper)
+ * returns a status. A failed CUDA call or launch returns S2C_CUDA_ERROR and leaves a message naming
+ * the kernel or call and CUDA's error string in s2c_cuda_error_message(), which the wrapper puts in
+ * the Python exception. The status values are stage 3's (stage3_c/csrc/s2c.h), plus one. */
+#ifndef S2C_CUDA_COMMON_H
+#define S2C_CUDA_COMMON_H
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum s2c_cuda_status {
+    S2C_CUDA_OK = 0,
+    S2C_CUDA_NOT_IMPLEMENTED = 1, /* an exercise stub: the wrapper raises NotImplementedError */
+    S2C_CUDA_BAD_ARGUMENT = 2,    /* a check the wrapper should have made: raises ValueError */
+    S2C_CUDA_OUT_OF_MEMORY = 3,   /* an allocation failed: raises MemoryError */
+    S2C_CUDA_ERROR = 4            /* a CUDA call or launch failed: raises RuntimeError */
+};
+
+/* The last failure's message, per host thread (the wrapper reads it right after the call). */
+extern "C" const char *s2c_cuda_error_message(void);
+void s2c_cuda_set_error(const char *what, cudaError_t error);
+
+/* Return S2C_CUDA_ERROR from the calling function when `call` (a CUDA runtime call) fails. */
+#define CUDA_CHECK(call)                                \
+    do {                                                \
+        cudaError_t error_ = (call);                    \
+        if (error_ != cudaSuccess) {                    \
+            s2c_cuda_set_error(#call, error_);          \
+            return S2C_CUDA_ERROR;                      \
+        }                                               \
+    } while (0)
+
+/* After `kernel<<<...>>>(...)`: return S2C_CUDA_ERROR when the launch was refused (a bad
+ * configuration, too much shared memory). Errors inside the kernel surface at the next sync. */
+#define LAUNCH_CHECK(kernel_name)                       \
+    do {                                                \
+        cudaError_t error_ = cudaGetLastError();        \
+        if (error_ != cudaSuccess) {                    \
+            s2c_cuda_set_error(kernel_name, error_);    \
+            return S2C_CUDA_ERROR;                      \
+        }                                               \
+    } while (0)
+
+static inline __host__ __device__ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+#endif
