@@ -100,12 +100,20 @@ struct Tiles {
     static constexpr int A_STRIDE = BM + 4;       /* padded row of the transposed A tile */
     static constexpr int STAGE_FLOATS = BK * A_STRIDE + BK * BN;
     static constexpr int SHARED_BYTES = STAGES * STAGE_FLOATS * (int)sizeof(float);
-    static constexpr int A_COPIES = BM * BK / THREADS;      /* 4-byte copies per thread per step */
-    static constexpr int B_COPIES = BK * BN / 4 / THREADS;  /* 16-byte copies (whole tiles) */
-    static constexpr int B_COPIES_EDGES = BK * BN / THREADS; /* 4-byte copies (any sizes) */
+    /* The copies of one stage, shared evenly: each thread copies A_COPIES single floats of A
+     * (rows t/8 + i A_ROWS_APART, values t%8 (+8) of p) and B_COPIES rows of 4 floats of B
+     * (B_ROWS_APART rows apart), or, at the edges, B_COPIES_EDGES single floats of B. */
+    static constexpr int A_COPIES = BM * BK / THREADS;
+    static constexpr int A_ROWS_APART = THREADS / 8;
+    static constexpr int B_COPIES = BK * BN / 4 / THREADS;
+    static constexpr int B_ROWS_APART = THREADS / (BN / 4);
+    static constexpr int B_COPIES_EDGES = BK * BN / THREADS;
+    static constexpr int B_ROWS_APART_EDGES = THREADS / BN;
     static_assert(WM / TM * LANES_N == 32, "a warp's lanes must cover its tile exactly");
     static_assert(TM % 4 == 0 && TN % 4 == 0, "threads own runs of 4 neighbours (float4)");
-    static_assert(BK % 8 == 0, "A is copied in groups of 8 values of k (32 bytes of a row)");
+    static_assert(BK % 8 == 0, "A is copied in groups of 8 values of p (32 bytes of a row)");
+    static_assert(BM % A_ROWS_APART == 0 && THREADS % BN == 0,
+                  "each thread's copies must keep the same columns from one copy to the next");
     static_assert(A_COPIES * THREADS == BM * BK && B_COPIES * 4 * THREADS == BK * BN,
                   "the threads must share the copies of a stage evenly");
     static_assert(STAGES >= 2, "a pipeline needs at least two buffers");
@@ -120,41 +128,74 @@ typedef Tiles<64, 64, 8, 32, 32, 4, 8, 4, 4> Small;        /* 128 threads: 4x th
 
 /* --- the kernel --------------------------------------------------------------------------------- */
 
-/* Issue the copies of one stage: A's BM x BK tile from row row0 and depth p0, transposed into
- * tile_at[p][row], and B's BK x BN tile from depth p0 and column col0 into tile_b[p][col]. */
+/* Where one thread's copies of a stage come from: a_next is &a[row0 + t/8, p0 + t%8] and b_next
+ * &b[p0 + t/(BN/4), col0 + 4 (t%(BN/4))] (at the edges &b[p0 + t/BN, col0 + t%BN]) for the
+ * stage's depth p0; step() moves them BK further along k. Set up once, so that a stage's copies
+ * cost a few additions, not the index arithmetic of each element. */
+template <class T, bool EDGES> struct CopySource {
+    const float *a_next, *b_next;
+    int64_t b_step;          /* BK rows of B */
+    int64_t a_rows_left;     /* rows of A from the thread's first one to the end (edges) */
+    int64_t b_cols_left;     /* columns of B likewise */
+    int64_t depth_left;      /* k - p0 */
+
+    __device__ __forceinline__ CopySource(const float *a, const float *b, int64_t n, int64_t k,
+                                          int64_t m, int64_t row0, int64_t col0)
+    {
+        unsigned t = threadIdx.x;
+        unsigned b_row = EDGES ? t / T::BN : t / (T::BN / 4);
+        unsigned b_col = EDGES ? t % T::BN : t % (T::BN / 4) * 4;
+        a_next = a + (row0 + t / 8) * k + t % 8;
+        b_next = b + b_row * m + col0 + b_col;
+        b_step = T::BK * m;
+        a_rows_left = n - row0 - t / 8;
+        b_cols_left = m - col0 - b_col;
+        depth_left = k;
+    }
+
+    __device__ __forceinline__ void step(void)
+    {
+        a_next += T::BK;
+        b_next += b_step;
+        depth_left -= T::BK;
+    }
+};
+
+/* Issue the copies of one stage: A's BM x BK tile, transposed into tile_at[p][row], and B's
+ * BK x BN tile into tile_b[p][col]; then move `source` to the next stage. */
 template <class T, bool EDGES>
-__device__ __forceinline__ void copy_stage(float *stage, const float *a, const float *b,
-                                           int64_t n, int64_t k, int64_t m, int64_t row0,
-                                           int64_t col0, int64_t p0)
+__device__ __forceinline__ void copy_stage(float *stage, CopySource<T, EDGES> &source,
+                                           const float *a, const float *b, int64_t k, int64_t m)
 {
     // BEGIN SOLUTION week 16, task sgemm_cp_async
     float *tile_at = stage, *tile_b = stage + T::BK * T::A_STRIDE;
-    int t = threadIdx.x;
+    unsigned t = threadIdx.x;
 #pragma unroll
     for (int copy = 0; copy < T::A_COPIES; copy++) {
         /* A warp copies 4 rows x 8 values of p (32 bytes of each row: whole sectors) and writes
          * them to tile_at[p][row]: banks 4 p + row (mod 32), all different thanks to the pad. */
-        int e = t + copy * T::THREADS;
-        int p = e % 8 + e / (8 * T::BM) * 8, r = e / 8 % T::BM;
-        bool valid = !EDGES || (row0 + r < n && p0 + p < k);
-        copy4_async(&tile_at[p * T::A_STRIDE + r], valid ? &a[(row0 + r) * k + p0 + p] : a, valid);
+        int r = copy * T::A_ROWS_APART % T::BM, p = copy * T::A_ROWS_APART / T::BM * 8;
+        bool valid = !EDGES || (r < source.a_rows_left && p + t % 8 < source.depth_left);
+        float *to = &tile_at[(t % 8 + p) * T::A_STRIDE + t / 8 + r];
+        copy4_async(to, valid ? source.a_next + r * k + p : a, valid);
     }
     if (!EDGES) {
 #pragma unroll
         for (int copy = 0; copy < T::B_COPIES; copy++) {
-            int e = t + copy * T::THREADS;
-            int p = e / (T::BN / 4), col = e % (T::BN / 4) * 4;
-            copy16_async(&tile_b[p * T::BN + col], &b[(p0 + p) * m + col0 + col]);
+            int p = copy * T::B_ROWS_APART;
+            float *to = &tile_b[(t / (T::BN / 4) + p) * T::BN + t % (T::BN / 4) * 4];
+            copy16_async(to, source.b_next + p * m);
         }
     } else {
 #pragma unroll
         for (int copy = 0; copy < T::B_COPIES_EDGES; copy++) {
-            int e = t + copy * T::THREADS;
-            int p = e / T::BN, col = e % T::BN;
-            bool valid = p0 + p < k && col0 + col < m;
-            copy4_async(&tile_b[p * T::BN + col], valid ? &b[(p0 + p) * m + col0 + col] : b, valid);
+            int p = copy * T::B_ROWS_APART_EDGES;
+            bool valid = 0 < source.b_cols_left && p + t / T::BN < source.depth_left;
+            float *to = &tile_b[(t / T::BN + p) * T::BN + t % T::BN];
+            copy4_async(to, valid ? source.b_next + p * m : b, valid);
         }
     }
+    source.step();
     // END SOLUTION
 }
 
@@ -197,7 +238,7 @@ sgemm_cp_async_kernel(const float *a, const float *b, float *c, int64_t n, int64
 {
     // BEGIN SOLUTION week 16, task sgemm_cp_async
     extern __shared__ __align__(16) float shared[]; /* STAGES x (tile_at, tile_b) */
-    int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    unsigned t = threadIdx.x, warp = t / 32, lane = t % 32;
     int lane_row = warp / T::WARPS_N * T::WM + lane / T::LANES_N * 4;
     int lane_col = warp % T::WARPS_N * T::WN + lane % T::LANES_N * 4;
     int64_t row0 = (int64_t)blockIdx.y * T::BM, col0 = (int64_t)blockIdx.x * T::BN;
@@ -208,13 +249,13 @@ sgemm_cp_async_kernel(const float *a, const float *b, float *c, int64_t n, int64
         for (int j = 0; j < T::TN; j++)
             sum[i][j] = 0.0f;
     int64_t steps = ceil_div(k, T::BK);
+    CopySource<T, EDGES> source(a, b, n, k, m, row0, col0);
     /* Fill the pipeline: the copies of steps 0 .. STAGES-2, one group each (empty groups past
      * the last step keep the count of groups the same for every k). */
 #pragma unroll
     for (int s = 0; s < T::STAGES - 1; s++) {
         if (s < steps)
-            copy_stage<T, EDGES>(shared + s * T::STAGE_FLOATS, a, b, n, k, m, row0, col0,
-                                 (int64_t)s * T::BK);
+            copy_stage<T, EDGES>(shared + s * T::STAGE_FLOATS, source, a, b, k, m);
         commit_copies();
     }
     int read_stage = 0, write_stage = T::STAGES - 1;
@@ -222,8 +263,7 @@ sgemm_cp_async_kernel(const float *a, const float *b, float *c, int64_t n, int64
         wait_copies<T::STAGES - 2>(); /* this thread's copies of step `step` have landed ... */
         __syncthreads(); /* ... and everyone's; and everyone is done with step - 1's buffer */
         if (step + T::STAGES - 1 < steps) /* refill that buffer, STAGES - 1 steps ahead */
-            copy_stage<T, EDGES>(shared + write_stage * T::STAGE_FLOATS, a, b, n, k, m, row0,
-                                 col0, (step + T::STAGES - 1) * T::BK);
+            copy_stage<T, EDGES>(shared + write_stage * T::STAGE_FLOATS, source, a, b, k, m);
         commit_copies();
         multiply_stage<T>(shared + read_stage * T::STAGE_FLOATS, sum, lane_row, lane_col);
         read_stage = read_stage == T::STAGES - 1 ? 0 : read_stage + 1;
