@@ -32,10 +32,12 @@ OTHER_PACKAGES = ("nn",)
 RUNG_PREFIX = "matmul_"  # task matmul_NAME is rung NAME of the matmul ladder
 
 # The line that opens the function around a region: a Python `def`, or a C definition, which
-# starts at column 0 with its return type (a statement inside a body is indented).
+# starts at column 0 with its return type (a statement inside a body is indented); in CUDA perhaps
+# `extern "C"` first, and `__launch_bounds__(...)` before the name.
 PYTHON_DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?def\s+(?P<name>\w+)\s*\(")
 C_DEFINITION = re.compile(
-    r"^(?!(?:if|for|while|switch|return|else|do)\b)[A-Za-z_][\w \t*]*?\b(?P<name>\w+)\s*\("
+    r"^(?!(?:if|for|while|switch|return|else|do)\b)(?:extern\s+\"C\"\s+)?[A-Za-z_][\w \t*]*?"
+    r"(?:__launch_bounds__\([^)]*\)\s*)?\b(?P<name>\w+)\s*\("
 )
 
 

@@ -10,12 +10,15 @@ Reference code marks each exercise body (grader/CONTRACT.md, "Weeks and exercise
     # END SOLUTION                                 (`/* END SOLUTION */`, `// END SOLUTION`)
 
 In the workspace a Python region becomes, at the region's indentation,
-`raise NotImplementedError("week 1, task matmul: not implemented yet (stage1_python/linalg.py)")`
-and a C or CUDA region `return S2C_NOT_IMPLEMENTED;`, which the C tier's wrapper turns into the same
-NotImplementedError. Broken markers (unbalanced, nested, without week and task) stop the tool before
-it writes anything, and a tier already in the workspace is never overwritten without --force: it
-may hold the learner's work. The packages every tier imports (the argument checks, `argcheck/`)
-are copied as they are when missing (replaced with --force), so the workspace also runs alone.
+`raise NotImplementedError("week 1, task matmul: not implemented yet (stage1_python/linalg.py)")`,
+a C region `return S2C_NOT_IMPLEMENTED;`, which the C tier's wrapper turns into the same
+NotImplementedError, and a CUDA region `return S2C_CUDA_NOT_IMPLEMENTED;` (the status of
+stage4_cuda/csrc/common.h), or a bare `return;` in a kernel or another function returning void,
+whose launcher reports it. Broken markers (unbalanced, nested, without week and task) stop the
+tool before it writes anything, and a tier already in the workspace is never overwritten without
+--force: it may hold the learner's work. The packages every tier imports (the argument checks,
+`argcheck/`) are copied as they are when missing (replaced with --force), so the workspace also
+runs alone.
 The network (`nn/`, weeks 9 and 10) is stubbed the same way; it runs from the repository root with
 S2C_NN naming the workspace (nn/__init__.py), since it imports the registry and the data sets.
 """
@@ -41,6 +44,7 @@ DEFAULT_OUT = Path("workspace")  # where `make grade` looks for the learner's ti
 # Build outputs stay behind (the workspace builds its own); the names follow .gitignore.
 SKIPPED_NAMES = ("__pycache__", "_build", "*.so", "*.o", "*.pyc", "_s2c_native*")
 LANGUAGE_OF_SUFFIX = {".py": "python", ".c": "c", ".h": "c", ".cu": "c", ".cuh": "c"}
+CUDA_SUFFIXES = (".cu", ".cuh")  # C whose stubs return common.h's S2C_CUDA_NOT_IMPLEMENTED
 WEEKS = range(1, 19)
 
 _WEEK_AND_TASK = r"week\s+(?P<week>\d+)\s*,\s*task\s+(?P<task>[A-Za-z_][\w.-]*)"
@@ -76,12 +80,43 @@ class Region:
     end_line: int
 
 
-def stub_line(language, indent, week, task, path, newline):
-    """The line that replaces a region: it fails loudly, naming the exercise."""
+def stub_line(language, indent, week, task, path, newline, returns_void=False):
+    """The line that replaces a region: it fails loudly, naming the exercise.
+
+    CUDA files return stage4_cuda/csrc/common.h's status, S2C_CUDA_NOT_IMPLEMENTED. A CUDA region
+    in a function returning void (a kernel, a device helper; `returns_void`) becomes `return;`: a
+    kernel cannot return a status, so the region of the same task in its launcher reports it.
+    """
     if language == "python":
         message = f"week {week}, task {task}: not implemented yet ({path})"
         return f'{indent}raise NotImplementedError("{message}"){newline}'
+    if path.endswith(CUDA_SUFFIXES):
+        if returns_void:
+            return f"{indent}return; /* week {week}, task {task}: not implemented yet */{newline}"
+        return f"{indent}return S2C_CUDA_NOT_IMPLEMENTED; /* week {week}, task {task} */{newline}"
     return f"{indent}return S2C_NOT_IMPLEMENTED; /* week {week}, task {task} */{newline}"
+
+
+def in_void_function(lines_before):
+    """Whether the C or CUDA function whose body `lines_before` (a file's lines up to a marker)
+    ends inside returns void. Its head starts at column 0 and its body opens with a `{` at column
+    0 or at the end of a column-0 line; `void *` is a pointer, not void."""
+    head = []
+    for line in reversed(lines_before):
+        bare = line.rstrip()
+        if not head:  # still in the body: look for the line that opens it
+            if bare == "{" or (bare.endswith("{") and line[:1] not in " \t"):
+                head.append(bare)
+            continue
+        if (
+            not bare
+            or bare.lstrip().startswith(("}", "#", "/*", "*", "//"))
+            or bare.endswith((";", "*/"))
+        ):
+            break
+        head.append(bare)
+    declaration = " ".join(reversed(head)).split("(")[0]  # what comes before the parameters
+    return re.search(r"\bvoid\b(?!\s*\*)", declaration) is not None
 
 
 def match_begin(language, line):
@@ -120,7 +155,8 @@ def stub_regions(text, language, path):
                 raise MarkerError(f"{where}: week {week} is not a week of the course (1..18)")
             open_region = (number, week, task)
             newline = line[len(bare) :]
-            kept.append(stub_line(language, match["indent"], week, task, path, newline))
+            void = language == "c" and in_void_function(kept)
+            kept.append(stub_line(language, match["indent"], week, task, path, newline, void))
         elif "END SOLUTION" in line:
             if END_MARKER[language].match(bare) is None:
                 raise MarkerError(f"{where}: malformed END SOLUTION marker {bare.strip()!r}")

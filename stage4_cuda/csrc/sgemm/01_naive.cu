@@ -1,6 +1,6 @@
 /* 01_naive.cu -- rung 1 of the SGEMM ladder: one thread per element of C, the definition.
  *
- * What it does: thread (x, y) of the grid computes c[row, col] = sum over p of a[row, p] * b[p, col]
+ * What it does: thread (x, y) of the grid computes c[row, col] = sum over p of a[row, p] b[p, col]
  * with row taken from threadIdx.x, the index that varies fastest within a warp. That is the natural
  * first guess (x is "the first index", row is "the first index"), and it is the wrong one: the 32
  * threads of a warp hold 32 consecutive rows, so at each step p they read a[row, p] from 32 rows
@@ -15,7 +15,7 @@
  *          most of it, but A arrives in sectors of which a warp uses 4 bytes out of 32.
  *   so     bound by the memory system's sector rate, around 1% of cuBLAS.
  *
- * Run it: python3 stage4_cuda/sgemm_bench.py --rung 1   (builds the bench, checks against cuBLAS) */
+ * Run it: python3 stage4_cuda/sgemm_bench.py --rung 1  (builds the bench, checks with cuBLAS) */
 #include "sgemm.h"
 
 #define NAIVE_BLOCK_X 32 /* a warp along x: 32 rows of C */

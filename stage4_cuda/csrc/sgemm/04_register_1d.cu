@@ -27,8 +27,8 @@
 #define THREADS (BM * BN / TM) /* 512: each loads one element of each tile per step */
 
 template <bool EDGES>
-__global__ void __launch_bounds__(THREADS)
-sgemm_register_1d_kernel(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
+__global__ void __launch_bounds__(THREADS) sgemm_register_1d_kernel(
+    const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
 {
     // BEGIN SOLUTION week 16, task sgemm_register_1d
     __shared__ float tile_a[BM][BK];

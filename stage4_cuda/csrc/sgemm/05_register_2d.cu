@@ -29,8 +29,8 @@
 #define LOADS (BM * BK / THREADS)  /* elements of each tile one thread loads per step: 4 */
 
 template <bool EDGES>
-__global__ void __launch_bounds__(THREADS)
-sgemm_register_2d_kernel(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
+__global__ void __launch_bounds__(THREADS) sgemm_register_2d_kernel(
+    const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
 {
     // BEGIN SOLUTION week 16, task sgemm_register_2d
     __shared__ float tile_a[BM][BK];

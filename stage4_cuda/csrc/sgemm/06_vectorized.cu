@@ -33,8 +33,8 @@
 #define PAD_A 4     /* tile_at's rows are BM + PAD_A floats long (multiple of 4: float4 reads) */
 
 template <bool EDGES>
-__global__ void __launch_bounds__(THREADS)
-sgemm_vectorized_kernel(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
+__global__ void __launch_bounds__(THREADS) sgemm_vectorized_kernel(
+    const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
 {
     // BEGIN SOLUTION week 16, task sgemm_vectorized
     __shared__ __align__(16) float tile_at[BK][BM + PAD_A]; /* A's tile, transposed: [p][row] */

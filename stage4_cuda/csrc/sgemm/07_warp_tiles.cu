@@ -35,8 +35,8 @@
 #define PAD_A 4
 
 template <bool EDGES>
-__global__ void __launch_bounds__(THREADS)
-sgemm_warp_tiles_kernel(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
+__global__ void __launch_bounds__(THREADS) sgemm_warp_tiles_kernel(
+    const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
 {
     // BEGIN SOLUTION week 16, task sgemm_warp_tiles
     __shared__ __align__(16) float tile_at[BK][BM + PAD_A]; /* A's tile, transposed: [p][row] */

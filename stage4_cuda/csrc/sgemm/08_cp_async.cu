@@ -82,7 +82,7 @@ template <int PENDING> __device__ __forceinline__ void wait_copies(void)
 #endif
 }
 
-/* --- the tile configuration: one template parameter pack, checked at compile time -------------- */
+/* --- the tile configuration: one template parameter pack, checked at compile time -- */
 
 template <int BM_, int BN_, int BK_, int WM_, int WN_, int TM_, int TN_, int STAGES_,
           int MIN_BLOCKS_>
@@ -126,7 +126,7 @@ typedef Tiles<128, 256, 8, 32, 128, 8, 16, 3, 1> Wide;     /* 256 threads, 8 x 1
 typedef Tiles<64, 128, 8, 32, 64, 8, 8, 4, 3> Half;        /* 128 threads: twice the blocks */
 typedef Tiles<64, 64, 8, 32, 32, 4, 8, 4, 4> Small;        /* 128 threads: 4x the blocks */
 
-/* --- the kernel --------------------------------------------------------------------------------- */
+/* --- the kernel -- */
 
 /* Where one thread's copies of a stage come from: a_next is &a[row0 + t/8, p0 + t%8] and b_next
  * &b[p0 + t/(BN/4), col0 + 4 (t%(BN/4))] (at the edges &b[p0 + t/BN, col0 + t%BN]) for the
@@ -233,8 +233,8 @@ __device__ __forceinline__ void multiply_stage(const float *stage, float (&sum)[
 }
 
 template <class T, bool EDGES>
-__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS)
-sgemm_cp_async_kernel(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
+__global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) sgemm_cp_async_kernel(
+    const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m)
 {
     // BEGIN SOLUTION week 16, task sgemm_cp_async
     extern __shared__ __align__(16) float shared[]; /* STAGES x (tile_at, tile_b) */
