@@ -2,14 +2,17 @@
 
 nvcc compiles every rung alone (as CI does) for sm_80 and sm_90 with no register spills, the
 learner's stubbed rungs compile too, and bench.cu builds with cuBLAS where cuBLAS is installed.
-The table of the README is what stage4_cuda/sgemm_bench.py makes of the committed results. The
-kernels themselves run only on a GPU: `python3 stage4_cuda/sgemm_bench.py` checks each against
-cuBLAS there.
+Every rung, and every tile configuration of rung 8, computes the product correctly on a CPU
+emulation of CUDA (tests/cuda_emulation/: a block's threads are real threads, __syncthreads a
+barrier), at sizes on and off the tiles. The table of the README is what
+stage4_cuda/sgemm_bench.py makes of the committed results. Speed, and the real cp.async path, need
+a GPU: `python3 stage4_cuda/sgemm_bench.py` checks each rung against cuBLAS there and times it.
 """
 
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -104,6 +107,32 @@ def test_the_bench_builds_with_every_rung_and_cublas(tmp_path):
     program = tmp_path / "sgemm_bench"
     sgemm_bench.build_bench(program, ["sm_90"], NVCC, cublas)
     assert program.is_file()
+
+
+EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
+# `kernel<<<grid, block, shared>>>(arguments)` -> `emulate::Launch(grid, block, shared).run(kernel,
+# arguments)`; the dynamic shared memory of rung 8 -> the emulation's buffer.
+LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
+DYNAMIC_SHARED = "extern __shared__ __align__(16) float shared[];"
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed here")
+def test_every_rung_and_tile_configuration_computes_the_product_on_a_cpu_emulation(tmp_path):
+    for path in RUNGS:
+        text = LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", path.read_text())
+        text = text.replace(DYNAMIC_SHARED, "float *shared = emulate::dynamic_shared();")
+        (tmp_path / path.name).write_text(text)
+    assert "<<<" not in "".join(p.read_text() for p in tmp_path.glob("*.cu"))
+    harness = tmp_path / "sgemm_harness.cpp"  # includes rung 8 itself, to reach its CANDIDATES
+    shutil.copy(EMULATION / "sgemm_harness.cpp", harness)
+    sources = [tmp_path / path.name for path in RUNGS if not path.name.startswith("08_")]
+    command = ["g++", "-std=c++20", "-O1", "-pthread", "-fno-strict-aliasing", "-I", tmp_path]
+    command += ["-I", EMULATION, "-I", sgemm_bench.SGEMM_DIR, "-x", "c++", *sources]
+    command += [sgemm_bench.SGEMM_DIR.parent / "errors.cu", harness, "-o", tmp_path / "harness"]
+    built = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    ran = subprocess.run([tmp_path / "harness"], capture_output=True, text=True, timeout=600)
+    assert ran.returncode == 0 and ran.stdout.endswith("70 passed, 0 failed\n"), ran.stdout
 
 
 def fake_results(shares):
