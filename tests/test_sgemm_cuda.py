@@ -26,6 +26,8 @@ sgemm_bench = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(sgemm_bench)  # by path: the driver needs nothing but the standard library
 
 NVCC = sgemm_bench.find_nvcc()
+# Rung 8's tile configurations: the CANDIDATE(...) entries of its table.
+CANDIDATES = (sgemm_bench.SGEMM_DIR / "08_cp_async.cu").read_text().count("CANDIDATE(") - 1
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here")
 RUNGS = sgemm_bench.rung_sources()
 RUNG_NAMES = [
@@ -73,7 +75,8 @@ def ptxas_spills(output):
 @needs_nvcc
 def test_every_rung_and_its_stub_compile_alone_for_sm80_and_sm90_without_spills(tmp_path):
     """One nvcc call: each rung as its own translation unit (as CI compiles it, -I its folder -I
-    stage3_c/csrc), errors.cu, and the workspace's stub of each rung (tools/exercises.py)."""
+    stage3_c/csrc), errors.cu, bench.cu (without cuBLAS where it is not installed, as in CI), and
+    the workspace's stub of each rung (tools/exercises.py)."""
     stubs = []
     for path in RUNGS:
         text, regions = stub_regions(path.read_text(), "c", str(path.relative_to(REPO_ROOT)))
@@ -87,14 +90,14 @@ def test_every_rung_and_its_stub_compile_alone_for_sm80_and_sm90_without_spills(
     output = nvcc(
         "-c", "-Xptxas", "-v", *sgemm_bench.arch_flags(["sm_80", "sm_90"]),
         "-I", sgemm, "-I", REPO_ROOT / "stage3_c" / "csrc", "-odir", tmp_path,
-        *RUNGS, sgemm.parent / "errors.cu", *stubs, cwd=tmp_path,
+        *RUNGS, sgemm.parent / "errors.cu", sgemm / "bench.cu", *stubs, cwd=tmp_path,
     )  # fmt: skip
     objects = {path.name for path in tmp_path.glob("*.o")}
-    assert objects == {f"{p.stem}.o" for p in [*RUNGS, *stubs]} | {"errors.o"}
-    spills = ptxas_spills(output)
+    assert objects == {f"{p.stem}.o" for p in [*RUNGS, *stubs]} | {"errors.o", "bench.o"}
+    spills = {key: n for key, n in ptxas_spills(output).items() if "sgemm_" in key[0]}
     kernels = {kernel for kernel, _arch in spills}
-    # rungs 1-3: one kernel; 4-7: with and without edge checks; 8: that for 5 tile configurations
-    assert len(kernels) == 3 + 4 * 2 + 5 * 2, sorted(kernels)
+    # rungs 1-3: one kernel; 4-7: with and without edge checks; 8: that for each configuration
+    assert len(kernels) == 3 + 4 * 2 + CANDIDATES * 2, sorted(kernels)
     assert {arch for _kernel, arch in spills} == {"sm_80", "sm_90"}
     assert not {key: n for key, n in spills.items() if n}, "register spills"
 
@@ -132,7 +135,9 @@ def test_every_rung_and_tile_configuration_computes_the_product_on_a_cpu_emulati
     built = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout + built.stderr
     ran = subprocess.run([tmp_path / "harness"], capture_output=True, text=True, timeout=600)
-    assert ran.returncode == 0 and ran.stdout.endswith("70 passed, 0 failed\n"), ran.stdout
+    # sgemm_harness.cpp's main: 4 sizes for every rung and configuration, 3 for rung 8's alone
+    expected = 4 * (len(RUNGS) + CANDIDATES) + 3 * (1 + CANDIDATES)
+    assert ran.returncode == 0 and ran.stdout.endswith(f"{expected} passed, 0 failed\n"), ran.stdout
 
 
 def fake_results(shares):

@@ -125,6 +125,7 @@ typedef Tiles<128, 128, 16, 32, 64, 8, 8, 3, 2> LargeDeep; /* 256 threads, 49 KB
 typedef Tiles<128, 256, 8, 32, 128, 8, 16, 3, 1> Wide;     /* 256 threads, 8 x 16 per thread */
 typedef Tiles<64, 128, 8, 32, 64, 8, 8, 4, 3> Half;        /* 128 threads: twice the blocks */
 typedef Tiles<64, 64, 8, 32, 32, 4, 8, 4, 4> Small;        /* 128 threads: 4x the blocks */
+typedef Tiles<64, 64, 16, 32, 16, 4, 4, 3, 4> SmallWide;  /* the same, 256 threads of 4 x 4 */
 
 /* --- the kernel -- */
 
@@ -343,7 +344,7 @@ struct Candidate {
 
 #define CANDIDATE(T) {describe<T>, launch_tiles<T>, kernel_of<T>, needs_edges<T>, T::BM, T::BN}
 static const Candidate CANDIDATES[] = {CANDIDATE(Large), CANDIDATE(LargeDeep), CANDIDATE(Wide),
-                                       CANDIDATE(Half), CANDIDATE(Small)};
+                                       CANDIDATE(Half),  CANDIDATE(Small),     CANDIDATE(SmallWide)};
 #undef CANDIDATE
 #define CANDIDATE_COUNT (int)(sizeof CANDIDATES / sizeof CANDIDATES[0])
 #define LARGE 0 /* the rules of thumb: CANDIDATES[LARGE] when its tiles fill the GPU ... */
