@@ -66,16 +66,11 @@ __global__ void __launch_bounds__(THREADS) sgemm_register_1d_kernel(
     // END SOLUTION
 }
 
-/* The variant for these sizes: no edge checks when every size is a multiple of the tile. */
-static bool needs_edges(int64_t n, int64_t k, int64_t m)
-{
-    return n % BM != 0 || m % BN != 0 || k % BK != 0;
-}
-
 extern "C" const void *s2c_sgemm_register_1d_kernel(int64_t n, int64_t k, int64_t m)
 {
-    return needs_edges(n, k, m) ? (const void *)sgemm_register_1d_kernel<true>
-                                : (const void *)sgemm_register_1d_kernel<false>;
+    if (sgemm_whole_tiles(NULL, NULL, NULL, n, k, m, BM, BN, BK))
+        return (const void *)sgemm_register_1d_kernel<false>;
+    return (const void *)sgemm_register_1d_kernel<true>;
 }
 
 extern "C" int s2c_sgemm_register_1d(const float *a, const float *b, float *c, int64_t n,
@@ -88,10 +83,10 @@ extern "C" int s2c_sgemm_register_1d(const float *a, const float *b, float *c, i
     dim3 grid = sgemm_grid(n, m, BM, BN);
     if (grid.y == 0)
         return S2C_CUDA_BAD_ARGUMENT;
-    if (needs_edges(n, k, m))
-        sgemm_register_1d_kernel<true><<<grid, THREADS>>>(a, b, c, n, k, m);
-    else
+    if (sgemm_whole_tiles(NULL, NULL, NULL, n, k, m, BM, BN, BK))
         sgemm_register_1d_kernel<false><<<grid, THREADS>>>(a, b, c, n, k, m);
+    else
+        sgemm_register_1d_kernel<true><<<grid, THREADS>>>(a, b, c, n, k, m);
     LAUNCH_CHECK("sgemm_register_1d_kernel");
     return S2C_CUDA_OK;
     // END SOLUTION

@@ -106,17 +106,11 @@ __global__ void __launch_bounds__(THREADS) sgemm_warp_tiles_kernel(
     // END SOLUTION
 }
 
-static bool needs_edges(const float *a, const float *b, const float *c, int64_t n, int64_t k,
-                        int64_t m)
-{
-    return n % BM != 0 || m % BN != 0 || k % BK != 0 || !sgemm_aligned16(a) ||
-           !sgemm_aligned16(b) || !sgemm_aligned16(c);
-}
-
 extern "C" const void *s2c_sgemm_warp_tiles_kernel(int64_t n, int64_t k, int64_t m)
 {
-    return needs_edges(NULL, NULL, NULL, n, k, m) ? (const void *)sgemm_warp_tiles_kernel<true>
-                                                  : (const void *)sgemm_warp_tiles_kernel<false>;
+    if (sgemm_whole_tiles(NULL, NULL, NULL, n, k, m, BM, BN, BK))
+        return (const void *)sgemm_warp_tiles_kernel<false>;
+    return (const void *)sgemm_warp_tiles_kernel<true>;
 }
 
 extern "C" int s2c_sgemm_warp_tiles(const float *a, const float *b, float *c, int64_t n,
@@ -129,10 +123,10 @@ extern "C" int s2c_sgemm_warp_tiles(const float *a, const float *b, float *c, in
     dim3 grid = sgemm_grid(n, m, BM, BN);
     if (grid.y == 0)
         return S2C_CUDA_BAD_ARGUMENT;
-    if (needs_edges(a, b, c, n, k, m))
-        sgemm_warp_tiles_kernel<true><<<grid, THREADS>>>(a, b, c, n, k, m);
-    else
+    if (sgemm_whole_tiles(a, b, c, n, k, m, BM, BN, BK))
         sgemm_warp_tiles_kernel<false><<<grid, THREADS>>>(a, b, c, n, k, m);
+    else
+        sgemm_warp_tiles_kernel<true><<<grid, THREADS>>>(a, b, c, n, k, m);
     LAUNCH_CHECK("sgemm_warp_tiles_kernel");
     return S2C_CUDA_OK;
     // END SOLUTION

@@ -295,8 +295,7 @@ __global__ void __launch_bounds__(T::THREADS, T::MIN_BLOCKS) sgemm_cp_async_kern
 template <class T> static bool needs_edges(const float *b, const float *c, int64_t n, int64_t k,
                                            int64_t m)
 {
-    return n % T::BM != 0 || m % T::BN != 0 || k % T::BK != 0 || !sgemm_aligned16(b) ||
-           !sgemm_aligned16(c);
+    return !sgemm_whole_tiles(NULL, b, c, n, k, m, T::BM, T::BN, T::BK); /* A: 4-byte copies */
 }
 
 template <class T> static const void *kernel_of(bool edges)
@@ -343,8 +342,9 @@ struct Candidate {
 };
 
 #define CANDIDATE(T) {describe<T>, launch_tiles<T>, kernel_of<T>, needs_edges<T>, T::BM, T::BN}
-static const Candidate CANDIDATES[] = {CANDIDATE(Large), CANDIDATE(LargeDeep), CANDIDATE(Wide),
-                                       CANDIDATE(Half),  CANDIDATE(Small),     CANDIDATE(SmallWide)};
+static const Candidate CANDIDATES[] = {CANDIDATE(Large), CANDIDATE(LargeDeep),
+                                       CANDIDATE(Wide),  CANDIDATE(Half),
+                                       CANDIDATE(Small), CANDIDATE(SmallWide)};
 #undef CANDIDATE
 #define CANDIDATE_COUNT (int)(sizeof CANDIDATES / sizeof CANDIDATES[0])
 #define LARGE 0 /* the rules of thumb: CANDIDATES[LARGE] when its tiles fill the GPU ... */

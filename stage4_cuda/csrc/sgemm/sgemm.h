@@ -46,6 +46,16 @@ static inline dim3 sgemm_grid(int64_t rows, int64_t cols, int64_t block_rows, in
 /* Whether a pointer may be read or written 16 bytes at a time (float4). */
 static inline bool sgemm_aligned16(const void *pointer) { return ((uintptr_t)pointer & 15) == 0; }
 
+/* Whether a rung may run its variant without edge checks: n, m and k multiples of its BM x BN tile
+ * and BK step, and the pointers it moves 16 bytes at a time aligned (pass NULL for the others, and
+ * for pointers from cudaMalloc, which are). */
+static inline bool sgemm_whole_tiles(const float *a, const float *b, const float *c, int64_t n,
+                                     int64_t k, int64_t m, int64_t bm, int64_t bn, int64_t bk)
+{
+    return n % bm == 0 && m % bn == 0 && k % bk == 0 && sgemm_aligned16(a) &&
+           sgemm_aligned16(b) && sgemm_aligned16(c);
+}
+
 /* The rungs, for bench.cu: each launcher and the kernel it would run for given sizes. */
 #define SGEMM_RUNG(name)                                                                        \
     extern "C" int s2c_sgemm_##name(const float *a, const float *b, float *c, int64_t n,       \
