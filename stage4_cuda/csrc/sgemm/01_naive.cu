@@ -11,7 +11,7 @@
  * Cost model (n x k x m; at 4096^3: 137 GFLOP):
  *   FLOPs  2 n k m.
  *   bytes  each thread reads a row of A and a column of B, 8 k bytes for one output: 8 n k m in
- *          all (4.4 TB at 4096^3, 20 000 times the 201 MB of the three matrices). The caches serve
+ *          all (550 GB at 4096^3, 2700 times the 201 MB of the three matrices). The caches serve
  *          most of it, but A arrives in sectors of which a warp uses 4 bytes out of 32.
  *   so     bound by the memory system's sector rate, around 1% of cuBLAS.
  *

@@ -9,7 +9,7 @@
  * Cost model (n x k x m; 4096^3: 137 GFLOP):
  *   FLOPs  2 n k m.
  *   bytes  device memory (through L2): each block reads a 32-row strip of A and a 32-column strip
- *          of B: n k m (4/32 + 4/32) = n k m / 4 bytes (69 GB at 4096^3, 32x fewer than rung 2).
+ *          of B: n k m (4/32 + 4/32) = n k m / 4 bytes (17 GB at 4096^3, 32x fewer than rung 2).
  *          shared memory: two 4-byte loads per multiply-add (8 n k m bytes).
  *   so     bound by shared-memory load instructions (two per FMA, and a barrier every 32 steps):
  *          roughly a fifth of cuBLAS.

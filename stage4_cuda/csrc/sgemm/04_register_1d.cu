@@ -9,7 +9,7 @@
  *
  * Cost model (n x k x m; 4096^3: 137 GFLOP), BM = BN = 64, BK = 8, TM = 8:
  *   FLOPs  2 n k m.
- *   bytes  device memory (through L2): n k m (4/BN + 4/BM) = n k m / 8 bytes (34 GB at 4096^3).
+ *   bytes  device memory (through L2): n k m (4/BN + 4/BM) = n k m / 8 bytes (8.6 GB at 4096^3).
  *          shared memory: (1 + TM) / TM = 1.125 loads per multiply-add.
  *   so     still bound by shared-memory loads and by the barriers (one pair every 8 steps of k),
  *          about twice rung 3.

@@ -8,7 +8,7 @@
  *
  * Cost model (n x k x m; 4096^3: 137 GFLOP), BM = BN = 128, BK = 8, TM = TN = 8:
  *   FLOPs  2 n k m.
- *   bytes  device memory (through L2): n k m (4/128 + 4/128) = n k m / 16 (8.6 GB at 4096^3).
+ *   bytes  device memory (through L2): n k m (4/128 + 4/128) = n k m / 16 (4.3 GB at 4096^3).
  *          shared memory: 0.25 loads of 4 bytes per multiply-add.
  *   so     no longer bound by bytes, but by how shared memory is read: a thread's patch is 8
  *          contiguous columns, so the 16 threads of a half-warp read B's tile 8 floats apart and 4

@@ -14,7 +14,7 @@
  *
  * Cost model (n x k x m; 4096^3: 137 GFLOP), BM = BN = 128, BK = 8, TM = TN = 8:
  *   FLOPs  2 n k m.
- *   bytes  device memory (through L2): n k m / 16 as rung 5 (8.6 GB at 4096^3), in float4s.
+ *   bytes  device memory (through L2): n k m / 16 as rung 5 (4.3 GB at 4096^3), in float4s.
  *          shared memory: 4 LDS.128 for 64 FMAs (1/16 load instruction per multiply-add).
  *   so     bound by the loads of each step waiting in front of the barrier (nothing else runs
  *          while they are in flight except other blocks): about half to two thirds of cuBLAS.

@@ -12,7 +12,7 @@
  *
  * Cost model (n x k x m; 4096^3: 137 GFLOP), BM = BN = 128, BK = 8, warp 32 x 64, thread 8 x 8:
  *   FLOPs  2 n k m.
- *   bytes  device memory: n k m / 16 as rungs 5 and 6 (8.6 GB at 4096^3, float4 loads).
+ *   bytes  device memory: n k m / 16 as rungs 5 and 6 (4.3 GB at 4096^3, float4 loads).
  *          shared memory: 4 LDS.128 per 64 FMAs, each one wavefront (rung 6: 6 wavefronts).
  *   so     the load-then-barrier structure of rung 6 remains its limit (rung 8 removes it): about
  *          as fast as rung 6 or somewhat faster.

@@ -23,8 +23,8 @@
  *
  * Cost model (n x k x m; 4096^3: 137 GFLOP), 128 x 128 x 8 tiles, warps 32 x 64, threads 8 x 8:
  *   FLOPs  2 n k m.
- *   bytes  device memory (through L2): n k m (4/BM + 4/BN) = n k m / 16 (8.6 GB at 4096^3, which
- *          the 50 MB L2 serves mostly: the device's 3 TB/s would need 2.9 ms for it all).
+ *   bytes  device memory (through L2): n k m (4/BM + 4/BN) = n k m / 16 (4.3 GB at 4096^3, which
+ *          the 50 MB L2 serves mostly: the device's 3 TB/s would need 1.4 ms for it all).
  *          shared memory: (TM + TN) / 4 LDS.128 per TM TN FMAs: 4 per 64, one wavefront each.
  *   so     bound by the FMA pipes themselves (one FFMA per thread per cycle at best): the design
  *          target is >= 90% of cuBLAS at 4096^3 and >= 75% at 1024^3 on an H100.
