@@ -392,9 +392,11 @@ static int time_candidates(const float *a, const float *b, float *c, int64_t n, 
 {
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
-    if (cudaEventCreate(&stop) != cudaSuccess) {
+    cudaError_t created = cudaEventCreate(&stop);
+    if (created != cudaSuccess) {
         cudaEventDestroy(start);
-        CUDA_CHECK(cudaGetLastError());
+        s2c_cuda_set_error("cudaEventCreate(&stop)", created);
+        return S2C_CUDA_ERROR;
     }
     int status = S2C_CUDA_ERROR, best = -1;
     float best_ms = 0.0f;
@@ -410,10 +412,13 @@ static int time_candidates(const float *a, const float *b, float *c, int64_t n, 
         for (int run = 0; run < TUNE_RUNS && launched == S2C_CUDA_OK; run++)
             launched = CANDIDATES[i].launch(a, b, c, n, k, m);
         cudaEventRecord(stop);
-        if (launched != S2C_CUDA_OK || cudaEventSynchronize(stop) != cudaSuccess ||
-            cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
+        cudaError_t timed = cudaEventSynchronize(stop); /* where errors inside kernels surface */
+        if (timed == cudaSuccess)
+            timed = cudaEventElapsedTime(&ms, start, stop);
+        if (launched != S2C_CUDA_OK || timed != cudaSuccess) {
+            if (launched == S2C_CUDA_OK)
+                s2c_cuda_set_error(CANDIDATES[i].describe(), timed);
             status = launched != S2C_CUDA_OK ? launched : S2C_CUDA_ERROR;
-            s2c_cuda_set_error(CANDIDATES[i].describe(), cudaGetLastError());
             break; /* an error in a kernel: the context is lost, nothing more can run */
         }
         if (best < 0 || ms < best_ms) {
@@ -444,7 +449,10 @@ static int choose(const float *a, const float *b, float *c, int64_t n, int64_t k
         return S2C_CUDA_OK;
     }
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    CUDA_CHECK(cudaStreamIsCapturing(0, &capture));
+    if (cudaStreamIsCapturing(0, &capture) != cudaSuccess) { /* another stream is capturing */
+        cudaGetLastError();
+        capture = cudaStreamCaptureStatusActive;
+    }
     if (capture != cudaStreamCaptureStatusNone) {
         *choice = rule_of_thumb(device, n, m);
         return S2C_CUDA_OK;
