@@ -59,6 +59,8 @@ CLASSES = [
     (r"-m nn\.predict\b", CHECK, "needs a checkpoint trained by make train (runs/...)"),
     (r"^\$EDITOR\b|^git\b|-m cProfile\b|^jupyter\b", CHECK,
      "an editor, git, a profiler or Jupyter (interactive): the files it names are checked"),
+    (r"^make exercises-index\b|tools\.exercise_index\b", CHECK,
+     "rewrites the tracked EXERCISES.md (test_exercise_index.py checks it is current)"),
     (REFERENCE_TRAINING, CHECK, "trains the reference on (Fashion-)MNIST: minutes"),
     (r"^make grade\b.*\bIMPL=(\s|$)", CHECK, "grades every reference op with timings (over a "
      "minute); test_weeks.py and test_grader_cli.py grade the reference"),
