@@ -9,17 +9,19 @@ The official archive, `tiny-imagenet-200.zip` (248,100,043 bytes), holds JPEG fi
     tiny-imagenet-200/val/val_annotations.txt           file <TAB> wnid <TAB> bounding box
     tiny-imagenet-200/test/images/*.JPEG                unlabelled: not used
 
-`fetch` checks the archive (size, sha256 and md5), decodes every image once, straight out of the
-zip (no 120,000 small files on disk), and writes the cached arrays into `<cache>/tiny-imagenet/`:
+`datasets.fetch("tiny-imagenet")` (sources.py) gets the archive with `fetch_archive` (its size,
+sha256 and md5 checked), then `convert` decodes every image once, straight out of the zip (no
+120,000 small files on disk), into cached arrays beside it in `<cache>/tiny-imagenet/`:
 
     train-images.npy  uint8 [100000, 3, 64, 64] (NCHW)    train-labels.npy  int64 [100000]
     test-images.npy   uint8 [10000, 3, 64, 64]            test-labels.npy   int64 [10000]
     classes.json      the wnids (label order: sorted) and a short name for each
     manifest.json     each array's shape, dtype and sha256, written last
 
-The "test" split is the official validation set (the official test set has no labels). `load`
-maps the arrays from disk (np.load with mmap_mode): a batch reads only its own images, so the
-1.2 GB training set is never held in memory as float32, nor read whole.
+The "test" split is the official validation set (the official test set has no labels).
+`load_split` checks a split's sha256 against the manifest, then maps its arrays from disk
+(np.load with mmap_mode): a batch reads only its own images, and nothing here makes a float32 copy
+of the 1.2 GB training set.
 """
 
 import hashlib
