@@ -89,15 +89,11 @@ def check_archive(path, archive=TINY_IMAGENET):
     if size != archive.size:
         raise DatasetError(path, f"wrong size: {size:,} bytes, expected {archive.size:,}",
                            fetch_hint())
-    sha256, md5 = hashlib.sha256(), hashlib.md5()
-    with open(path, "rb") as stream:
-        while chunk := stream.read(HASH_CHUNK_BYTES):
-            sha256.update(chunk)
-            md5.update(chunk)
+    sha256, md5 = file_digests(path, ("sha256", "md5"))
     for name, digest, expected in (("sha256", sha256, archive.sha256), ("md5", md5, archive.md5)):
-        if digest.hexdigest() != expected:
-            raise DatasetError(path, f"{name} mismatch: the file has {digest.hexdigest()}, "
-                               f"expected {expected}", fetch_hint())
+        if digest != expected:
+            raise DatasetError(path, f"{name} mismatch: the file has {digest}, expected {expected}",
+                               fetch_hint())
 
 
 def convert(zip_path, directory, archive=TINY_IMAGENET, progress=True):
@@ -226,15 +222,18 @@ def write_split(bundle, labelled, directory, split, progress):
 def array_entry(path):
     """{shape, dtype, sha256} of the .npy file at `path` (the sha256 of the whole file)."""
     array = np.load(path, mmap_mode="r")
-    return {"shape": list(array.shape), "dtype": str(array.dtype), "sha256": file_sha256(path)}
+    return {"shape": list(array.shape), "dtype": str(array.dtype),
+            "sha256": file_digests(path)[0]}
 
 
-def file_sha256(path):
-    digest = hashlib.sha256()
+def file_digests(path, algorithms=("sha256",)):
+    """The hex digests of the file at `path`, one per hashlib algorithm name, in one read."""
+    digests = [hashlib.new(name, usedforsecurity=False) for name in algorithms]
     with open(path, "rb") as stream:
         while chunk := stream.read(HASH_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
+            for digest in digests:
+                digest.update(chunk)
+    return [digest.hexdigest() for digest in digests]
 
 
 def write_json(path, value):
@@ -268,7 +267,7 @@ def check_converted(directory, files=ARRAY_FILES):
         path, expected = directory / filename, manifest.get(filename)
         if expected is None or not path.is_file():
             raise DatasetError(path, "missing from the conversion", fetch_hint())
-        if file_sha256(path) != expected["sha256"]:
+        if file_digests(path)[0] != expected["sha256"]:
             raise DatasetError(path, f"sha256 mismatch with {MANIFEST_FILE}: changed since it "
                                "was converted", fetch_hint())
     if len(classes["wnids"]) != len(classes["names"]):
