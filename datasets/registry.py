@@ -119,7 +119,7 @@ FASHION_MNIST = DatasetSpec(
 
 TINY_IMAGENET_SET = DatasetSpec(
     name="tiny-imagenet",
-    title="Tiny ImageNet (CS231n: 200 classes, 64x64 colour)",
+    title="Tiny ImageNet (200 classes, 64x64 colour)",
     files=(),
     mirrors=("http://cs231n.stanford.edu/",),
     class_names=(),  # read from the archive's words.txt when it is converted

@@ -5,7 +5,9 @@ class) stands in for the 248 MB archive; downloads come from a file:// mirror. N
 """
 
 import dataclasses
+import io
 import json
+import zipfile
 
 import numpy as np
 import pytest
@@ -130,4 +132,32 @@ def test_a_layout_problem_is_named(fake, tmp_path):
     not_a_zip.write_bytes(b"junk" * 100)
     with pytest.raises(DatasetError, match="not a readable zip"):
         convert(not_a_zip, tmp_path / "out", archive, False)
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def with_member_replaced(zip_path, target, member, content):
+    """A copy of the zip at `zip_path` at `target`, `member` holding `content` instead."""
+    with zipfile.ZipFile(zip_path) as source, zipfile.ZipFile(target, "w") as copy:
+        for name in source.namelist():
+            copy.writestr(name, content if name == member else source.read(name))
+    return target
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"not a JPEG at all", "cannot decode"),
+    ("a 32x32 image", "32x32 pixels, expected 64x64"),
+])
+def test_a_bad_image_is_named(fake, tmp_path, content, problem):
+    from PIL import Image
+
+    root, archive, _ = fake
+    if not isinstance(content, bytes):
+        encoded = io.BytesIO()
+        Image.new("RGB", (32, 32)).save(encoded, "JPEG")
+        content = encoded.getvalue()
+    member = f"{archive.root}/val/images/val_1.JPEG"
+    broken = with_member_replaced(root / "mirror" / "tiny-imagenet" / archive.filename,
+                                  tmp_path / "broken.zip", member, content)
+    with pytest.raises(DatasetError, match=f"{member}: {problem}"):
+        convert(broken, tmp_path / "out", archive, False)
     assert not (tmp_path / "out" / "manifest.json").exists()
