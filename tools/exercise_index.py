@@ -30,6 +30,8 @@ INDEX = "EXERCISES.md"
 # Packages outside the tiers whose exercises the week's tests grade (`pytest -m weekNN`).
 OTHER_PACKAGES = ("nn",)
 RUNG_PREFIX = "matmul_"  # task matmul_NAME is rung NAME of the matmul ladder
+# Source folders of a tier outside its module's folder: the nvcc variant builds stage4_cuda/csrc/.
+NATIVE_SOURCES = {"stage4_cuda/csrc/": "nvcc"}
 
 # The line that opens the function around a region: a Python `def`, or a C definition, which
 # starts at column 0 with its return type (a statement inside a body is indented); in CUDA perhaps
@@ -89,7 +91,11 @@ class Exercise:
 
 
 def tier_of(path):
-    """The registry's tier whose module holds `path` (a variant's subpackage first), or None."""
+    """The registry's tier whose module holds `path` (a variant's subpackage first), or whose
+    native sources it is (NATIVE_SOURCES), or None."""
+    for folder, name in NATIVE_SOURCES.items():
+        if path.startswith(folder):
+            return tiers.TIERS[name]
     holding = [
         tier
         for tier in tiers.TIERS.values()
