@@ -146,8 +146,8 @@ def render_table(results):
     parts = [
         f"Measured {results['date']} on {results['device']} (compute capability "
         f"{results['compute_capability']}, {results['multiprocessors']} multiprocessors), CUDA "
-        f"runtime {results['cuda_runtime']}, cuBLAS {results['cublas']} "
-        f"({results['cublas_math']}). Timing: {results['timing']}. Check: {results['check']}.",
+        f"runtime {results['cuda_runtime']}, cuBLAS {results['cublas']} with "
+        f"{results['cublas_math']}. Timing: {results['timing']}. Check: {results['check']}.",
     ]
     targets = target_lines(results)
     if targets:
@@ -173,11 +173,11 @@ def render_table(results):
             check = ("ok" if rung["status"] == "ok" else "**wrong**") + f" ({error})"
             parts.append(
                 f"| {name} | {rung['gflops']:.0f} | {rung['share_of_cublas']:.1%} | "
-                f"{rung['ms']:.3f} | {check} | {rung['registers']} | {rung['spill_bytes']} | "
+                f"{rung['ms']:.4g} | {check} | {rung['registers']} | {rung['spill_bytes']} | "
                 f"{rung['config'] or '-'} |"
             )
         parts.append(
-            f"| cuBLAS | {cublas['gflops']:.0f} | 100% | {cublas['ms']:.3f} | "
+            f"| cuBLAS | {cublas['gflops']:.0f} | 100% | {cublas['ms']:.4g} | "
             "reference | - | - | - |"
         )
     return "\n".join(parts)
