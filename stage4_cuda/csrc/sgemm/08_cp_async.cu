@@ -123,6 +123,8 @@ struct Tiles {
 typedef Tiles<128, 128, 8, 32, 64, 8, 8, 4, 2> Large;      /* 256 threads, 33 KB shared */
 typedef Tiles<128, 128, 16, 32, 64, 8, 8, 3, 2> LargeDeep; /* 256 threads, 49 KB: opt-in */
 typedef Tiles<128, 256, 8, 32, 128, 8, 16, 3, 1> Wide;     /* 256 threads, 8 x 16 per thread */
+typedef Tiles<128, 256, 8, 32, 128, 8, 16, 4, 1> WideLong;  /* one more stage in flight: 50 KB */
+typedef Tiles<128, 256, 16, 32, 128, 8, 16, 3, 1> WideDeep; /* half the barriers: 75 KB */
 typedef Tiles<64, 128, 8, 32, 64, 8, 8, 4, 3> Half;        /* 128 threads: twice the blocks */
 typedef Tiles<64, 64, 8, 32, 32, 4, 8, 4, 4> Small;        /* 128 threads: 4x the blocks */
 typedef Tiles<64, 64, 16, 32, 16, 4, 4, 3, 4> SmallWide;  /* the same, 256 threads of 4 x 4 */
@@ -342,13 +344,14 @@ struct Candidate {
 };
 
 #define CANDIDATE(T) {describe<T>, launch_tiles<T>, kernel_of<T>, needs_edges<T>, T::BM, T::BN}
-static const Candidate CANDIDATES[] = {CANDIDATE(Large), CANDIDATE(LargeDeep),
-                                       CANDIDATE(Wide),  CANDIDATE(Half),
-                                       CANDIDATE(Small), CANDIDATE(SmallWide)};
+static const Candidate CANDIDATES[] = {CANDIDATE(Large),    CANDIDATE(LargeDeep),
+                                       CANDIDATE(Wide),     CANDIDATE(WideLong),
+                                       CANDIDATE(WideDeep), CANDIDATE(Half),
+                                       CANDIDATE(Small),    CANDIDATE(SmallWide)};
 #undef CANDIDATE
 #define CANDIDATE_COUNT (int)(sizeof CANDIDATES / sizeof CANDIDATES[0])
 #define LARGE 0 /* the rules of thumb: CANDIDATES[LARGE] when its tiles fill the GPU ... */
-#define SMALL 4 /* ... else CANDIDATES[SMALL] */
+#define SMALL 6 /* ... else CANDIDATES[SMALL] */
 #define TUNE_RUNS 3 /* timed launches per candidate, after one warm-up */
 
 /* --- the autotune ---------------------------------------------------------------------------- */
