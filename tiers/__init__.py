@@ -79,7 +79,7 @@ TIERS = {
         Tier("numba", "stage4_cuda.numba_impl", 4, "numba", references=("c", "numpy"),
              tier_class="gpu", native=True),
         Tier("nvcc", "stage4_cuda.nvcc_impl", 4, "nvcc", references=("c", "numpy"),
-             tier_class="gpu", native=True),
+             build="stage4_cuda.nvcc_build", tier_class="gpu", native=True),
     )
 }
 STAGES = tuple(sorted({tier.stage for tier in TIERS.values()}))
