@@ -10,7 +10,8 @@ newer GPU at load time. The library is loaded with cffi in ABI mode (nvcc_impl/_
 no Python extension is compiled. No GPU is needed to build, only nvcc (the CUDA toolkit).
 
 Without nvcc the build says so and succeeds, building nothing: the variant then reports itself
-unavailable with the reason (`available()`), and the rest of the project works as before.
+unavailable with the reason (`available()`), and the rest of the project works as before. A
+library older than its sources with no nvcc to rebuild it is an error (never run silently).
 """
 
 import argparse
@@ -95,6 +96,10 @@ def main(argv=None):
     if args.if_stale and not reason:
         return 0
     compiler = nvcc()
+    if compiler is None and LIBRARY.exists() and reason:  # never run an old build silently
+        print(f"error: the nvcc library is out of date ({reason}) and nvcc (the CUDA toolkit) is "
+              "not found to rebuild it", file=sys.stderr)
+        return 1
     if compiler is None:
         if not args.if_stale:  # `make build`: say why nothing was built; a load says it itself
             print("nvcc variant not built: nvcc (the CUDA toolkit) not found on PATH; the numba "

@@ -21,7 +21,6 @@ says why): compiled kernels need a real GPU.
 
 from numba import cuda
 
-from .. import nvcc_build
 from ..numba_impl import DeviceScalar, empty, from_numpy, synchronize, to_numpy
 from ..numba_impl._device import SIMULATOR
 from . import _library
@@ -73,8 +72,8 @@ NAME = "nvcc"
 
 
 def available():
-    """(True, "") on a CUDA GPU with the library built and up to date; (False, why and what to
-    do) otherwise."""
+    """(True, "") on a CUDA GPU with the library built; (False, why and what to do) otherwise.
+    (Loading the tier rebuilds a library older than its sources first: tiers/loading.py.)"""
     if SIMULATOR:
         return False, (
             "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1) cannot run compiled .cu kernels; "
@@ -83,9 +82,6 @@ def available():
     reason = _library.unavailable_reason()
     if reason:
         return False, reason
-    stale = nvcc_build.stale_reason()
-    if stale:  # the loader rebuilds a stale library when it can: here it could not
-        return False, f"the nvcc library is out of date ({stale}) and nvcc is not found to rebuild it"
     if not cuda.is_available():
         return False, (
             "no CUDA GPU found (the nvcc library is built); run on a machine with an NVIDIA GPU "
