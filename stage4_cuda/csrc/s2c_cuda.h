@@ -78,6 +78,55 @@ int s2c_cuda_adam_step(float *p, const float *g, float *m, float *v, int64_t n, 
                        float beta1, float beta2, float eps, float weight_decay, float correction1,
                        float correction2);
 
+/* init.cu: w [n] from the shared random stream (random.cuh), scaled by bound or std */
+int s2c_cuda_xavier_uniform(float *w, int64_t n, uint64_t seed, double bound);
+int s2c_cuda_he_normal(float *w, int64_t n, uint64_t seed, double std);
+
+/* dropout.cu: element i kept when uniform(seed, i) >= p, kept elements scaled by 1 / (1 - p) */
+int s2c_cuda_dropout_forward(const float *x, float *y, float *mask, int64_t n, double p,
+                             uint64_t seed);
+int s2c_cuda_dropout_backward(const float *dy, const float *mask, float *dx, int64_t n, double p);
+
+/* pooling.cu: over planes = N*C planes of [height, width] -> [out_height, out_width]; argmax holds
+ * the flat index h * width + w of each window's maximum within its plane */
+struct s2c_pool_geometry {
+    int64_t planes, height, width, out_height, out_width, k, stride;
+};
+int s2c_cuda_maxpool2d_forward(const float *x, float *y, int64_t *argmax,
+                               const struct s2c_pool_geometry *g);
+int s2c_cuda_maxpool2d_backward(const float *dy, const int64_t *argmax, float *dx,
+                                const struct s2c_pool_geometry *g);
+int s2c_cuda_avgpool2d_forward(const float *x, float *y, const struct s2c_pool_geometry *g);
+int s2c_cuda_avgpool2d_backward(const float *dy, float *dx, const struct s2c_pool_geometry *g);
+
+/* conv.cu: x [n, channels, height, width], w [filters, channels, kh, kw], y [n, filters, oh, ow].
+ * cols is [n, channels*kh*kw, oh*ow] (the contract's im2col) or, batch_last, [channels*kh*kw,
+ * n*oh*ow]: the layout conv2d multiplies in one product. The scratch arrays (cols, product,
+ * dy_last) are the caller's, of channels*kh*kw (cols) or filters (product, dy_last) rows and
+ * n*oh*ow columns; dx may be NULL (not needed). */
+struct s2c_conv_geometry {
+    int64_t n, channels, height, width, filters, kh, kw, stride, padding, out_height, out_width;
+};
+int s2c_cuda_im2col(const float *x, float *cols, const struct s2c_conv_geometry *g,
+                    int batch_last);
+int s2c_cuda_col2im(const float *cols, float *x, const struct s2c_conv_geometry *g,
+                    int batch_last);
+int s2c_cuda_conv2d_forward(const float *x, const float *w, const float *b, float *y, float *cols,
+                            float *product, const struct s2c_conv_geometry *g);
+int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx, float *dw,
+                             float *db, float *cols, float *dy_last,
+                             const struct s2c_conv_geometry *g);
+
+/* norm.cu: x seen as [n, channels, length] (length = H*W, or 1 for [N, C]); per channel mean and
+ * invstd (saved for the backward) and, in training, the running statistics updated in place */
+int s2c_cuda_batchnorm_forward(const float *x, const float *gamma, const float *beta,
+                               float *running_mean, float *running_var, float *y, float *mean,
+                               float *invstd, int64_t n, int64_t channels, int64_t length,
+                               int training, float momentum, float eps);
+int s2c_cuda_batchnorm_backward(const float *dy, const float *x, const float *gamma,
+                                const float *mean, const float *invstd, float *dx, float *dgamma,
+                                float *dbeta, int64_t n, int64_t channels, int64_t length);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,9 +10,9 @@ launch by the same checks as the numba variant (argcheck); the kernels run on th
 and ops return without waiting (`synchronize` waits); a failed launch or CUDA call is a
 RuntimeError naming the kernel and CUDA's error. Losses return a `DeviceScalar`.
 
-Ops with no kernel yet raise NotImplementedError (not_written.py; stage4_cuda/README.md lists
-them). Without a GPU, or under numba's CUDA simulator, the variant is unavailable (`available()`
-says why): compiled kernels need a real GPU.
+Every op of the contract has its kernels here (stage4_cuda/README.md lists them). Without a
+GPU, or under numba's CUDA simulator, the variant is unavailable (`available()` says why):
+compiled kernels need a real GPU.
 
     import stage4_cuda.nvcc_impl as gpu
     a = gpu.from_numpy(np.ones((64, 32), np.float32))
@@ -38,7 +38,9 @@ from .activations import (
     tanh,
     tanh_backward,
 )
+from .conv import col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
+from .init import he_normal, xavier_uniform
 from .linalg import add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
     bce_with_logits_loss,
@@ -50,23 +52,10 @@ from .losses import (
     mse_loss,
     mse_loss_backward,
 )
-from .not_written import (
-    avgpool2d_backward,
-    avgpool2d_forward,
-    batchnorm_backward,
-    batchnorm_forward,
-    col2im,
-    conv2d_backward,
-    conv2d_forward,
-    dropout_backward,
-    dropout_forward,
-    he_normal,
-    im2col,
-    maxpool2d_backward,
-    maxpool2d_forward,
-    xavier_uniform,
-)
+from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
+from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .regularization import dropout_backward, dropout_forward
 
 NAME = "nvcc"
 

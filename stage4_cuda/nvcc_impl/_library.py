@@ -63,6 +63,20 @@ EXERCISES = {
     "s2c_cuda_momentum_step": (14, "momentum_step", "optim.cu"),
     "s2c_cuda_rmsprop_step": (14, "rmsprop_step", "optim.cu"),
     "s2c_cuda_adam_step": (14, "adam_step", "optim.cu"),
+    "s2c_cuda_xavier_uniform": (14, "xavier_uniform", "init.cu"),
+    "s2c_cuda_he_normal": (14, "he_normal", "init.cu"),
+    "s2c_cuda_dropout_forward": (16, "dropout_forward", "dropout.cu"),
+    "s2c_cuda_dropout_backward": (16, "dropout_backward", "dropout.cu"),
+    "s2c_cuda_maxpool2d_forward": (16, "maxpool2d_forward", "pooling.cu"),
+    "s2c_cuda_maxpool2d_backward": (16, "maxpool2d_backward", "pooling.cu"),
+    "s2c_cuda_avgpool2d_forward": (16, "avgpool2d_forward", "pooling.cu"),
+    "s2c_cuda_avgpool2d_backward": (16, "avgpool2d_backward", "pooling.cu"),
+    "s2c_cuda_im2col": (16, "im2col", "conv.cu"),
+    "s2c_cuda_col2im": (16, "col2im", "conv.cu"),
+    "s2c_cuda_conv2d_forward": (16, "conv2d_forward", "conv.cu"),
+    "s2c_cuda_conv2d_backward": (16, "conv2d_backward", "conv.cu"),
+    "s2c_cuda_batchnorm_forward": (16, "batchnorm_forward", "norm.cu"),
+    "s2c_cuda_batchnorm_backward": (16, "batchnorm_backward", "norm.cu"),
 }
 # Functions that return the status of a helper they call: a stub there is named too.
 CALLS = {
@@ -76,6 +90,8 @@ CALLS = {
         "task zip in elementwise.cuh"),
     "s2c_cuda_linear_forward": "task matmul in matmul.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
+    "s2c_cuda_conv2d_forward": "tasks im2col in conv.cu and matmul in matmul.cu",
+    "s2c_cuda_conv2d_backward": "tasks im2col, col2im in conv.cu and matmul in matmul.cu",
 }  # fmt: skip
 
 
@@ -143,7 +159,8 @@ def check_status(function, status):
 
 
 def _argument(value):
-    """A device array as its device pointer, None as NULL, a bool as an int, a number as is."""
+    """A device array as its device pointer, None as NULL, a bool as an int; a number or a
+    geometry (cffi data) as it is."""
     if value is None:
         return _ffi.NULL
     interface = getattr(value, "__cuda_array_interface__", None)
@@ -152,6 +169,12 @@ def _argument(value):
     if isinstance(value, bool):
         return int(value)
     return value
+
+
+def geometry(kind, **sizes):
+    """A `struct s2c_<kind>_geometry` of s2c_cuda.h filled with `sizes` (a host pointer the
+    library reads its sizes through): kind "pool" or "conv"."""
+    return _ffi.new(f"struct s2c_{kind}_geometry *", sizes)
 
 
 def call(function, *args):
