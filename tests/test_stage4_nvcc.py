@@ -259,3 +259,12 @@ def test_conv2d_backward_without_dx(gpu, rng):
     received, expected, _ = run_both(gpu, "conv2d_backward", args, need_dx=False)
     assert received[0] is None
     assert_close("conv2d_backward", received[1:], expected[1:], args)
+
+
+def test_labels_of_another_integer_type_are_refused(gpu, rng):
+    from numba import cuda
+
+    logits = gpu.from_numpy(inputs.normal(rng, (4, 3)))
+    labels = cuda.to_device(np.array([0, 1, 2, 0], np.int32))
+    with pytest.raises(TypeError, match="cross_entropy_loss: labels must hold int64 values"):
+        gpu.cross_entropy_loss(logits, labels)

@@ -18,6 +18,9 @@ CUDA's error. The kernels run on the default stream, in order with numba's kerne
 from pathlib import Path
 
 import cffi
+import numpy as np
+
+import argcheck
 
 PACKAGE = "stage4_cuda"
 HERE = Path(__file__).resolve().parent
@@ -169,6 +172,16 @@ def _argument(value):
     if isinstance(value, bool):
         return int(value)
     return value
+
+
+def int64_indices(op, name, indices):
+    """The checked labels or argmax `indices`, which the kernels read as int64: `from_numpy` makes
+    them so, and another library's device array of another integer type is refused (a kernel
+    would misread it)."""
+    if indices.dtype != np.int64:
+        argcheck.fail_type(op, f"{name} must hold int64 values on the device (from_numpy makes "
+                               f"them so), got {indices.dtype}")  # fmt: skip
+    return indices
 
 
 def geometry(kind, **sizes):

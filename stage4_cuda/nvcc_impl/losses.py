@@ -9,7 +9,7 @@ number of terms."""
 
 from ..numba_impl import _device
 from ..numba_impl._checks import checks
-from ._library import call
+from ._library import call, int64_indices
 
 
 def _loss(function, arguments, sizes):
@@ -53,22 +53,26 @@ def bce_with_logits_loss_backward(logits, targets):
 def cross_entropy_loss(logits, labels):
     """Mean over the batch of -log_softmax(logits)[i, labels[i]]; logits [N, C], labels [N]."""
     logits, labels = checks.cross_entropy_loss(logits, labels)
+    labels = int64_indices("cross_entropy_loss", "labels", labels)
     return _loss("s2c_cuda_cross_entropy_loss", (logits, labels), logits.shape)
 
 
 def cross_entropy_loss_backward(logits, labels):
     """(softmax(logits) - one_hot(labels)) / N, [N, C]."""
     logits, labels = checks.cross_entropy_loss_backward(logits, labels)
+    labels = int64_indices("cross_entropy_loss_backward", "labels", labels)
     return _gradient("s2c_cuda_cross_entropy_loss_backward", (logits, labels), logits.shape)
 
 
 def hinge_loss(scores, labels, margin=1.0):
     """Mean over the batch of sum_{j != y} max(0, s_j - s_y + margin); scores [N, C]."""
-    arguments = checks.hinge_loss(scores, labels, margin)
-    return _loss("s2c_cuda_hinge_loss", arguments, arguments[0].shape)
+    scores, labels, margin = checks.hinge_loss(scores, labels, margin)
+    labels = int64_indices("hinge_loss", "labels", labels)
+    return _loss("s2c_cuda_hinge_loss", (scores, labels, margin), scores.shape)
 
 
 def hinge_loss_backward(scores, labels, margin=1.0):
     """The gradient of hinge_loss w.r.t. scores, [N, C]."""
-    arguments = checks.hinge_loss_backward(scores, labels, margin)
-    return _gradient("s2c_cuda_hinge_loss_backward", arguments, arguments[0].shape)
+    scores, labels, margin = checks.hinge_loss_backward(scores, labels, margin)
+    labels = int64_indices("hinge_loss_backward", "labels", labels)
+    return _gradient("s2c_cuda_hinge_loss_backward", (scores, labels, margin), scores.shape)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..numba_impl import _device
 from ..numba_impl._checks import checks
-from ._library import call, geometry
+from ._library import call, geometry, int64_indices
 
 
 def _geometry(x_shape, oh, ow, k, stride):
@@ -33,6 +33,7 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
     """
     dy, argmax, x_shape, k, stride, oh, ow = checks.maxpool2d_backward(dy, argmax, x_shape, k,
                                                                        stride)
+    argmax = int64_indices("maxpool2d_backward", "argmax", argmax)
     dx = _device.empty(x_shape)
     call("s2c_cuda_maxpool2d_backward", dy, argmax, dx, _geometry(x_shape, oh, ow, k, stride))
     return dx
