@@ -32,10 +32,12 @@ OTHER_PACKAGES = ("nn",)
 RUNG_PREFIX = "matmul_"  # task matmul_NAME is rung NAME of the matmul ladder
 
 # The line that opens the function around a region: a Python `def`, or a C definition, which
-# starts at column 0 with its return type (a statement inside a body is indented).
+# starts at column 0 with its return type (a statement inside a body is indented), after CUDA's
+# `extern "C"` where there is one.
 PYTHON_DEF = re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?def\s+(?P<name>\w+)\s*\(")
 C_DEFINITION = re.compile(
-    r"^(?!(?:if|for|while|switch|return|else|do)\b)[A-Za-z_][\w \t*]*?\b(?P<name>\w+)\s*\("
+    r'^(?!(?:if|for|while|switch|return|else|do)\b)(?:extern\s+"C"\s+)?'
+    r"[A-Za-z_][\w \t*]*?\b(?P<name>\w+)\s*\("
 )
 
 
@@ -87,13 +89,15 @@ class Exercise:
 
 
 def tier_of(path):
-    """The registry's tier whose module holds `path` (a variant's subpackage first), or None."""
+    """The registry's tier whose module or source folders hold `path` (the longest match: a
+    variant's subpackage before its package), or None."""
     holding = [
-        tier
+        (len(folder), tier)
         for tier in tiers.TIERS.values()
-        if path.startswith(tier.module.replace(".", "/") + "/")
+        for folder in (tier.module.replace(".", "/"), *tier.sources)
+        if path.startswith(folder + "/")
     ]
-    return max(holding, key=lambda tier: len(tier.module), default=None)
+    return max(holding, key=lambda found: found[0], default=(0, None))[1]
 
 
 def enclosing_function(lines, line_number, language):
