@@ -140,5 +140,5 @@ CODE_DIRS = $(patsubst %/__init__.py,%,$(wildcard */__init__.py)) tests
 
 clean: ## remove build outputs: the C tier's extension and _build/, the nvcc library, __pycache__ of the repository's code, .pytest_cache, .ruff_cache (never workspace/, .venv or data)
 	rm -rf stage3_c/_build stage3_c/_s2c_native*.so stage3_c/_s2c_native*.c .pytest_cache .ruff_cache \
-		*/nvcc_impl/libs2c_cuda.so
+		*/nvcc_impl/_build
 	find $(CODE_DIRS) -name __pycache__ -prune -exec rm -rf {} +

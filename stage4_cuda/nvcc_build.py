@@ -1,4 +1,5 @@
-"""Build the nvcc variant's shared library, stage4_cuda/nvcc_impl/libs2c_cuda.so, with nvcc.
+"""Build the nvcc variant's shared library with nvcc: stage4_cuda/nvcc_impl/_build/libs2c_cuda.so
+(in a folder of its own, which no import machinery mistakes for a Python extension module).
 
     python -m stage4_cuda.nvcc_build              (`make build`, through `python -m tiers build`)
     python -m stage4_cuda.nvcc_build --if-stale   (only when a source is newer than the library)
@@ -25,7 +26,7 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 CSRC = PACKAGE_DIR / "csrc"
-LIBRARY = PACKAGE_DIR / "nvcc_impl" / "libs2c_cuda.so"
+LIBRARY = PACKAGE_DIR / "nvcc_impl" / "_build" / "libs2c_cuda.so"
 HEADER_SUFFIXES = (".h", ".cuh")
 
 GENCODE = [
@@ -75,7 +76,7 @@ def command(compiler, output):
 def build(compiler, verbose=False):
     """Compile the library (into a temporary file, then moved in place atomically: a process
     loading it meanwhile gets the old or the new one); returns its path."""
-    LIBRARY.parent.mkdir(exist_ok=True)
+    LIBRARY.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=LIBRARY.parent) as scratch:
         staged = Path(scratch) / LIBRARY.name
         line = command(compiler, staged)

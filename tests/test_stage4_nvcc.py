@@ -71,7 +71,7 @@ def test_the_library_builds_and_a_changed_source_makes_it_stale(tmp_path):
                     ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     done = run(["-m", "stage4_cuda.nvcc_build"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout
-    assert "built stage4_cuda/nvcc_impl/libs2c_cuda.so" in done.stdout
+    assert "built stage4_cuda/nvcc_impl/_build/libs2c_cuda.so" in done.stdout
     assert "-gencode=arch=compute_90,code=compute_90" in done.stdout  # PTX for newer GPUs
     assert run(["-m", "stage4_cuda.nvcc_build", "--if-stale"], cwd=tmp_path).stdout == ""
     (copy / "csrc" / "linalg.cu").touch()
@@ -164,7 +164,8 @@ def test_the_exercise_table_names_each_region_of_the_sources():
 def test_the_workspace_stubs_compile_and_each_names_its_week_and_task(tmp_path):
     done = run(["-m", "tools.exercises", "--out", str(tmp_path), "--tiers", "stage4_cuda"])
     assert done.returncode == 0, done.stdout
-    assert (tmp_path / "stage4_cuda" / "nvcc_impl" / "libs2c_cuda.so").is_file(), done.stdout
+    built = tmp_path / "stage4_cuda" / "nvcc_impl" / "_build" / "libs2c_cuda.so"
+    assert built.is_file(), done.stdout
     spec = importlib.util.spec_from_file_location(
         "workspace_library", tmp_path / "stage4_cuda" / "nvcc_impl" / "_library.py")
     library = importlib.util.module_from_spec(spec)

@@ -21,11 +21,8 @@
 typedef float (*map_function)(float x, float s);
 typedef float (*zip_function)(float a, float b, float s);
 
-/* Whether float4 accesses fit: every pointer 16-byte aligned, every size a multiple of 4. */
-static inline bool use_float4(const void *x, const void *y, const void *b, int64_t n, int64_t b_n) {
-    uintptr_t addresses = (uintptr_t)x | (uintptr_t)y | (uintptr_t)b;
-    return addresses % 16 == 0 && n % 4 == 0 && b_n % 4 == 0;
-}
+/* Whether a pointer may be read or written as float4 (16-byte aligned). */
+static inline bool aligned16(const void *pointer) { return (uintptr_t)pointer % 16 == 0; }
 
 template <map_function F>
 __global__ void map_kernel(const float *x, float *y, int64_t n, float s);
@@ -41,7 +38,7 @@ __global__ void zip_kernel_float4(const float4 *a, const float4 *b, float4 *y, i
 template <map_function F>
 int launch_map(const char *kernel, const float *x, float *y, int64_t n, float s) {
     // BEGIN SOLUTION week 14, task map
-    if (use_float4(x, y, y, n, 4)) {
+    if (aligned16(x) && aligned16(y) && n % 4 == 0) {
         int64_t quads = n / 4;
         map_kernel_float4<F><<<blocks_for(quads, ELEMENTWISE_THREADS), ELEMENTWISE_THREADS>>>(
             (const float4 *)x, (float4 *)y, quads, s);
@@ -84,7 +81,7 @@ template <zip_function F>
 int launch_zip(const char *kernel, const float *a, const float *b, float *y, int64_t n, int64_t b_n,
                float s) {
     // BEGIN SOLUTION week 14, task zip
-    if (use_float4(a, y, b, n, b_n)) {
+    if (aligned16(a) && aligned16(b) && aligned16(y) && n % 4 == 0 && b_n % 4 == 0) {
         int64_t quads = n / 4;
         zip_kernel_float4<F><<<blocks_for(quads, ELEMENTWISE_THREADS), ELEMENTWISE_THREADS>>>(
             (const float4 *)a, (const float4 *)b, (float4 *)y, quads, b_n / 4, s);

@@ -1,10 +1,10 @@
 """Loading the nvcc-built library, calling its functions, and turning their statuses into Python
 exceptions.
 
-The library (libs2c_cuda.so, built by `python -m stage4_cuda.nvcc_build`) is opened with cffi in
-ABI mode (dlopen): its functions are declared by csrc/s2c_cuda.h, the header the .cu files are
-compiled against, so there is one list of functions, not two. It is opened on first use, not on
-import, so an unbuilt variant still imports and `available()` says why it cannot run.
+The library (_build/libs2c_cuda.so, built by `python -m stage4_cuda.nvcc_build`) is opened with
+cffi in ABI mode (dlopen): its functions are declared by csrc/s2c_cuda.h, the header the .cu
+files are compiled against, so there is one list of functions, not two. It is opened on first
+use, not on import, so an unbuilt variant still imports and `available()` says why it cannot run.
 
 `call("s2c_cuda_relu", x, y, n)` passes device arrays as their device pointers (read from
 `__cuda_array_interface__`, the pointer numba, CuPy and PyTorch all give), None as NULL, and
@@ -24,7 +24,7 @@ import argcheck
 
 PACKAGE = "stage4_cuda"
 HERE = Path(__file__).resolve().parent
-LIBRARY = HERE / "libs2c_cuda.so"
+LIBRARY = HERE / "_build" / "libs2c_cuda.so"
 HEADER = HERE.parent / "csrc" / "s2c_cuda.h"
 NOT_BUILT = "the nvcc library is not built: run `make build` (needs nvcc, the CUDA toolkit)"
 
