@@ -55,11 +55,6 @@ def run(args, cwd=REPO, env=None):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
 
 
-def gpu_present():
-    """Whether a real GPU runs the kernels (not the simulator, not a machine without one)."""
-    return nvcc.available()[0]
-
-
 # --- the build ------------------------------------------------------------------------------------
 
 
