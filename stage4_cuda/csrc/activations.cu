@@ -45,7 +45,8 @@ __device__ float leaky_relu_element(float x, float alpha) {
 }
 
 extern "C" int s2c_cuda_leaky_relu_backward(const float *x, const float *dy, float *dx, int64_t n,
-                                            float alpha) {
+                                            float alpha)
+{
     // BEGIN SOLUTION week 14, task leaky_relu_backward
     return launch_zip<leaky_relu_backward_element>("leaky_relu_backward_element (zip)", x, dy, dx,
                                                    n, n, alpha);

@@ -58,7 +58,10 @@ void s2c_cuda_set_error(const char *what, cudaError_t error);
 static inline __host__ __device__ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* The blocks of `threads` threads covering n work items (at least one: a grid of 0 is an error). */
-static inline int64_t blocks_for(int64_t n, int64_t threads) { return n > 0 ? ceil_div(n, threads) : 1; }
+static inline int64_t blocks_for(int64_t n, int64_t threads)
+{
+    return n > 0 ? ceil_div(n, threads) : 1;
+}
 
 /* max(a, b) that keeps a NaN, as PyTorch does (fmaxf would drop it). */
 static inline __device__ float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }

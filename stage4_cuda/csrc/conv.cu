@@ -17,11 +17,13 @@
 
 typedef struct s2c_conv_geometry conv_geometry;
 
-static int64_t rows_of(const conv_geometry *g) { return g->channels * g->kh * g->kw; }
-static int64_t positions_of(const conv_geometry *g) { return g->out_height * g->out_width; }
+static inline int64_t rows_of(const conv_geometry *g) { return g->channels * g->kh * g->kw; }
+static inline int64_t positions_of(const conv_geometry *g) { return g->out_height * g->out_width; }
 
 /* (batch stride, row stride) of the columns: [N, rows, P], or [rows, N*P] when batch_last. */
-static void column_strides(const conv_geometry *g, int batch_last, int64_t *batch, int64_t *row) {
+static inline void column_strides(const conv_geometry *g, int batch_last, int64_t *batch,
+                                  int64_t *row)
+{
     int64_t positions = positions_of(g);
     *batch = batch_last ? positions : rows_of(g) * positions;
     *row = batch_last ? g->n * positions : positions;
@@ -37,7 +39,8 @@ __global__ void to_batch_last_kernel(const float *dy, float *dy_last, conv_geome
 __global__ void bias_gradient_kernel(const float *dy, float *db, conv_geometry g);
 
 extern "C" int s2c_cuda_im2col(const float *x, float *cols, const conv_geometry *g,
-                               int batch_last) {
+                               int batch_last)
+{
     // BEGIN SOLUTION week 16, task im2col
     int64_t batch_stride, row_stride, entries = g->n * rows_of(g) * positions_of(g);
     column_strides(g, batch_last, &batch_stride, &row_stride);
@@ -47,9 +50,10 @@ extern "C" int s2c_cuda_im2col(const float *x, float *cols, const conv_geometry 
     return S2C_CUDA_OK;
 }
 
-/* Thread i fills one entry: image n, row (c, di, dj), position p = (oh, ow); zero in the padding. */
+/* Thread i fills one entry: image n, row (c, di, dj), position p = (oh, ow); zero in padding. */
 __global__ void im2col_kernel(const float *x, float *cols, conv_geometry g, int64_t batch_stride,
-                              int64_t row_stride) {
+                              int64_t row_stride)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t positions = g.out_height * g.out_width, rows = g.channels * g.kh * g.kw;
     if (i >= g.n * rows * positions) return;
@@ -64,7 +68,8 @@ __global__ void im2col_kernel(const float *x, float *cols, conv_geometry g, int6
 }
 
 extern "C" int s2c_cuda_col2im(const float *cols, float *x, const conv_geometry *g,
-                               int batch_last) {
+                               int batch_last)
+{
     // BEGIN SOLUTION week 16, task col2im
     int64_t batch_stride, row_stride, pixels = g->n * g->channels * g->height * g->width;
     column_strides(g, batch_last, &batch_stride, &row_stride);
@@ -76,7 +81,8 @@ extern "C" int s2c_cuda_col2im(const float *cols, float *x, const conv_geometry 
 
 /* Thread i sums, for input pixel (n, c, h, w), every column entry whose window covered it. */
 __global__ void col2im_kernel(const float *cols, float *x, conv_geometry g, int64_t batch_stride,
-                              int64_t row_stride) {
+                              int64_t row_stride)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.n * g.channels * g.height * g.width) return;
     int64_t n = i / (g.channels * g.height * g.width), c = i / (g.height * g.width) % g.channels;
@@ -96,7 +102,8 @@ __global__ void col2im_kernel(const float *cols, float *x, conv_geometry g, int6
 }
 
 extern "C" int s2c_cuda_conv2d_forward(const float *x, const float *w, const float *b, float *y,
-                                       float *cols, float *product, const conv_geometry *g) {
+                                       float *cols, float *product, const conv_geometry *g)
+{
     // BEGIN SOLUTION week 16, task conv2d_forward
     int64_t columns = g->n * positions_of(g), outputs = g->n * g->filters * positions_of(g);
     int status = s2c_cuda_im2col(x, cols, g, 1); /* [C*kh*kw, N*P] */
@@ -110,7 +117,8 @@ extern "C" int s2c_cuda_conv2d_forward(const float *x, const float *w, const flo
 
 /* y [N, K, P] = product [K, N*P] + b[k]: back to the contract's layout, with the bias. */
 __global__ void from_batch_last_kernel(const float *product, const float *b, float *y,
-                                       conv_geometry g) {
+                                       conv_geometry g)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t positions = g.out_height * g.out_width;
     if (i >= g.n * g.filters * positions) return;
@@ -121,7 +129,8 @@ __global__ void from_batch_last_kernel(const float *product, const float *b, flo
 
 extern "C" int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx,
                                         float *dw, float *db, float *cols, float *dy_last,
-                                        const conv_geometry *g) {
+                                        const conv_geometry *g)
+{
     // BEGIN SOLUTION week 16, task conv2d_backward
     int64_t columns = g->n * positions_of(g), rows = rows_of(g);
     to_batch_last_kernel<<<blocks_for(g->filters * columns, CONV_THREADS), CONV_THREADS>>>(

@@ -12,7 +12,8 @@ __global__ void dropout_backward_kernel(const float *dy, const float *mask, floa
                                         double p);
 
 extern "C" int s2c_cuda_dropout_forward(const float *x, float *y, float *mask, int64_t n, double p,
-                                        uint64_t seed) {
+                                        uint64_t seed)
+{
     // BEGIN SOLUTION week 16, task dropout_forward
     dropout_kernel<<<blocks_for(n, DROPOUT_THREADS), DROPOUT_THREADS>>>(x, y, mask, n, p, seed);
     LAUNCH_CHECK("dropout_kernel");
@@ -20,7 +21,8 @@ extern "C" int s2c_cuda_dropout_forward(const float *x, float *y, float *mask, i
 }
 
 __global__ void dropout_kernel(const float *x, float *y, float *mask, int64_t n, double p,
-                               uint64_t seed) {
+                               uint64_t seed)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < n) {
         float keep = stream_uniform(stream_key(seed), i) >= p ? 1.0f : 0.0f;
@@ -31,15 +33,18 @@ __global__ void dropout_kernel(const float *x, float *y, float *mask, int64_t n,
 }
 
 extern "C" int s2c_cuda_dropout_backward(const float *dy, const float *mask, float *dx, int64_t n,
-                                         double p) {
+                                         double p)
+{
     // BEGIN SOLUTION week 16, task dropout_backward
-    dropout_backward_kernel<<<blocks_for(n, DROPOUT_THREADS), DROPOUT_THREADS>>>(dy, mask, dx, n, p);
+    int64_t blocks = blocks_for(n, DROPOUT_THREADS);
+    dropout_backward_kernel<<<blocks, DROPOUT_THREADS>>>(dy, mask, dx, n, p);
     LAUNCH_CHECK("dropout_backward_kernel");
     return S2C_CUDA_OK;
 }
 
 __global__ void dropout_backward_kernel(const float *dy, const float *mask, float *dx, int64_t n,
-                                        double p) {
+                                        double p)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < n) dx[i] = dy[i] * mask[i] / (float)(1.0 - p);
     // END SOLUTION

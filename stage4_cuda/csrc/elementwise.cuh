@@ -29,7 +29,8 @@ __global__ void map_kernel(const float *x, float *y, int64_t n, float s);
 template <map_function F>
 __global__ void map_kernel_float4(const float4 *x, float4 *y, int64_t quads, float s);
 template <zip_function F>
-__global__ void zip_kernel(const float *a, const float *b, float *y, int64_t n, int64_t b_n, float s);
+__global__ void zip_kernel(const float *a, const float *b, float *y, int64_t n, int64_t b_n,
+                           float s);
 template <zip_function F>
 __global__ void zip_kernel_float4(const float4 *a, const float4 *b, float4 *y, int64_t quads,
                                   int64_t b_quads, float s);
@@ -79,7 +80,8 @@ __global__ void map_kernel_float4(const float4 *x, float4 *y, int64_t quads, flo
  * repeated along a (add's and mul's broadcasting). */
 template <zip_function F>
 int launch_zip(const char *kernel, const float *a, const float *b, float *y, int64_t n, int64_t b_n,
-               float s) {
+               float s)
+{
     // BEGIN SOLUTION week 14, task zip
     if (aligned16(a) && aligned16(b) && aligned16(y) && n % 4 == 0 && b_n % 4 == 0) {
         int64_t quads = n / 4;
@@ -94,7 +96,9 @@ int launch_zip(const char *kernel, const float *a, const float *b, float *y, int
 }
 
 template <zip_function F>
-__global__ void zip_kernel(const float *a, const float *b, float *y, int64_t n, int64_t b_n, float s) {
+__global__ void zip_kernel(const float *a, const float *b, float *y, int64_t n, int64_t b_n,
+                           float s)
+{
     int64_t first = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t grid = (int64_t)gridDim.x * blockDim.x;
     float a_values[PER_THREAD], b_values[PER_THREAD];
@@ -113,7 +117,8 @@ __global__ void zip_kernel(const float *a, const float *b, float *y, int64_t n, 
 
 template <zip_function F>
 __global__ void zip_kernel_float4(const float4 *a, const float4 *b, float4 *y, int64_t quads,
-                                  int64_t b_quads, float s) {
+                                  int64_t b_quads, float s)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < quads) {
         float4 u = a[i], v = b[b_quads == quads ? i : i % b_quads];

@@ -16,21 +16,21 @@ __global__ void mean_kernel(const float *terms, float *loss, int64_t n) {
     if (threadIdx.x == 0) loss[0] = (float)(total / (double)n);
 }
 
-static int launch_mean(const float *terms, float *loss, int64_t n) {
+static inline int launch_mean(const float *terms, float *loss, int64_t n) {
     mean_kernel<<<1, LOSS_THREADS>>>(terms, loss, n);
     LAUNCH_CHECK("mean_kernel");
     return S2C_CUDA_OK;
 }
 
 /* The stable sigmoid (activations.cu): exp(-|z|) never overflows. */
-static __device__ float stable_sigmoid(float z) {
+static inline __device__ float stable_sigmoid(float z) {
     float e = expf(-fabsf(z));
     float positive = 1.0f / (1.0f + e);
     return z >= 0.0f ? positive : e * positive;
 }
 
 /* (maximum, log-sum-exp) of row x[0..cols), reduced over the block; every thread gets them. */
-static __device__ float row_logsumexp(const float *x, int64_t cols) {
+static inline __device__ float row_logsumexp(const float *x, int64_t cols) {
     float top = -INFINITY;
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) top = nan_max(top, x[j]);
     top = block_max(top);
@@ -53,7 +53,8 @@ __global__ void hinge_backward_kernel(const float *scores, const int64_t *labels
                                       float *grad, int64_t rows, int64_t cols);
 
 extern "C" int s2c_cuda_mse_loss(const float *pred, const float *target, float *terms, float *loss,
-                                 int64_t n) {
+                                 int64_t n)
+{
     // BEGIN SOLUTION week 14, task mse_loss
     mse_terms_kernel<<<blocks_for(n, LOSS_THREADS), LOSS_THREADS>>>(pred, target, terms, n);
     LAUNCH_CHECK("mse_terms_kernel");
@@ -70,7 +71,8 @@ __global__ void mse_terms_kernel(const float *pred, const float *target, float *
 }
 
 extern "C" int s2c_cuda_mse_loss_backward(const float *pred, const float *target, float *grad,
-                                          int64_t n) {
+                                          int64_t n)
+{
     // BEGIN SOLUTION week 14, task mse_loss_backward
     mse_backward_kernel<<<blocks_for(n, LOSS_THREADS), LOSS_THREADS>>>(pred, target, grad, n);
     LAUNCH_CHECK("mse_backward_kernel");
@@ -78,14 +80,17 @@ extern "C" int s2c_cuda_mse_loss_backward(const float *pred, const float *target
 }
 
 /* d mse / d pred = 2 (pred - target) / n */
-__global__ void mse_backward_kernel(const float *pred, const float *target, float *grad, int64_t n) {
+__global__ void mse_backward_kernel(const float *pred, const float *target, float *grad,
+                                    int64_t n)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < n) grad[i] = (float)(2.0 / (double)n) * (pred[i] - target[i]);
     // END SOLUTION
 }
 
 extern "C" int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets,
-                                             float *terms, float *loss, int64_t n) {
+                                             float *terms, float *loss, int64_t n)
+{
     // BEGIN SOLUTION week 14, task bce_with_logits_loss
     bce_terms_kernel<<<blocks_for(n, LOSS_THREADS), LOSS_THREADS>>>(logits, targets, terms, n);
     LAUNCH_CHECK("bce_terms_kernel");
@@ -103,7 +108,8 @@ __global__ void bce_terms_kernel(const float *z, const float *t, float *terms, i
 }
 
 extern "C" int s2c_cuda_bce_with_logits_loss_backward(const float *logits, const float *targets,
-                                                      float *grad, int64_t n) {
+                                                      float *grad, int64_t n)
+{
     // BEGIN SOLUTION week 14, task bce_with_logits_loss_backward
     bce_backward_kernel<<<blocks_for(n, LOSS_THREADS), LOSS_THREADS>>>(logits, targets, grad, n);
     LAUNCH_CHECK("bce_backward_kernel");
@@ -118,7 +124,8 @@ __global__ void bce_backward_kernel(const float *z, const float *t, float *grad,
 }
 
 extern "C" int s2c_cuda_cross_entropy_loss(const float *logits, const int64_t *labels, float *terms,
-                                           float *loss, int64_t rows, int64_t cols) {
+                                           float *loss, int64_t rows, int64_t cols)
+{
     // BEGIN SOLUTION week 14, task cross_entropy_loss
     cross_entropy_terms_kernel<<<rows, ROW_THREADS>>>(logits, labels, terms, cols);
     LAUNCH_CHECK("cross_entropy_terms_kernel");
@@ -127,7 +134,8 @@ extern "C" int s2c_cuda_cross_entropy_loss(const float *logits, const int64_t *l
 
 /* terms[row] = log-sum-exp(logits[row]) - logits[row][label]: a block per row. */
 __global__ void cross_entropy_terms_kernel(const float *logits, const int64_t *labels, float *terms,
-                                           int64_t cols) {
+                                           int64_t cols)
+{
     const float *row = logits + blockIdx.x * cols;
     float lse = row_logsumexp(row, cols);
     if (threadIdx.x == 0) terms[blockIdx.x] = lse - row[labels[blockIdx.x]];
@@ -135,7 +143,8 @@ __global__ void cross_entropy_terms_kernel(const float *logits, const int64_t *l
 }
 
 extern "C" int s2c_cuda_cross_entropy_loss_backward(const float *logits, const int64_t *labels,
-                                                    float *grad, int64_t rows, int64_t cols) {
+                                                    float *grad, int64_t rows, int64_t cols)
+{
     // BEGIN SOLUTION week 14, task cross_entropy_loss_backward
     cross_entropy_backward_kernel<<<rows, ROW_THREADS>>>(logits, labels, grad, rows, cols);
     LAUNCH_CHECK("cross_entropy_backward_kernel");
@@ -144,7 +153,8 @@ extern "C" int s2c_cuda_cross_entropy_loss_backward(const float *logits, const i
 
 /* (softmax(logits) - one_hot(labels)) / rows, a block per row. */
 __global__ void cross_entropy_backward_kernel(const float *logits, const int64_t *labels,
-                                              float *grad, int64_t rows, int64_t cols) {
+                                              float *grad, int64_t rows, int64_t cols)
+{
     int64_t offset = blockIdx.x * cols, label = labels[blockIdx.x];
     float lse = row_logsumexp(logits + offset, cols);
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
@@ -155,7 +165,8 @@ __global__ void cross_entropy_backward_kernel(const float *logits, const int64_t
 }
 
 extern "C" int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin,
-                                   float *terms, float *loss, int64_t rows, int64_t cols) {
+                                   float *terms, float *loss, int64_t rows, int64_t cols)
+{
     // BEGIN SOLUTION week 14, task hinge_loss
     hinge_terms_kernel<<<rows, ROW_THREADS>>>(scores, labels, margin, terms, cols);
     LAUNCH_CHECK("hinge_terms_kernel");
@@ -165,7 +176,8 @@ extern "C" int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, f
 /* terms[row] = sum over j != label of max(0, s_j - s_label + margin); a NaN counts (it makes the
  * loss NaN). */
 __global__ void hinge_terms_kernel(const float *scores, const int64_t *labels, float margin,
-                                   float *terms, int64_t cols) {
+                                   float *terms, int64_t cols)
+{
     const float *row = scores + blockIdx.x * cols;
     int64_t label = labels[blockIdx.x];
     float correct = row[label], partial = 0.0f;
@@ -178,8 +190,10 @@ __global__ void hinge_terms_kernel(const float *scores, const int64_t *labels, f
     // END SOLUTION
 }
 
-extern "C" int s2c_cuda_hinge_loss_backward(const float *scores, const int64_t *labels, float margin,
-                                            float *grad, int64_t rows, int64_t cols) {
+extern "C" int s2c_cuda_hinge_loss_backward(const float *scores, const int64_t *labels,
+                                            float margin, float *grad, int64_t rows,
+                                            int64_t cols)
+{
     // BEGIN SOLUTION week 14, task hinge_loss_backward
     hinge_backward_kernel<<<rows, ROW_THREADS>>>(scores, labels, margin, grad, rows, cols);
     LAUNCH_CHECK("hinge_backward_kernel");
@@ -188,7 +202,8 @@ extern "C" int s2c_cuda_hinge_loss_backward(const float *scores, const int64_t *
 
 /* Each violated margin adds 1/rows to its class and takes 1/rows from the correct one. */
 __global__ void hinge_backward_kernel(const float *scores, const int64_t *labels, float margin,
-                                      float *grad, int64_t rows, int64_t cols) {
+                                      float *grad, int64_t rows, int64_t cols)
+{
     int64_t offset = blockIdx.x * cols, label = labels[blockIdx.x];
     float correct = scores[offset + label], violated = 0.0f, n = (float)rows;
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {

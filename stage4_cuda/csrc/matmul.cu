@@ -20,12 +20,14 @@ __global__ void gemm_tiled_kernel(const float *a, const float *b, const float *b
                                   int transpose_b);
 
 extern "C" int s2c_cuda_matmul(const float *a, const float *b, float *c, int64_t n, int64_t k,
-                               int64_t m) {
+                               int64_t m)
+{
     return s2c_cuda_gemm(a, b, NULL, c, n, k, m, 0, 0);
 }
 
 extern "C" int s2c_cuda_gemm(const float *a, const float *b, const float *bias, float *c, int64_t n,
-                             int64_t k, int64_t m, int transpose_a, int transpose_b) {
+                             int64_t k, int64_t m, int transpose_a, int transpose_b)
+{
     if (n == 0 || m == 0) return S2C_CUDA_OK;
     if (ceil_div(n, MM_TILE) > MAX_GRID_Y) return S2C_CUDA_BAD_ARGUMENT; /* 2 million rows */
     // BEGIN SOLUTION week 15, task matmul
@@ -38,7 +40,8 @@ extern "C" int s2c_cuda_gemm(const float *a, const float *b, const float *bias, 
 
 __global__ void gemm_tiled_kernel(const float *a, const float *b, const float *bias, float *c,
                                   int64_t n, int64_t k, int64_t m, int transpose_a,
-                                  int transpose_b) {
+                                  int transpose_b)
+{
     __shared__ float a_tile[MM_TILE][MM_TILE + 1]; /* [row of c][step along k]; +1: no conflicts */
     __shared__ float b_tile[MM_TILE][MM_TILE + 1]; /* [step along k][column of c] */
     int tx = threadIdx.x, ty = threadIdx.y;

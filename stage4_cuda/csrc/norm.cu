@@ -26,7 +26,8 @@ extern "C" int s2c_cuda_batchnorm_forward(const float *x, const float *gamma, co
                                           float *running_mean, float *running_var, float *y,
                                           float *mean, float *invstd, int64_t n, int64_t channels,
                                           int64_t length, int training, float momentum,
-                                          float eps) {
+                                          float eps)
+{
     // BEGIN SOLUTION week 16, task batchnorm_forward
     int64_t size = n * channels * length;
     statistics_kernel<<<channels, CHANNEL_THREADS>>>(x, running_mean, running_var, mean, invstd,
@@ -43,7 +44,8 @@ extern "C" int s2c_cuda_batchnorm_forward(const float *x, const float *gamma, co
  * Evaluation: the running statistics. Either way mean[c] and invstd[c] = 1 / sqrt(var + eps). */
 __global__ void statistics_kernel(const float *x, float *running_mean, float *running_var,
                                   float *mean, float *invstd, int64_t n, int64_t channels,
-                                  int64_t length, int training, float momentum, float eps) {
+                                  int64_t length, int training, float momentum, float eps)
+{
     int64_t c = blockIdx.x, count = n * length;
     float m, var;
     if (training) {
@@ -74,7 +76,8 @@ __global__ void statistics_kernel(const float *x, float *running_mean, float *ru
 
 __global__ void normalize_kernel(const float *x, const float *gamma, const float *beta,
                                  const float *mean, const float *invstd, float *y, int64_t size,
-                                 int64_t channels, int64_t length) {
+                                 int64_t channels, int64_t length)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < size) {
         int64_t c = i / length % channels;
@@ -86,7 +89,8 @@ __global__ void normalize_kernel(const float *x, const float *gamma, const float
 extern "C" int s2c_cuda_batchnorm_backward(const float *dy, const float *x, const float *gamma,
                                            const float *mean, const float *invstd, float *dx,
                                            float *dgamma, float *dbeta, int64_t n,
-                                           int64_t channels, int64_t length) {
+                                           int64_t channels, int64_t length)
+{
     // BEGIN SOLUTION week 16, task batchnorm_backward
     int64_t size = n * channels * length;
     gradient_sums_kernel<<<channels, CHANNEL_THREADS>>>(dy, x, mean, invstd, dgamma, dbeta, n,
@@ -101,7 +105,8 @@ extern "C" int s2c_cuda_batchnorm_backward(const float *dy, const float *x, cons
 /* dbeta = sum(dy), dgamma = sum(dy * x_hat) over each channel's values: a block per channel. */
 __global__ void gradient_sums_kernel(const float *dy, const float *x, const float *mean,
                                      const float *invstd, float *dgamma, float *dbeta, int64_t n,
-                                     int64_t channels, int64_t length) {
+                                     int64_t channels, int64_t length)
+{
     int64_t c = blockIdx.x, count = n * length;
     float sum_dy = 0.0f, sum_dy_xhat = 0.0f;
     for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
@@ -122,7 +127,8 @@ __global__ void gradient_sums_kernel(const float *dy, const float *x, const floa
 __global__ void input_gradient_kernel(const float *dy, const float *x, const float *gamma,
                                       const float *mean, const float *invstd, const float *dgamma,
                                       const float *dbeta, float *dx, int64_t size,
-                                      int64_t channels, int64_t length) {
+                                      int64_t channels, int64_t length)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < size) {
         int64_t c = i / length % channels;

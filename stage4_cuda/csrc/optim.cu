@@ -11,7 +11,7 @@
 
 /* grad + weight_decay * p, or grad itself without decay (0 * p would make an Inf p NaN, where
  * PyTorch keeps the state finite). */
-static __device__ float decayed(float grad, float p, float weight_decay) {
+static inline __device__ float decayed(float grad, float p, float weight_decay) {
     return weight_decay != 0.0f ? grad + weight_decay * p : grad;
 }
 
@@ -24,7 +24,9 @@ __global__ void adam_kernel(float *p, const float *g, float *m, float *v, int64_
                             float beta1, float beta2, float eps, float weight_decay,
                             float correction1, float correction2);
 
-extern "C" int s2c_cuda_sgd_step(float *p, const float *g, int64_t n, float lr, float weight_decay) {
+extern "C" int s2c_cuda_sgd_step(float *p, const float *g, int64_t n, float lr,
+                                 float weight_decay)
+{
     // BEGIN SOLUTION week 14, task sgd_step
     sgd_kernel<<<blocks_for(n, STEP_THREADS), STEP_THREADS>>>(p, g, n, lr, weight_decay);
     LAUNCH_CHECK("sgd_kernel");
@@ -41,7 +43,8 @@ __global__ void sgd_kernel(float *p, const float *g, int64_t n, float lr, float 
 }
 
 extern "C" int s2c_cuda_momentum_step(float *p, const float *g, float *v, int64_t n, float lr,
-                                      float momentum, int nesterov, float weight_decay) {
+                                      float momentum, int nesterov, float weight_decay)
+{
     // BEGIN SOLUTION week 14, task momentum_step
     momentum_kernel<<<blocks_for(n, STEP_THREADS), STEP_THREADS>>>(p, g, v, n, lr, momentum,
                                                                    nesterov, weight_decay);
@@ -51,7 +54,8 @@ extern "C" int s2c_cuda_momentum_step(float *p, const float *g, float *v, int64_
 
 /* v = momentum * v + g; p -= lr * (g + momentum * v if nesterov else v) */
 __global__ void momentum_kernel(float *p, const float *g, float *v, int64_t n, float lr,
-                                float momentum, int nesterov, float weight_decay) {
+                                float momentum, int nesterov, float weight_decay)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < n) {
         float weight = p[i], velocity = v[i], grad = g[i];
@@ -64,7 +68,8 @@ __global__ void momentum_kernel(float *p, const float *g, float *v, int64_t n, f
 }
 
 extern "C" int s2c_cuda_rmsprop_step(float *p, const float *g, float *s, int64_t n, float lr,
-                                     float alpha, float eps, float weight_decay) {
+                                     float alpha, float eps, float weight_decay)
+{
     // BEGIN SOLUTION week 14, task rmsprop_step
     rmsprop_kernel<<<blocks_for(n, STEP_THREADS), STEP_THREADS>>>(p, g, s, n, lr, alpha, eps,
                                                                   weight_decay);
@@ -74,7 +79,8 @@ extern "C" int s2c_cuda_rmsprop_step(float *p, const float *g, float *s, int64_t
 
 /* s = alpha * s + (1 - alpha) * g^2; p -= lr * g / (sqrt(s) + eps) */
 __global__ void rmsprop_kernel(float *p, const float *g, float *s, int64_t n, float lr, float alpha,
-                               float eps, float weight_decay) {
+                               float eps, float weight_decay)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < n) {
         float weight = p[i], square = s[i], grad = g[i];
@@ -88,7 +94,8 @@ __global__ void rmsprop_kernel(float *p, const float *g, float *s, int64_t n, fl
 
 extern "C" int s2c_cuda_adam_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
                                   float beta1, float beta2, float eps, float weight_decay,
-                                  float correction1, float correction2) {
+                                  float correction1, float correction2)
+{
     // BEGIN SOLUTION week 14, task adam_step
     adam_kernel<<<blocks_for(n, STEP_THREADS), STEP_THREADS>>>(
         p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, correction1, correction2);
@@ -100,7 +107,8 @@ extern "C" int s2c_cuda_adam_step(float *p, const float *g, float *m, float *v, 
  * step. */
 __global__ void adam_kernel(float *p, const float *g, float *m, float *v, int64_t n, float lr,
                             float beta1, float beta2, float eps, float weight_decay,
-                            float correction1, float correction2) {
+                            float correction1, float correction2)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < n) {
         float weight = p[i], first = m[i], second = v[i], grad = g[i];

@@ -11,8 +11,9 @@
 typedef struct s2c_pool_geometry pool_geometry;
 
 /* The outputs whose windows cover input `position` along one axis: [*first, *last). */
-static __device__ void covering(int64_t position, int64_t k, int64_t stride, int64_t outputs,
-                                int64_t *first, int64_t *last) {
+static inline __device__ void covering(int64_t position, int64_t k, int64_t stride, int64_t outputs,
+                                int64_t *first, int64_t *last)
+{
     int64_t from = (position - k + stride) / stride; /* ceil((position - k + 1) / stride) */
     *first = position - k + stride >= 0 ? from : 0;  /* C division rounds toward zero */
     *last = position / stride + 1 < outputs ? position / stride + 1 : outputs;
@@ -24,11 +25,15 @@ __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, 
 __global__ void avgpool_kernel(const float *x, float *y, pool_geometry g);
 __global__ void avgpool_backward_kernel(const float *dy, float *dx, pool_geometry g);
 
-static int64_t outputs(const pool_geometry *g) { return g->planes * g->out_height * g->out_width; }
-static int64_t inputs(const pool_geometry *g) { return g->planes * g->height * g->width; }
+static inline int64_t outputs(const pool_geometry *g)
+{
+    return g->planes * g->out_height * g->out_width;
+}
+static inline int64_t inputs(const pool_geometry *g) { return g->planes * g->height * g->width; }
 
 extern "C" int s2c_cuda_maxpool2d_forward(const float *x, float *y, int64_t *argmax,
-                                          const pool_geometry *g) {
+                                          const pool_geometry *g)
+{
     // BEGIN SOLUTION week 16, task maxpool2d_forward
     maxpool_kernel<<<blocks_for(outputs(g), POOL_THREADS), POOL_THREADS>>>(x, y, argmax, *g);
     LAUNCH_CHECK("maxpool_kernel");
@@ -59,7 +64,8 @@ __global__ void maxpool_kernel(const float *x, float *y, int64_t *argmax, pool_g
 }
 
 extern "C" int s2c_cuda_maxpool2d_backward(const float *dy, const int64_t *argmax, float *dx,
-                                           const pool_geometry *g) {
+                                           const pool_geometry *g)
+{
     // BEGIN SOLUTION week 16, task maxpool2d_backward
     maxpool_backward_kernel<<<blocks_for(inputs(g), POOL_THREADS), POOL_THREADS>>>(dy, argmax, dx,
                                                                                    *g);
@@ -69,7 +75,8 @@ extern "C" int s2c_cuda_maxpool2d_backward(const float *dy, const int64_t *argma
 
 /* Thread i: input i = (plane, h, w) adds the dy of every covering window whose argmax it is. */
 __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, float *dx,
-                                        pool_geometry g) {
+                                        pool_geometry g)
+{
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.planes * g.height * g.width) return;
     int64_t plane = i / (g.height * g.width), h = i / g.width % g.height, w = i % g.width;

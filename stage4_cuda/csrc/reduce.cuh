@@ -15,7 +15,8 @@
 
 template <typename T>
 __device__ T warp_sum(T value) {
-    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(FULL_WARP, value, offset);
+    for (int offset = 16; offset > 0; offset /= 2)
+        value += __shfl_xor_sync(FULL_WARP, value, offset);
     return value;
 }
 

@@ -20,7 +20,8 @@ const char *s2c_cuda_error_message(void);
 int s2c_cuda_relu(const float *x, float *y, int64_t n);
 int s2c_cuda_relu_backward(const float *x, const float *dy, float *dx, int64_t n);
 int s2c_cuda_leaky_relu(const float *x, float *y, int64_t n, float alpha);
-int s2c_cuda_leaky_relu_backward(const float *x, const float *dy, float *dx, int64_t n, float alpha);
+int s2c_cuda_leaky_relu_backward(const float *x, const float *dy, float *dx, int64_t n,
+                                 float alpha);
 int s2c_cuda_sigmoid(const float *x, float *y, int64_t n);
 int s2c_cuda_sigmoid_backward(const float *y, const float *dy, float *dx, int64_t n);
 int s2c_cuda_tanh(const float *x, float *y, int64_t n);

@@ -37,7 +37,8 @@ __global__ void softmax_kernel(const float *x, float *y, int64_t cols, int log) 
 }
 
 extern "C" int s2c_cuda_softmax_backward(const float *y, const float *dy, float *dx, int64_t rows,
-                                         int64_t cols, int log) {
+                                         int64_t cols, int log)
+{
     if (rows == 0) return S2C_CUDA_OK;
     // BEGIN SOLUTION week 14, task softmax_backward
     softmax_backward_kernel<<<rows, ROW_THREADS>>>(y, dy, dx, cols, log);
@@ -48,7 +49,8 @@ extern "C" int s2c_cuda_softmax_backward(const float *y, const float *dy, float 
 /* softmax: dx = y * (dy - sum(dy * y)); log_softmax (y the log-probabilities):
  * dx = dy - exp(y) * sum(dy). */
 __global__ void softmax_backward_kernel(const float *y, const float *dy, float *dx, int64_t cols,
-                                        int log) {
+                                        int log)
+{
     int64_t offset = blockIdx.x * cols;
     float partial = 0.0f;
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
