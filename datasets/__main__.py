@@ -9,6 +9,7 @@ import sys
 from .errors import DatasetError
 from .registry import get, names
 from .sources import fetch, locate, verify
+from .tiny_imagenet import read_manifest
 
 
 def main(argv=None):
@@ -58,10 +59,22 @@ def print_info(name, data_dir):
     dataset = get(name)
     print(f"{dataset.title} [{name}], licence {dataset.licence}")
     print(f"cite: {dataset.citation}")
-    print(f"classes ({len(dataset.class_names)}): {', '.join(dataset.class_names)}")
+    if dataset.class_names:
+        print(f"classes ({len(dataset.class_names)}): {', '.join(dataset.class_names)}")
     print(f"mirrors: {' '.join(dataset.mirrors) or 'none'}")
+    if dataset.archive:
+        archive = dataset.archive
+        print(f"archive: {archive.filename}, {archive.size:,} bytes, sha256 {archive.sha256}")
     location = verify(name, data_dir)
     print(f"found in {location.directory} ({location.source})")
+    if dataset.archive:
+        manifest = read_manifest(location.directory)
+        for filename, path in location.files.items():
+            shape = format_shape(manifest[filename]["shape"])
+            print(f"  {manifest[filename]['dtype']:<6} {shape:<24} {path}")
+        counts = [manifest[f"{split}-labels.npy"]["shape"][0] for split in ("train", "test")]
+        print(f"{counts[0]:,} train / {counts[1]:,} test images, sha256 verified")
+        return
     for spec, path in location.files.items():
         print(f"  {spec.split:<5} {spec.kind:<6}  {format_shape(spec.shape):<18} {path}")
     counts = {spec.split: spec.shape[0] for spec in dataset.files}
@@ -71,8 +84,13 @@ def print_info(name, data_dir):
 def print_verify(name, data_dir):
     """One line per verified file, then a summary."""
     location = verify(name, data_dir)
-    for spec, path in location.files.items():
-        print(f"ok  sha256 {spec.sha256[:16]}...  {path}")
+    if get(name).archive:
+        manifest = read_manifest(location.directory)
+        digests = {path: manifest[filename]["sha256"] for filename, path in location.files.items()}
+    else:
+        digests = {path: spec.sha256 for spec, path in location.files.items()}
+    for path, digest in digests.items():
+        print(f"ok  sha256 {digest[:16]}...  {path}")
     print(f"{name}: sha256 verified ({len(location.files)} files in {location.directory})")
 
 

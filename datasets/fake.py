@@ -1,12 +1,17 @@
-"""Tiny fake data sets in MNIST's layout, for tests: real files, real checksums, no download."""
+"""Tiny fake data sets for tests, in MNIST's layout and in Tiny ImageNet's: real files, real
+checksums, no download."""
 
 import hashlib
+import io
+import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from .idx import encode_idx, write_idx
 from .registry import DatasetSpec, idx_files
+from .tiny_imagenet import TINY_IMAGENET
 
 
 def fake_arrays(counts=(6, 4), image_shape=(28, 28), classes=10, seed=0):
@@ -53,3 +58,58 @@ def write_fake_dataset(root, name="tiny", arrays=None, classes=10, mirrors=()):
     for file_spec in spec.files:
         write_idx(directory / file_spec.filename, arrays[file_spec.split, file_spec.kind])
     return spec
+
+
+def write_fake_tiny_imagenet(directory, classes=3, train_per_class=2, val_per_class=2, seed=0):
+    """A small zip in Tiny ImageNet's layout, `directory/tiny-imagenet-200.zip`, of random 64x64
+    JPEG images (the first training image greyscale, as a few real ones are).
+
+    Returns (archive, expected): the Archive (datasets.tiny_imagenet) with the zip's real size and
+    checksums, and {split: (images uint8 [N, 3, 64, 64], labels int64 [N])} in the conversion's
+    order, the images as Pillow decodes the written JPEG files.
+    """
+    from PIL import Image  # Pillow comes with matplotlib
+
+    rng = np.random.default_rng(seed)
+    wnids = [f"n{index:08d}" for index in rng.choice(10**8, classes, replace=False)]
+    root = TINY_IMAGENET.root
+    labelled = {"train": [], "test": [], "unlabelled": []}
+    path = Path(directory) / TINY_IMAGENET.filename
+    with zipfile.ZipFile(path, "w") as bundle:
+        bundle.writestr(f"{root}/wnids.txt", "\n".join(reversed(wnids)) + "\n")  # not sorted
+        bundle.writestr(f"{root}/words.txt", "".join(
+            f"{wnid}\tthing {wnid[-3:]}, other name\n" for wnid in wnids) + "n0\tunused\n")
+        annotations = []
+
+        def add_image(member, label, split, colour=True):
+            pixels = rng.integers(0, 256, (64, 64, 3) if colour else (64, 64), np.uint8)
+            encoded = io.BytesIO()
+            Image.fromarray(pixels).save(encoded, "JPEG")  # RGB, or greyscale ("L")
+            bundle.writestr(member, encoded.getvalue())
+            decoded = np.asarray(Image.open(encoded).convert("RGB")).transpose(2, 0, 1)
+            labelled[split].append((member, decoded, label))
+
+        for label, wnid in enumerate(sorted(wnids)):
+            for index in range(train_per_class):
+                member = f"{root}/train/{wnid}/images/{wnid}_{index}.JPEG"
+                add_image(member, label, "train", colour=(label, index) != (0, 0))
+            bundle.writestr(f"{root}/train/{wnid}/{wnid}_boxes.txt", "")
+        for index in range(classes * val_per_class):
+            label = int(rng.integers(classes))
+            annotations.append(f"val_{index}.JPEG\t{sorted(wnids)[label]}\t0\t0\t63\t63\n")
+            add_image(f"{root}/val/images/val_{index}.JPEG", label, "test")
+        bundle.writestr(f"{root}/val/val_annotations.txt", "".join(annotations))
+        add_image(f"{root}/test/images/test_0.JPEG", 0, "unlabelled")
+    labelled.pop("unlabelled")
+    labelled["train"].sort(key=lambda item: item[0])  # the converter reads them sorted by name
+    expected = {
+        split: (np.stack([image for _, image, _ in items]),
+                np.array([label for _, _, label in items], dtype=np.int64))
+        for split, items in labelled.items()
+    }
+    content = path.read_bytes()
+    archive = replace(
+        TINY_IMAGENET, size=len(content), sha256=hashlib.sha256(content).hexdigest(),
+        md5=hashlib.md5(content).hexdigest(), classes=classes,
+        train_count=classes * train_per_class, val_count=classes * val_per_class)
+    return archive, expected

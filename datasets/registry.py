@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DatasetError
+from .tiny_imagenet import TINY_IMAGENET
 
 SPLITS = ("train", "test")
 KINDS = ("images", "labels")
@@ -36,6 +37,8 @@ class DatasetSpec:
 
     `mirrors` are base URLs tried in order (a file's URL is base + filename); `system_dirs` are
     directories a system package installs the files into, with `apt_package` naming that package.
+    A data set with an `archive` (datasets.tiny_imagenet.Archive) has no IDX files: it is
+    downloaded as that one zip and converted into cached arrays, with its class names.
     """
 
     name: str
@@ -47,6 +50,7 @@ class DatasetSpec:
     citation: str
     system_dirs: tuple = ()
     apt_package: str = ""
+    archive: object = None
 
     def file(self, split, kind):
         """The FileSpec of `split` ("train" or "test") and `kind` ("images" or "labels")."""
@@ -113,7 +117,19 @@ FASHION_MNIST = DatasetSpec(
     apt_package="dataset-fashion-mnist",
 )
 
-REGISTRY = {spec.name: spec for spec in (MNIST, FASHION_MNIST)}
+TINY_IMAGENET_SET = DatasetSpec(
+    name="tiny-imagenet",
+    title="Tiny ImageNet (200 classes, 64x64 colour)",
+    files=(),
+    mirrors=("http://cs231n.stanford.edu/",),
+    class_names=(),  # read from the archive's words.txt when it is converted
+    licence="ImageNet terms of access (non-commercial research and education)",
+    citation="Y. Le and X. Yang, Tiny ImageNet visual recognition challenge, CS231n (2015); "
+    "images from ImageNet, J. Deng et al., CVPR 2009",
+    archive=TINY_IMAGENET,
+)
+
+REGISTRY = {spec.name: spec for spec in (MNIST, FASHION_MNIST, TINY_IMAGENET_SET)}
 
 
 def names():

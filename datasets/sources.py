@@ -6,7 +6,9 @@ Sources, in order:
   3. system packages: Debian's `dataset-fashion-mnist` installs into /usr/share/datasets/;
   4. the mirrors, into the cache -- only `fetch` downloads; loading never touches the network.
 Each directory of 1 and 2 holds one folder per data set, named as the registry names it
-(`mnist/`, `fashion-mnist/`), with the canonical file names, gzipped or not.
+(`mnist/`, `fashion-mnist/`), with the canonical file names, gzipped or not. A data set with an
+`archive` (Tiny ImageNet) is found where a folder holds its conversion (datasets.tiny_imagenet);
+`fetch` downloads and converts it into the cache.
 """
 
 import os
@@ -17,6 +19,7 @@ from .checks import read_checked
 from .download import download
 from .errors import DatasetError
 from .registry import get
+from .tiny_imagenet import ARRAY_FILES, check_converted, convert, fetch_archive, is_converted
 
 DATA_DIR_ENV = "NN_DATA_DIR"
 CACHE_DIR_ENV = "NN_CACHE_DIR"
@@ -28,7 +31,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 class Location:
     """Where a whole data set was found: which `source`, which `directory`, and each file's path.
 
-    `files` maps each FileSpec of the data set to the path holding it.
+    `files` maps each FileSpec of the data set to the path holding it (for a data set with an
+    archive: each converted array's file name to its path).
     """
 
     source: str
@@ -77,6 +81,11 @@ def locate(name, data_dir=None):
     dataset = get(name)
     looked = []
     for source, directory in candidates(name, data_dir):
+        if dataset.archive:
+            if is_converted(directory):
+                return Location(source, directory, {f: directory / f for f in ARRAY_FILES})
+            looked.append(f"{directory} ({source}, no conversion)")
+            continue
         files = {spec: file_in(directory, spec) for spec in dataset.files}
         missing = [spec.filename for spec, path in files.items() if path is None]
         if not missing:
@@ -85,8 +94,9 @@ def locate(name, data_dir=None):
             looked.append(f"{directory} ({source}, empty or absent)")
         else:
             looked.append(f"{directory} ({source}, lacks {', '.join(missing)})")
-    hint = (f"run 'make data' (or 'python -m datasets fetch {name}'), or set {DATA_DIR_ENV} to a "
-            f"directory holding {name}/")
+    fetch = f"'python -m datasets fetch {name}'"
+    hint = (f"run {fetch}" if dataset.archive else f"run 'make data' (or {fetch})") + (
+        f", or set {DATA_DIR_ENV} to a directory holding {name}/")
     if dataset.apt_package:
         hint += f", or 'apt-get install {dataset.apt_package}'"
     raise DatasetError(name, f"not found; looked in {'; '.join(looked)}", hint)
@@ -101,6 +111,9 @@ def verify(name, data_dir=None):
     """Check every file of data set `name` where it is found; return that Location."""
     dataset = get(name)
     location = locate(name, data_dir)
+    if dataset.archive:
+        check_converted(location.directory)
+        return location
     for spec, path in location.files.items():
         read_checked(dataset, spec, path)
     return location
@@ -126,7 +139,8 @@ def fetch(name, data_dir=None, mirrors=None, progress=True):
 
     If it is found outside the cache, its files are verified there (a bad one is an error: it is the
     user's to replace). Otherwise every file missing from the cache, or failing its check there, is
-    downloaded into the cache from the mirrors (see `mirror_urls`).
+    downloaded into the cache from the mirrors (see `mirror_urls`); a data set with an archive has
+    its zip downloaded (unless a good one is in the cache) and converted there.
     """
     dataset = get(name)
     cache = cache_root() / name
@@ -142,12 +156,29 @@ def fetch(name, data_dir=None, mirrors=None, progress=True):
         raise DatasetError(cache, f"cannot create the cache: {error.strerror or error}",
                            f"set {CACHE_DIR_ENV} to a writable directory") from None
     bases = mirror_urls(name, mirrors)
+    if dataset.archive:
+        return _fetch_archive_set(name, dataset, cache, bases, data_dir, progress)
     for spec in dataset.files:
         if _is_good(dataset, spec, file_in(cache, spec)):
             continue
         urls = [base.rstrip("/") + "/" + spec.filename for base in bases]
         download(urls, cache / spec.filename,
                  lambda path, spec=spec: read_checked(dataset, spec, path), progress)
+    return locate(name, data_dir)
+
+
+def _fetch_archive_set(name, dataset, cache, bases, data_dir, progress):
+    """Verify the conversion in the cache, else download the zip (kept beside it) and convert."""
+    if is_converted(cache):
+        try:
+            check_converted(cache)
+            return locate(name, data_dir)
+        except DatasetError:
+            pass  # a damaged conversion is simply made again
+    filename = dataset.archive.filename
+    urls = [base.rstrip("/") + "/" + filename for base in bases]
+    zip_path = fetch_archive(cache, urls, dataset.archive, progress)
+    convert(zip_path, cache, dataset.archive, progress)
     return locate(name, data_dir)
 
 

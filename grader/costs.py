@@ -51,6 +51,14 @@ def work_conv(passes):
     return lambda args: (passes * conv_flops(args), 4 * _numel(args["x"], args["w"]))
 
 
+def work_im2col(args):
+    """im2col reads x once and writes its columns: [n, c * kh * kw, out_h * out_w]."""
+    n, c, h, w = args["x"].shape
+    kh, kw, stride, padding = args["kh"], args["kw"], args["stride"], args["padding"]
+    columns = n * c * kh * kw * conv_out(h, kh, stride, padding) * conv_out(w, kw, stride, padding)
+    return None, 4 * (n * c * h * w + columns)
+
+
 def work_maxpool(args):
     n, c, h, w = args["x"].shape
     outputs = (

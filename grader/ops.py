@@ -39,6 +39,7 @@ from .builders import (
 from .costs import (
     work_arrays,
     work_conv,
+    work_im2col,
     work_init,
     work_linear,
     work_matmul,
@@ -204,7 +205,7 @@ _OPS = [
                  name="hinge_loss_backward", group="losses", outputs=("dscores",)),
     # convolution
     dict(name="im2col", group="conv", params=("x", "kh", "kw", "stride", "padding"),
-         build=build_im2col, outputs=("cols",), cases=CONV_CASES),
+         build=build_im2col, outputs=("cols",), cases=CONV_CASES, work=work_im2col),
     _backward_of("im2col", ("dy", "x_shape", "kh", "kw", "stride", "padding"), (("dx", "x"),),
                  name="col2im", group="conv", outputs=("dx",),
                  accum=lambda a: a["kh"] * a["kw"]),  # col2im is im2col's adjoint
@@ -242,15 +243,15 @@ _OPS = [
                  accum=lambda a: a["x"].size // a["x"].shape[1], tol=10.0),
     # regularization
     dict(name="dropout_forward", group="regularization", params=("x", "p", "seed"),
-         build=build_dropout, outputs=("y", "mask"),
+         build=build_dropout, outputs=("y", "mask"), work=work_memory(3),  # x read, y, mask written
          cases=(((3, 7), 0.5), ((2, 3, 4, 5), 0.2), ((1, 9), 0.0), ((13, 11), 0.9)),
          dist=(((300, 200), 0.3), ((50, 40), 0.0))),
     _backward_of("dropout_forward", ("dy", "mask", "p"), (("dx", "x"),),
                  name="dropout_backward", group="regularization", outputs=("dx",)),
     # optimizers (in place)
     _optimizer("sgd_step"),
-    _optimizer("momentum_step"),
-    _optimizer("rmsprop_step"),
+    _optimizer("momentum_step", work=work_memory(5)),  # 3 arrays read, 2 written
+    _optimizer("rmsprop_step", work=work_memory(5)),
     _optimizer("adam_step", work=work_memory(7)),  # 4 arrays read, 3 written
     # initialization
     dict(name="xavier_uniform", group="init", params=("shape", "seed"), build=build_init,

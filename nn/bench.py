@@ -176,13 +176,19 @@ def main(argv=None):
     return 0
 
 
+def _device(record):
+    """Where PyTorch ran: 'the CPU', or the GPU by name."""
+    if record.get("torch_device", "cpu") == "cpu":
+        return "the CPU"
+    return record["machine"].get("gpu") or "the GPU"
+
+
 def _markdown(record):
     stages = record["stages"]
     pairs = zip(stages, record["tiers"], strict=True)
     tiers = ", ".join(f"stage {stage} ({tier})" for stage, tier in pairs)
     lines = [
-        f"# One training epoch: {tiers} vs PyTorch {record['torch']} "
-        f"on the {record.get('torch_device', 'cpu').upper()}",
+        f"# One training epoch: {tiers} vs PyTorch {record['torch']} on {_device(record)}",
         "",
         f"Command: `{record['command']}`. Machine: {record['machine']['processor']}, "
         f"{record['machine']['cpu_count']} CPUs. Adam, MNIST training split, no augmentation. "

@@ -6,17 +6,24 @@ normalized training inputs, their loss targets and their labels go to the device
 epoch's order (the same permutation as on every other tier) once per epoch, and each step gathers
 its rows there. Random shifts are drawn on the host from the very generators nn/augment.py uses,
 an epoch's worth at a time, and applied on the device, so a run sees the same batches on every
-tier. Random flips have no device hook: a recipe with `flip` trains from the host.
+tier. Random flips have no device hook: a recipe with `flip` trains from the host, and so does a
+training set whose float32 copy would pass DEVICE_BYTES_LIMIT.
 """
 
 import numpy as np
 
 HOOKS = ("take", "shift_images", "correct_count")
+# The device copy is the normalized float32 training set, made on the host first: past this size
+# the batches go from the host one at a time instead (Tiny ImageNet's 95,000 training images
+# would take 4.7 GB twice).
+DEVICE_BYTES_LIMIT = 1 << 30
 
 
 def device_data(tier, data, loss, recipe):
     """A DeviceData for training `data` on `tier`, or None when it trains from the host."""
     if recipe.flip or not all(hasattr(tier, hook) for hook in HOOKS):
+        return None
+    if data.train.inputs.size * np.dtype(np.float32).itemsize > DEVICE_BYTES_LIMIT:
         return None
     return DeviceData(tier, data, loss, recipe)
 

@@ -39,7 +39,7 @@ def parse_args(argv=None):
                         "(default: the reference)")
     parser.add_argument("--model", required=True, choices=sorted(MODELS))
     parser.add_argument("--data", choices=DATA_NAMES, help="required unless --summary")
-    parser.add_argument("--data-dir", help="folder holding mnist/ and fashion-mnist/ "
+    parser.add_argument("--data-dir", help="folder holding mnist/, fashion-mnist/, tiny-imagenet/ "
                         "(default: NN_DATA_DIR, the cache, the system's data sets)")
     recipe = parser.add_argument_group("recipe overrides (defaults: nn/recipes.py)")
     recipe.add_argument("--epochs", type=int)

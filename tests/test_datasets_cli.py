@@ -101,4 +101,4 @@ def test_unknown_dataset_as_a_process():
     result = run_module("verify", "imagenet-22k")
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr == ("error: imagenet-22k: unknown data set — known: mnist, "
-                             "fashion-mnist\n")
+                             "fashion-mnist, tiny-imagenet\n")

@@ -12,6 +12,9 @@ from grader.ops import OPS
 from grader.tolerance import tolerance
 from grader.weeks import GROUPS, WEEKS, ops_for_week, week_of
 
+# Ops whose cost counts FLOPs (a GEMM, a convolution): their roofline is set by arithmetic.
+FLOP_OPS = {"matmul", "linear_forward", "linear_backward", "conv2d_forward", "conv2d_backward"}
+
 CONTRACT_MD = Path(__file__).parent.parent / "grader" / "CONTRACT.md"
 
 
@@ -110,3 +113,26 @@ def test_work_counts_flops_and_bytes():
     assert work_matmul(matmul) == (2 * 2 * 3 * 5, 4 * (6 + 15 + 10))
     conv = {"x": np.zeros((2, 3, 8, 8)), "w": np.zeros((4, 3, 3, 3)), "stride": 1, "padding": 1}
     assert conv_flops(conv) == 2 * 2 * 4 * 8 * 8 * 3 * 3 * 3
+
+
+@pytest.mark.parametrize(
+    "name", [name for name, op in OPS.items() if name not in FLOP_OPS and not op.forward]
+)
+def test_a_memory_bound_op_counts_every_float_array_it_reads_and_writes(name):
+    """The roofline of a memory-bound op is its bytes over the copy bandwidth: bytes left out
+    (an in-place state written back, a second output) would make a kernel at full bandwidth
+    look slower than it is, and set the speed policy too low. (Backward ops, whose arguments
+    come from a forward, are not covered here.)"""
+    import stage2_numpy
+
+    op = OPS[name]
+    _, args = all_cases(op)[-1]
+    received = getattr(stage2_numpy, name)(*(args[p] for p in op.params))
+    outputs = received if isinstance(received, tuple) else (received,)
+    floats = [v for v in args.values() if isinstance(v, np.ndarray) and v.dtype == np.float32]
+    floats += [args[p] for p in op.inplace]  # read, then written back
+    floats += [v for v in outputs if isinstance(v, np.ndarray) and v.dtype == np.float32]
+    least = 4 * sum(v.size for v in floats)
+    flops, moved = op.work(args)
+    assert flops is None
+    assert moved >= least, f"{name}: {moved} bytes counted, at least {least} moved"

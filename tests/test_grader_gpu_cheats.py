@@ -2,7 +2,8 @@
 numba variant with one op gamed or broken, graded with `--impl` as a learner's would be.
 
 The cheats that skip work (a result cached by address, a kernel on a stream the timer does not
-see, a launch that never happens above some size) only show on a real GPU, against the physical
+see, timed near zero beside the busy kernel of grader/gpu_timing.py; a launch that never happens
+above some size) only show on a real GPU, against the physical
 floor (grader/roofline.py) and the re-check on fresh inputs (grader/speed.py); so does a missing
 barrier, a race the simulator's scheduling hides. Wrong arithmetic (half precision), an element
 never written and an out-of-bounds write run on the simulator too, so CI catches them.
@@ -31,7 +32,7 @@ CHEATS = [
     ("cached", "matmul", "gpu", "nan|speed",
      r"^(matmul: a NaN in|matmul: ran in [\d.]+ us, below|(on fresh inputs )?after timing)"),
     ("other_stream", "relu", "gpu", "correct|nan|determinism|speed",
-     r"^relu: (the device kept working|ran in [\d.]+ us, below the memory bound|.*never written)"),
+     r"^relu: (ran in [\d.]+ us, below the memory bound|.*never written)"),
     ("launches_nothing", "relu", "gpu", "speed",
      r"^(relu: ran in [\d.]+ us, below the memory bound|(on fresh inputs )?after timing)"),
     ("missing_sync", "matmul", "gpu", "correct|determinism|speed",

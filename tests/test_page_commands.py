@@ -36,7 +36,7 @@ RUN = "run"  # run for real, then judged
 CHECK = "check"  # checked (targets, arguments, files), not run: the reason says why
 
 # (pattern over the command as written, what is done, why): the first row that matches decides.
-GPU = r"\bnvcc\b|\bnsys\b|nvidia-smi|compute-sanitizer|^make sanitize\b|grader\.sanitize"
+GPU = r"\bnvcc\b|\bnsys\b|\bncu\b|nvidia-smi|compute-sanitizer|^make sanitize\b|grader\.sanitize"
 REFERENCE_TRAINING = (
     r"--stage 4\b.*--data|(^make train\b.*\bIMPL=(\s|$)|-m nn\.train\b(?!.*--impl))"
     r".*--data (fashion-)?mnist"
@@ -59,6 +59,10 @@ CLASSES = [
     (r"-m nn\.predict\b", CHECK, "needs a checkpoint trained by make train (runs/...)"),
     (r"^\$EDITOR\b|^git\b|-m cProfile\b|^jupyter\b", CHECK,
      "an editor, git, a profiler or Jupyter (interactive): the files it names are checked"),
+    (r"^make exercises-index\b|tools\.exercise_index\b", CHECK,
+     "rewrites the tracked EXERCISES.md (test_exercise_index.py checks it is current)"),
+    (r"--data tiny-imagenet\b", CHECK,
+     "trains on Tiny ImageNet: 1.2 GB of images to load, an hour or more even on a GPU"),
     (REFERENCE_TRAINING, CHECK, "trains the reference on (Fashion-)MNIST: minutes"),
     (r"^make grade\b.*\bIMPL=(\s|$)", CHECK, "grades every reference op with timings (over a "
      "minute); test_weeks.py and test_grader_cli.py grade the reference"),
@@ -70,7 +74,7 @@ FIGURE = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")  # 61,706: a count a page quotes 
 PLACEHOLDER = re.compile(r"\[|\.\.\.|\b(N|K|M|V|DIR|NAME|FILE|FLAGS|PATH)\b")
 MAKE_OPTIONS = ["-o", "setup", "-o", "build", "-o", ".venv/.installed", "--no-print-directory"]
 OUTPUT_OPTIONS = {"-o", "--out", "--output", "--json", "--run-dir", "--results", "-d", "--target"}
-DATA_SETS = ("fashion-mnist", "mnist")  # longest first: "mnist" is in "fashion-mnist"
+DATA_SETS = ("tiny-imagenet", "fashion-mnist", "mnist")  # "mnist" is in "fashion-mnist": last
 RUN_SECONDS = 120
 WORKERS = min(4, len(os.sched_getaffinity(0)))  # commands run at once
 COMMANDS = all_commands()

@@ -84,7 +84,10 @@ def test_a_fresh_workspace_is_all_not_implemented(fresh):
     statuses, not_graded = progress(str(fresh), STAGES)
     assert len(statuses) == len(EXERCISES) > 100
     assert {status for status, _note in statuses.values()} == {NOT_IMPLEMENTED}
-    assert not_graded == {"stage 4 (numba)": f"{fresh}/ does not hold stage4_cuda"}
+    assert not_graded == {
+        "stage 4 (numba)": f"{fresh}/ does not hold stage4_cuda",
+        "nn": f"{fresh}/ does not hold nn",
+    }
 
 
 def test_a_tier_that_does_not_import_fails_its_written_exercises(workspace):

@@ -1,25 +1,34 @@
-"""Optimizer steps (week 14), in place on device arrays: one thread per parameter, which reads
-p, g and the state and writes p and the state back (7 arrays' worth of bytes for Adam: bound by
-memory bandwidth, the roofline of these kernels). `weight_decay` adds weight_decay * p to g first.
+"""Optimizer steps (week 14), in place on device arrays: each thread updates PER_THREAD
+parameters a grid apart, reading p, g and the state and writing p and the state back (7 arrays'
+worth of bytes for Adam: bound by memory bandwidth, the roofline of these kernels).
+`weight_decay` adds weight_decay * p to g first.
 
-Each thread loads every value it needs into a local variable before it stores anything: after a
-store to v[i] the compiler must load p[i] again (v might be p), and loads issued together are in
-flight together (elementwise.py says why that decides the speed).
+Each thread loads every value it needs, for all its parameters, before it stores anything: loads
+issued together are in flight together (elementwise.py says why that decides the speed), and
+after a store to v[i] the compiler would have to load p[i] again (v might be p).
 """
 
 import math
 
 from numba import cuda, float32
 
+from . import _device
 from ._checks import checks
-from ._device import flat, launch_elementwise
+from ._device import flat
+from .elementwise import PER_THREAD
 
 ONE = float32(1)
 
 
 def _flat(*arrays):
-    """The checked p, g and state arrays seen flat: one thread per parameter."""
+    """The checked p, g and state arrays seen flat."""
     return [flat(array) for array in arrays]
+
+
+def _launch(kernel, n, *args):
+    """Launch an optimizer kernel over n parameters, PER_THREAD a thread."""
+    blocks = _device.blocks_for(n, _device.BLOCK * PER_THREAD)
+    _device.launch(kernel, blocks, _device.BLOCK, *args)
 
 
 def _float32(*values):
@@ -37,10 +46,17 @@ def _decayed(grad, p, weight_decay):
 @cuda.jit
 def _sgd(p, g, lr, weight_decay):
     # BEGIN SOLUTION week 14, task sgd_step
-    i = cuda.grid(1)
-    if i < p.size:
-        weight = p[i]
-        p[i] = weight - lr * _decayed(g[i], weight, weight_decay)
+    first, grid = cuda.grid(1), cuda.gridsize(1)
+    weights = cuda.local.array(PER_THREAD, float32)
+    grads = cuda.local.array(PER_THREAD, float32)
+    for e in range(PER_THREAD):  # every load first
+        i = first + e * grid
+        if i < p.size:
+            weights[e], grads[e] = p[i], g[i]
+    for e in range(PER_THREAD):
+        i = first + e * grid
+        if i < p.size:
+            p[i] = weights[e] - lr * _decayed(grads[e], weights[e], weight_decay)
     # END SOLUTION
 
 
@@ -48,19 +64,27 @@ def sgd_step(p, g, lr, weight_decay=0.0):
     """p -= lr * (g + weight_decay * p)."""
     p, g, lr, weight_decay = checks.sgd_step(p, g, lr, weight_decay)
     p, g = _flat(p, g)
-    launch_elementwise(_sgd, p.size, p, g, *_float32(lr, weight_decay))
+    _launch(_sgd, p.size, p, g, *_float32(lr, weight_decay))
 
 
 @cuda.jit
 def _momentum(p, g, v, lr, momentum, weight_decay, nesterov):
     # BEGIN SOLUTION week 14, task momentum_step
-    i = cuda.grid(1)
-    if i < p.size:
-        weight, velocity = p[i], v[i]
-        grad = _decayed(g[i], weight, weight_decay)
-        velocity = momentum * velocity + grad
-        v[i] = velocity
-        p[i] = weight - lr * (grad + momentum * velocity if nesterov else velocity)
+    first, grid = cuda.grid(1), cuda.gridsize(1)
+    weights = cuda.local.array(PER_THREAD, float32)
+    grads = cuda.local.array(PER_THREAD, float32)
+    velocities = cuda.local.array(PER_THREAD, float32)
+    for e in range(PER_THREAD):  # every load first
+        i = first + e * grid
+        if i < p.size:
+            weights[e], grads[e], velocities[e] = p[i], g[i], v[i]
+    for e in range(PER_THREAD):
+        i = first + e * grid
+        if i < p.size:
+            grad = _decayed(grads[e], weights[e], weight_decay)
+            velocity = momentum * velocities[e] + grad
+            v[i] = velocity
+            p[i] = weights[e] - lr * (grad + momentum * velocity if nesterov else velocity)
     # END SOLUTION
 
 
@@ -69,20 +93,28 @@ def momentum_step(p, g, v, lr, momentum, nesterov=False, weight_decay=0.0):
     p, g, v, lr, momentum, nesterov, weight_decay = checks.momentum_step(
         p, g, v, lr, momentum, nesterov, weight_decay)
     p, g, v = _flat(p, g, v)
-    launch_elementwise(_momentum, p.size, p, g, v, *_float32(lr, momentum, weight_decay),
+    _launch(_momentum, p.size, p, g, v, *_float32(lr, momentum, weight_decay),
                        nesterov)
 
 
 @cuda.jit
 def _rmsprop(p, g, s, lr, alpha, eps, weight_decay):
     # BEGIN SOLUTION week 14, task rmsprop_step
-    i = cuda.grid(1)
-    if i < p.size:
-        weight, square = p[i], s[i]
-        grad = _decayed(g[i], weight, weight_decay)
-        square = alpha * square + (ONE - alpha) * grad * grad
-        s[i] = square
-        p[i] = weight - lr * grad / (math.sqrt(square) + eps)
+    first, grid = cuda.grid(1), cuda.gridsize(1)
+    weights = cuda.local.array(PER_THREAD, float32)
+    grads = cuda.local.array(PER_THREAD, float32)
+    squares = cuda.local.array(PER_THREAD, float32)
+    for e in range(PER_THREAD):  # every load first
+        i = first + e * grid
+        if i < p.size:
+            weights[e], grads[e], squares[e] = p[i], g[i], s[i]
+    for e in range(PER_THREAD):
+        i = first + e * grid
+        if i < p.size:
+            grad = _decayed(grads[e], weights[e], weight_decay)
+            square = alpha * squares[e] + (ONE - alpha) * grad * grad
+            s[i] = square
+            p[i] = weights[e] - lr * grad / (math.sqrt(square) + eps)
     # END SOLUTION
 
 
@@ -91,21 +123,30 @@ def rmsprop_step(p, g, s, lr, alpha=0.99, eps=1e-8, weight_decay=0.0):
     p, g, s, lr, alpha, eps, weight_decay = checks.rmsprop_step(p, g, s, lr, alpha, eps,
                                                                 weight_decay)
     p, g, s = _flat(p, g, s)
-    launch_elementwise(_rmsprop, p.size, p, g, s, *_float32(lr, alpha, eps, weight_decay))
+    _launch(_rmsprop, p.size, p, g, s, *_float32(lr, alpha, eps, weight_decay))
 
 
 @cuda.jit
 def _adam(p, g, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2):
     # correction1 = 1 - beta1^t and correction2 = 1 - beta2^t come from the host, once per step.
     # BEGIN SOLUTION week 14, task adam_step
-    i = cuda.grid(1)
-    if i < p.size:
-        weight, first, second = p[i], m[i], v[i]
-        grad = _decayed(g[i], weight, weight_decay)
-        first = beta1 * first + (ONE - beta1) * grad
-        second = beta2 * second + (ONE - beta2) * grad * grad
-        m[i], v[i] = first, second
-        p[i] = weight - lr * (first / correction1) / (math.sqrt(second / correction2) + eps)
+    start, grid = cuda.grid(1), cuda.gridsize(1)
+    weights = cuda.local.array(PER_THREAD, float32)
+    grads = cuda.local.array(PER_THREAD, float32)
+    firsts = cuda.local.array(PER_THREAD, float32)  # the first and second moments
+    seconds = cuda.local.array(PER_THREAD, float32)
+    for e in range(PER_THREAD):  # every load first
+        i = start + e * grid
+        if i < p.size:
+            weights[e], grads[e], firsts[e], seconds[e] = p[i], g[i], m[i], v[i]
+    for e in range(PER_THREAD):
+        i = start + e * grid
+        if i < p.size:
+            grad = _decayed(grads[e], weights[e], weight_decay)
+            first = beta1 * firsts[e] + (ONE - beta1) * grad
+            second = beta2 * seconds[e] + (ONE - beta2) * grad * grad
+            m[i], v[i] = first, second
+            p[i] = weights[e] - lr * (first / correction1) / (math.sqrt(second / correction2) + eps)
     # END SOLUTION
 
 
@@ -117,6 +158,6 @@ def adam_step(p, g, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=
     lr, beta1, beta2, eps, weight_decay = _float32(lr, beta1, beta2, eps, weight_decay)
     correction1 = float32(1 - float(beta1) ** t)
     correction2 = float32(1 - float(beta2) ** t)
-    launch_elementwise(
+    _launch(
         _adam, p.size, p, g, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2
     )
