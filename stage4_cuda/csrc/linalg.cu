@@ -3,7 +3,9 @@
 #include "elementwise.cuh"
 
 #define TILE 32      /* transpose and column sums: a block covers 32 columns */
-#define TILE_ROWS 8  /* ... with 32 x 8 threads, each handling every 8th row of the tile */
+#define TILE_ROWS 8  /* transpose: 32 x 8 threads, each copying every 8th row of the tile */
+#define SUM_ROWS 32  /* column sums: 32 x 32 threads, each adding every 32nd row: 32 warps keep
+                      * enough loads in flight when a few blocks span all the columns */
 #define MAX_GRID_Y 65535
 
 __device__ float add_element(float a, float b, float);
@@ -76,25 +78,25 @@ __global__ void transpose_kernel(const float *a, float *out, int64_t rows, int64
 extern "C" int s2c_cuda_sum_rows(const float *x, float *out, int64_t rows, int64_t cols) {
     if (cols == 0) return S2C_CUDA_OK;
     // BEGIN SOLUTION week 14, task sum_rows
-    sum_rows_kernel<<<ceil_div(cols, TILE), dim3(TILE, TILE_ROWS)>>>(x, out, rows, cols);
+    sum_rows_kernel<<<ceil_div(cols, TILE), dim3(TILE, SUM_ROWS)>>>(x, out, rows, cols);
     LAUNCH_CHECK("sum_rows_kernel");
     return S2C_CUDA_OK;
 }
 
-/* A block sums 32 columns: thread (tx, ty) adds rows ty, ty + 8, ... of column tx (a warp reads
- * 32 neighbouring floats of a row: coalesced), then the 8 partial sums of each column meet in
+/* A block sums 32 columns: thread (tx, ty) adds rows ty, ty + 32, ... of column tx (a warp reads
+ * 32 neighbouring floats of a row: coalesced), then the 32 partial sums of each column meet in
  * shared memory and one thread adds them, always in the same order. */
 __global__ void sum_rows_kernel(const float *x, float *out, int64_t rows, int64_t cols) {
-    __shared__ float partial[TILE_ROWS][TILE + 1];
+    __shared__ float partial[SUM_ROWS][TILE + 1];
     int tx = threadIdx.x, ty = threadIdx.y;
     int64_t j = (int64_t)blockIdx.x * TILE + tx;
     float total = 0.0f;
     if (j < cols)
-        for (int64_t i = ty; i < rows; i += TILE_ROWS) total += x[i * cols + j];
+        for (int64_t i = ty; i < rows; i += SUM_ROWS) total += x[i * cols + j];
     partial[ty][tx] = total;
     __syncthreads();
     if (ty == 0 && j < cols) {
-        for (int r = 1; r < TILE_ROWS; r++) total += partial[r][tx];
+        for (int r = 1; r < SUM_ROWS; r++) total += partial[r][tx];
         out[j] = total;
     }
     // END SOLUTION
