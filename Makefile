@@ -55,7 +55,7 @@ $(STAMP): requirements.txt
 
 setup: $(STAMP) build ## create .venv with the pinned dependencies and build the C tier
 
-build: $(STAMP) ## build the tiers that need it (the registry's build steps; the C tier's target: S2C_ARCH_FLAGS)
+build: $(STAMP) ## build the tiers that need it (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists)
 	$(PY) -m tiers build
 
 data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
@@ -138,6 +138,7 @@ lint: $(STAMP) ## ruff over the project
 # there, never in workspace/ or any other folder a learner's tiers live in.
 CODE_DIRS = $(patsubst %/__init__.py,%,$(wildcard */__init__.py)) tests
 
-clean: ## remove build outputs: the C tier's extension and _build/, __pycache__ of the repository's code, .pytest_cache, .ruff_cache (never workspace/, .venv or data)
-	rm -rf stage3_c/_build stage3_c/_s2c_native*.so stage3_c/_s2c_native*.c .pytest_cache .ruff_cache
+clean: ## remove build outputs: the C tier's extension and _build/, the nvcc library, __pycache__ of the repository's code, .pytest_cache, .ruff_cache (never workspace/, .venv or data)
+	rm -rf stage3_c/_build stage3_c/_s2c_native*.so stage3_c/_s2c_native*.c .pytest_cache .ruff_cache \
+		*/nvcc_impl/_build
 	find $(CODE_DIRS) -name __pycache__ -prune -exec rm -rf {} +

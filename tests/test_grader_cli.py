@@ -51,7 +51,7 @@ def test_a_week_without_tier_ops_is_a_usage_error():
 
 def test_an_unavailable_tier_is_skipped_with_its_reason(tmp_path):
     out = io.StringIO()
-    # the nvcc variant: not written yet (numba runs everywhere, on the simulator without a GPU)
+    # the nvcc variant: unavailable without a GPU (numba runs everywhere, on the simulator)
     status, record = grade(Options(stage=4, variant="nvcc", json=str(tmp_path / "g.json")), out=out)
     lines = out.getvalue().splitlines()
     assert status == 0

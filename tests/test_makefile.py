@@ -34,6 +34,7 @@ def test_make_clean_removes_build_outputs_and_never_a_learners_work(tmp_path):
     build_outputs = [
         "stage3_c/_build/tmp/matmul.o",
         "stage3_c/_s2c_native.cpython-311-x86_64-linux-gnu.so",
+        "stage4_cuda/nvcc_impl/_build/libs2c_cuda.so",
         "grader/__pycache__/run.cpython-311.pyc",
         "tests/__pycache__/test_x.cpython-311.pyc",
         ".pytest_cache/README.md",
@@ -52,6 +53,7 @@ def test_make_clean_removes_build_outputs_and_never_a_learners_work(tmp_path):
             f"{folder}/stage3_c/csrc/matmul.c",
             f"{folder}/stage3_c/_build/tmp/matmul.o",
             f"{folder}/stage3_c/_s2c_native.cpython-311-x86_64-linux-gnu.so",
+            f"{folder}/stage4_cuda/nvcc_impl/_build/libs2c_cuda.so",
         ]
     for name in build_outputs + kept:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,7 @@ CLASSES = [
     (r"^make portability\b", CHECK, "the whole suite on three C builds at two thread counts"),
     (r"^make asan\b", CHECK, "rebuilds the C tier every other test loads, with ASan, for minutes"),
     (r"^make notebooks\b", CHECK, "executes every notebook (minutes; the notebook tests run them)"),
-    (r"^make (setup|build)\b|stage3_c\.build\b|tiers build\b", CHECK,
+    (r"^make (setup|build)\b|stage3_c\.build\b|nvcc_build\b|tiers build\b", CHECK,
      "rebuilds the C tier in the checkout every other test loads"),
     (r"^make clean\b", CHECK,
      "deletes the build outputs the other tests load (test_makefile runs it in a copy)"),

@@ -86,7 +86,7 @@ def test_a_fresh_workspace_is_all_not_implemented(fresh):
     assert {status for status, _note in statuses.values()} == {NOT_IMPLEMENTED}
     assert not_graded == {
         "stage 4 (numba)": f"{fresh}/ does not hold stage4_cuda",
-        "stage 4 (nvcc)": f"{fresh}/ does not hold stage4_cuda",  # the SGEMM ladder's rungs
+        "stage 4 (nvcc)": f"{fresh}/ does not hold stage4_cuda",  # its .cu exercises (csrc/)
         "nn": f"{fresh}/ does not hold nn",
     }
 

@@ -123,8 +123,8 @@ def test_a_missing_tier_is_reported_not_raised(tmp_path):
 
 
 def test_a_variant_not_written_yet_is_unavailable_in_a_workspace_too(tmp_path):
-    """A workspace's stage4_cuda without nvcc_impl/ (as the repository's): not written yet, the
-    same as the reference, never a broken import (`make grade STAGE=4` on a fresh workspace)."""
+    """A workspace's stage4_cuda without nvcc_impl/ (one written before the variant existed): not
+    written yet, never a broken import (`make grade STAGE=4` on such a workspace)."""
     (tmp_path / "stage4_cuda").mkdir()
     (tmp_path / "stage4_cuda" / "__init__.py").write_text("")
     loaded = tiers.load(tiers.get("nvcc"), impl=tmp_path)

@@ -30,6 +30,8 @@ class Tier:
     build       the module that `python -m` runs to build it (its native code), or None
     tier_class  the rung of the speed ladders it is timed on: "python", "cpu" or "gpu"
     native      runs compiled code, which can crash the process: graded in a worker process
+    sources     folders of its code outside its module (the nvcc variant's stage4_cuda/csrc), so
+                that its exercises there are known as its own (tools/exercise_index.py)
     """
 
     name: str
@@ -41,6 +43,7 @@ class Tier:
     build: str | None = None
     tier_class: str = "cpu"
     native: bool = False
+    sources: tuple[str, ...] = ()
 
     @property
     def package(self):
@@ -79,7 +82,8 @@ TIERS = {
         Tier("numba", "stage4_cuda.numba_impl", 4, "numba", references=("c", "numpy"),
              tier_class="gpu", native=True),
         Tier("nvcc", "stage4_cuda.nvcc_impl", 4, "nvcc", references=("c", "numpy"),
-             tier_class="gpu", native=True),
+             build="stage4_cuda.nvcc_build", tier_class="gpu", native=True,
+             sources=("stage4_cuda/csrc",)),
     )
 }
 STAGES = tuple(sorted({tier.stage for tier in TIERS.values()}))

@@ -66,6 +66,8 @@ def build_if_stale(tier, directory):
     the build fails ("" otherwise): an old build is never used silently."""
     if not tier.build or directory in _BUILT or not (directory / "__init__.py").exists():
         return ""
+    if not (directory.parent / Path(*tier.build.split("."))).with_suffix(".py").exists():
+        return ""  # a copy without the build step (a workspace written before it existed)
     done = subprocess.run(
         [sys.executable, "-m", tier.build, "--if-stale"],
         cwd=directory.parent,

@@ -30,8 +30,6 @@ INDEX = "EXERCISES.md"
 # Packages outside the tiers whose exercises the week's tests grade (`pytest -m weekNN`).
 OTHER_PACKAGES = ("nn",)
 RUNG_PREFIX = "matmul_"  # task matmul_NAME is rung NAME of the matmul ladder
-# Source folders of a tier outside its module's folder: the nvcc variant builds stage4_cuda/csrc/.
-NATIVE_SOURCES = {"stage4_cuda/csrc/": "nvcc"}
 
 # The line that opens the function around a region: a Python `def`, or a C definition, which
 # starts at column 0 with its return type (a statement inside a body is indented); in CUDA perhaps
@@ -91,17 +89,15 @@ class Exercise:
 
 
 def tier_of(path):
-    """The registry's tier whose module holds `path` (a variant's subpackage first), or whose
-    native sources it is (NATIVE_SOURCES), or None."""
-    for folder, name in NATIVE_SOURCES.items():
-        if path.startswith(folder):
-            return tiers.TIERS[name]
+    """The registry's tier whose module or source folders hold `path` (the longest match: a
+    variant's subpackage before its package), or None."""
     holding = [
-        tier
+        (len(folder), tier)
         for tier in tiers.TIERS.values()
-        if path.startswith(tier.module.replace(".", "/") + "/")
+        for folder in (tier.module.replace(".", "/"), *tier.sources)
+        if path.startswith(folder + "/")
     ]
-    return max(holding, key=lambda tier: len(tier.module), default=None)
+    return max(holding, key=lambda found: found[0], default=(0, None))[1]
 
 
 def enclosing_function(lines, line_number, language):

@@ -3,7 +3,15 @@
  * Every exported function (extern "C", called from Python through the nvcc variant's wrapper)
  * returns a status. A failed CUDA call or launch returns S2C_CUDA_ERROR and leaves a message naming
  * the kernel or call and CUDA's error string in s2c_cuda_error_message(), which the wrapper puts in
- * the Python exception. The status values are stage 3's (stage3_c/csrc/s2c.h), plus one. */
+ * the Python exception. The status values are stage 3's (stage3_c/csrc/s2c.h), plus one.
+ *
+ * Exercises. `make exercises` replaces each solution region by `return S2C_NOT_IMPLEMENTED;`
+ * (tools/exercises.py), so a region must end up inside a function returning a status. A kernel
+ * returns void, so an op's region begins inside its exported function (the launch) and ends inside
+ * the last kernel or device function it launches, which are declared above the exported function
+ * and defined below it: the stub keeps the declarations (the kernels' signatures, given) and an
+ * exported function that returns S2C_NOT_IMPLEMENTED, which the wrapper turns into
+ * NotImplementedError naming the week and task (stage4_cuda/nvcc_impl/_library.py). */
 #ifndef S2C_CUDA_COMMON_H
 #define S2C_CUDA_COMMON_H
 
@@ -18,9 +26,12 @@ enum s2c_cuda_status {
     S2C_CUDA_OUT_OF_MEMORY = 3,   /* an allocation failed: raises MemoryError */
     S2C_CUDA_ERROR = 4            /* a CUDA call or launch failed: raises RuntimeError */
 };
+#define S2C_NOT_IMPLEMENTED S2C_CUDA_NOT_IMPLEMENTED /* the name the exercise stubs return */
 
-/* The last failure's message, per host thread (the wrapper reads it right after the call). */
-extern "C" const char *s2c_cuda_error_message(void);
+#include "s2c_cuda.h" /* every exported function: the compiler checks each definition against it */
+
+/* The last failure's message, per host thread (the wrapper reads it with s2c_cuda_error_message
+ * right after the call). */
 void s2c_cuda_set_error(const char *what, cudaError_t error);
 
 /* Return S2C_CUDA_ERROR from the calling function when `call` (a CUDA runtime call) fails. */
@@ -45,5 +56,14 @@ void s2c_cuda_set_error(const char *what, cudaError_t error);
     } while (0)
 
 static inline __host__ __device__ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The blocks of `threads` threads covering n work items (at least one: a grid of 0 is an error). */
+static inline int64_t blocks_for(int64_t n, int64_t threads)
+{
+    return n > 0 ? ceil_div(n, threads) : 1;
+}
+
+/* max(a, b) that keeps a NaN, as PyTorch does (fmaxf would drop it). */
+static inline __device__ float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 
 #endif

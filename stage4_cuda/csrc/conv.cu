@@ -1,0 +1,168 @@
+/* conv.cu -- convolution (week 16) as im2col and one matrix product (matmul.cu's gemm).
+ *
+ * im2col copies every receptive field into a column, so that convolving is a matrix product. The
+ * op im2col returns the contract's layout [N, C*kh*kw, OH*OW]; conv2d uses the same kernel with
+ * the batch moved last, [C*kh*kw, N*OH*OW], so that the whole batch is ONE product with the
+ * weights seen as [K, C*kh*kw]: a big product fills the GPU, where N small ones would not. A
+ * layout reaches the kernels as the strides of its batch and row indices; the position index
+ * p = oh*OW + ow always has stride 1 within an image's block.
+ *
+ * col2im, the adjoint, gathers: one thread per input pixel adds the column entries that came
+ * from it (deterministic, unlike a scatter with atomic additions). The backward's products read
+ * the columns and the weights transposed where they lie (gemm's transpose flags). */
+#include "reduce.cuh"
+
+#define CONV_THREADS 256
+#define BIAS_THREADS 128
+
+typedef struct s2c_conv_geometry conv_geometry;
+
+static inline int64_t rows_of(const conv_geometry *g) { return g->channels * g->kh * g->kw; }
+static inline int64_t positions_of(const conv_geometry *g) { return g->out_height * g->out_width; }
+
+/* (batch stride, row stride) of the columns: [N, rows, P], or [rows, N*P] when batch_last. */
+static inline void column_strides(const conv_geometry *g, int batch_last, int64_t *batch,
+                                  int64_t *row)
+{
+    int64_t positions = positions_of(g);
+    *batch = batch_last ? positions : rows_of(g) * positions;
+    *row = batch_last ? g->n * positions : positions;
+}
+
+__global__ void im2col_kernel(const float *x, float *cols, conv_geometry g, int64_t batch_stride,
+                              int64_t row_stride);
+__global__ void col2im_kernel(const float *cols, float *x, conv_geometry g, int64_t batch_stride,
+                              int64_t row_stride);
+__global__ void from_batch_last_kernel(const float *product, const float *b, float *y,
+                                       conv_geometry g);
+__global__ void to_batch_last_kernel(const float *dy, float *dy_last, conv_geometry g);
+__global__ void bias_gradient_kernel(const float *dy, float *db, conv_geometry g);
+
+extern "C" int s2c_cuda_im2col(const float *x, float *cols, const conv_geometry *g,
+                               int batch_last)
+{
+    // BEGIN SOLUTION week 16, task im2col
+    int64_t batch_stride, row_stride, entries = g->n * rows_of(g) * positions_of(g);
+    column_strides(g, batch_last, &batch_stride, &row_stride);
+    im2col_kernel<<<blocks_for(entries, CONV_THREADS), CONV_THREADS>>>(x, cols, *g, batch_stride,
+                                                                       row_stride);
+    LAUNCH_CHECK("im2col_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* Thread i fills one entry: image n, row (c, di, dj), position p = (oh, ow); zero in padding. */
+__global__ void im2col_kernel(const float *x, float *cols, conv_geometry g, int64_t batch_stride,
+                              int64_t row_stride)
+{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    int64_t positions = g.out_height * g.out_width, rows = g.channels * g.kh * g.kw;
+    if (i >= g.n * rows * positions) return;
+    int64_t n = i / (rows * positions), row = i / positions % rows, p = i % positions;
+    int64_t c = row / (g.kh * g.kw), di = row / g.kw % g.kh, dj = row % g.kw;
+    int64_t h = p / g.out_width * g.stride + di - g.padding;
+    int64_t w = p % g.out_width * g.stride + dj - g.padding;
+    bool inside = 0 <= h && h < g.height && 0 <= w && w < g.width;
+    float value = inside ? x[((n * g.channels + c) * g.height + h) * g.width + w] : 0.0f;
+    cols[n * batch_stride + row * row_stride + p] = value;
+    // END SOLUTION
+}
+
+extern "C" int s2c_cuda_col2im(const float *cols, float *x, const conv_geometry *g,
+                               int batch_last)
+{
+    // BEGIN SOLUTION week 16, task col2im
+    int64_t batch_stride, row_stride, pixels = g->n * g->channels * g->height * g->width;
+    column_strides(g, batch_last, &batch_stride, &row_stride);
+    col2im_kernel<<<blocks_for(pixels, CONV_THREADS), CONV_THREADS>>>(cols, x, *g, batch_stride,
+                                                                      row_stride);
+    LAUNCH_CHECK("col2im_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* Thread i sums, for input pixel (n, c, h, w), every column entry whose window covered it. */
+__global__ void col2im_kernel(const float *cols, float *x, conv_geometry g, int64_t batch_stride,
+                              int64_t row_stride)
+{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= g.n * g.channels * g.height * g.width) return;
+    int64_t n = i / (g.channels * g.height * g.width), c = i / (g.height * g.width) % g.channels;
+    int64_t h = i / g.width % g.height, w = i % g.width;
+    float total = 0.0f;
+    for (int64_t di = 0; di < g.kh; di++)
+        for (int64_t dj = 0; dj < g.kw; dj++) {
+            int64_t top = h + g.padding - di, left = w + g.padding - dj; /* oh*stride, ow*stride */
+            if (top < 0 || left < 0 || top % g.stride != 0 || left % g.stride != 0) continue;
+            int64_t oh = top / g.stride, ow = left / g.stride;
+            if (oh >= g.out_height || ow >= g.out_width) continue;
+            int64_t row = (c * g.kh + di) * g.kw + dj;
+            total += cols[n * batch_stride + row * row_stride + oh * g.out_width + ow];
+        }
+    x[i] = total;
+    // END SOLUTION
+}
+
+extern "C" int s2c_cuda_conv2d_forward(const float *x, const float *w, const float *b, float *y,
+                                       float *cols, float *product, const conv_geometry *g)
+{
+    // BEGIN SOLUTION week 16, task conv2d_forward
+    int64_t columns = g->n * positions_of(g), outputs = g->n * g->filters * positions_of(g);
+    int status = s2c_cuda_im2col(x, cols, g, 1); /* [C*kh*kw, N*P] */
+    if (status == S2C_CUDA_OK) /* product [K, N*P] = w [K, C*kh*kw] @ cols */
+        status = s2c_cuda_gemm(w, cols, NULL, product, g->filters, rows_of(g), columns, 0, 0);
+    if (status != S2C_CUDA_OK) return status;
+    from_batch_last_kernel<<<blocks_for(outputs, CONV_THREADS), CONV_THREADS>>>(product, b, y, *g);
+    LAUNCH_CHECK("from_batch_last_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* y [N, K, P] = product [K, N*P] + b[k]: back to the contract's layout, with the bias. */
+__global__ void from_batch_last_kernel(const float *product, const float *b, float *y,
+                                       conv_geometry g)
+{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    int64_t positions = g.out_height * g.out_width;
+    if (i >= g.n * g.filters * positions) return;
+    int64_t n = i / (g.filters * positions), k = i / positions % g.filters, p = i % positions;
+    y[i] = product[k * g.n * positions + n * positions + p] + b[k];
+    // END SOLUTION
+}
+
+extern "C" int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx,
+                                        float *dw, float *db, float *cols, float *dy_last,
+                                        const conv_geometry *g)
+{
+    // BEGIN SOLUTION week 16, task conv2d_backward
+    int64_t columns = g->n * positions_of(g), rows = rows_of(g);
+    to_batch_last_kernel<<<blocks_for(g->filters * columns, CONV_THREADS), CONV_THREADS>>>(
+        dy, dy_last, *g);
+    LAUNCH_CHECK("to_batch_last_kernel");
+    bias_gradient_kernel<<<g->filters, BIAS_THREADS>>>(dy, db, *g);
+    LAUNCH_CHECK("bias_gradient_kernel");
+    int status = s2c_cuda_im2col(x, cols, g, 1);
+    if (status == S2C_CUDA_OK) /* dw [K, C*kh*kw] = dy_last [K, N*P] @ cols.T */
+        status = s2c_cuda_gemm(dy_last, cols, NULL, dw, g->filters, columns, rows, 0, 1);
+    if (status != S2C_CUDA_OK || dx == NULL) return status;
+    /* dcols [C*kh*kw, N*P] = w.T @ dy_last, into cols (read by the product above, in order) */
+    status = s2c_cuda_gemm(w, dy_last, NULL, cols, rows, g->filters, columns, 1, 0);
+    return status == S2C_CUDA_OK ? s2c_cuda_col2im(cols, dx, g, 1) : status;
+}
+
+/* dy_last [K, N*P] = dy [N, K, P] rearranged, for the products. */
+__global__ void to_batch_last_kernel(const float *dy, float *dy_last, conv_geometry g) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    int64_t positions = g.out_height * g.out_width;
+    if (i >= g.n * g.filters * positions) return;
+    int64_t n = i / (g.filters * positions), k = i / positions % g.filters, p = i % positions;
+    dy_last[k * g.n * positions + n * positions + p] = dy[i];
+}
+
+/* db[k] = the sum of dy [N, K, P] over n and p: a block per filter. */
+__global__ void bias_gradient_kernel(const float *dy, float *db, conv_geometry g) {
+    int64_t k = blockIdx.x, positions = g.out_height * g.out_width;
+    float partial = 0.0f;
+    for (int64_t e = threadIdx.x; e < g.n * positions; e += blockDim.x)
+        partial += dy[(e / positions * g.filters + k) * positions + e % positions];
+    float total = block_sum(partial);
+    if (threadIdx.x == 0) db[k] = total;
+    // END SOLUTION
+}

@@ -1,0 +1,135 @@
+/* s2c_cuda.h -- every function the nvcc variant's library exports, in C.
+ *
+ * Pointers are device pointers (float32 data, int64 labels); sizes are int64 element counts. Each
+ * function launches its kernels on the default stream and returns a status (common.h) without
+ * waiting for them. The wrapper (stage4_cuda/nvcc_impl/_library.py) reads this file as cffi's
+ * declarations, skipping the preprocessor lines and the C++ guard: one list of functions, not two.
+ * The ops follow grader/CONTRACT.md; the Python wrappers give their shapes. */
+#ifndef S2C_CUDA_H
+#define S2C_CUDA_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+const char *s2c_cuda_error_message(void);
+
+/* activations.cu: elementwise forward y = f(x); backward dx = f(x or y, dy) */
+int s2c_cuda_relu(const float *x, float *y, int64_t n);
+int s2c_cuda_relu_backward(const float *x, const float *dy, float *dx, int64_t n);
+int s2c_cuda_leaky_relu(const float *x, float *y, int64_t n, float alpha);
+int s2c_cuda_leaky_relu_backward(const float *x, const float *dy, float *dx, int64_t n,
+                                 float alpha);
+int s2c_cuda_sigmoid(const float *x, float *y, int64_t n);
+int s2c_cuda_sigmoid_backward(const float *y, const float *dy, float *dx, int64_t n);
+int s2c_cuda_tanh(const float *x, float *y, int64_t n);
+int s2c_cuda_tanh_backward(const float *y, const float *dy, float *dx, int64_t n);
+
+/* softmax.cu: row-wise over x [rows, cols]; log picks log_softmax */
+int s2c_cuda_softmax(const float *x, float *y, int64_t rows, int64_t cols, int log);
+int s2c_cuda_softmax_backward(const float *y, const float *dy, float *dx, int64_t rows,
+                              int64_t cols, int log);
+
+/* linalg.cu: b has a's n elements or is one row of b_n elements repeated along a */
+int s2c_cuda_add(const float *a, const float *b, float *out, int64_t n, int64_t b_n);
+int s2c_cuda_mul(const float *a, const float *b, float *out, int64_t n, int64_t b_n);
+int s2c_cuda_scale(const float *a, float *out, int64_t n, float s);
+int s2c_cuda_transpose(const float *a, float *out, int64_t rows, int64_t cols);
+int s2c_cuda_sum_rows(const float *x, float *out, int64_t rows, int64_t cols);
+
+/* matmul.cu: c [n, m] = op(a) @ op(b) (+ bias [m] on every row when bias is not NULL), where
+ * op(a) is a [n, k], or a stored [k, n] and transposed when transpose_a; op(b) is b [k, m], or b
+ * stored [m, k] when transpose_b */
+int s2c_cuda_matmul(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+int s2c_cuda_gemm(const float *a, const float *b, const float *bias, float *c, int64_t n,
+                  int64_t k, int64_t m, int transpose_a, int transpose_b);
+
+/* dense.cu: x [n, in], w [out, in], b [out] */
+int s2c_cuda_linear_forward(const float *x, const float *w, const float *b, float *y, int64_t n,
+                            int64_t in, int64_t out);
+int s2c_cuda_linear_backward(const float *x, const float *w, const float *dy, float *dx,
+                             float *dw, float *db, int64_t n, int64_t in, int64_t out);
+
+/* losses.cu: a forward writes the mean into loss[0] (one float on the device), using `terms`
+ * (one float per element or row) as scratch; labels are int64 and already checked in range */
+int s2c_cuda_mse_loss(const float *pred, const float *target, float *terms, float *loss, int64_t n);
+int s2c_cuda_mse_loss_backward(const float *pred, const float *target, float *grad, int64_t n);
+int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets, float *terms,
+                                  float *loss, int64_t n);
+int s2c_cuda_bce_with_logits_loss_backward(const float *logits, const float *targets, float *grad,
+                                           int64_t n);
+int s2c_cuda_cross_entropy_loss(const float *logits, const int64_t *labels, float *terms,
+                                float *loss, int64_t rows, int64_t cols);
+int s2c_cuda_cross_entropy_loss_backward(const float *logits, const int64_t *labels, float *grad,
+                                         int64_t rows, int64_t cols);
+int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin, float *terms,
+                        float *loss, int64_t rows, int64_t cols);
+int s2c_cuda_hinge_loss_backward(const float *scores, const int64_t *labels, float margin,
+                                 float *grad, int64_t rows, int64_t cols);
+
+/* optim.cu: in place on p and the state, n parameters; the Adam corrections are 1 - beta^t */
+int s2c_cuda_sgd_step(float *p, const float *g, int64_t n, float lr, float weight_decay);
+int s2c_cuda_momentum_step(float *p, const float *g, float *v, int64_t n, float lr, float momentum,
+                           int nesterov, float weight_decay);
+int s2c_cuda_rmsprop_step(float *p, const float *g, float *s, int64_t n, float lr, float alpha,
+                          float eps, float weight_decay);
+int s2c_cuda_adam_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
+                       float beta1, float beta2, float eps, float weight_decay, float correction1,
+                       float correction2);
+
+/* init.cu: w [n] from the shared random stream (random.cuh), scaled by bound or std */
+int s2c_cuda_xavier_uniform(float *w, int64_t n, uint64_t seed, double bound);
+int s2c_cuda_he_normal(float *w, int64_t n, uint64_t seed, double std);
+
+/* dropout.cu: element i kept when uniform(seed, i) >= p, kept elements scaled by 1 / (1 - p) */
+int s2c_cuda_dropout_forward(const float *x, float *y, float *mask, int64_t n, double p,
+                             uint64_t seed);
+int s2c_cuda_dropout_backward(const float *dy, const float *mask, float *dx, int64_t n, double p);
+
+/* pooling.cu: over planes = N*C planes of [height, width] -> [out_height, out_width]; argmax holds
+ * the flat index h * width + w of each window's maximum within its plane */
+struct s2c_pool_geometry {
+    int64_t planes, height, width, out_height, out_width, k, stride;
+};
+int s2c_cuda_maxpool2d_forward(const float *x, float *y, int64_t *argmax,
+                               const struct s2c_pool_geometry *g);
+int s2c_cuda_maxpool2d_backward(const float *dy, const int64_t *argmax, float *dx,
+                                const struct s2c_pool_geometry *g);
+int s2c_cuda_avgpool2d_forward(const float *x, float *y, const struct s2c_pool_geometry *g);
+int s2c_cuda_avgpool2d_backward(const float *dy, float *dx, const struct s2c_pool_geometry *g);
+
+/* conv.cu: x [n, channels, height, width], w [filters, channels, kh, kw], y [n, filters, oh, ow].
+ * cols is [n, channels*kh*kw, oh*ow] (the contract's im2col) or, batch_last, [channels*kh*kw,
+ * n*oh*ow]: the layout conv2d multiplies in one product. The scratch arrays (cols, product,
+ * dy_last) are the caller's, of channels*kh*kw (cols) or filters (product, dy_last) rows and
+ * n*oh*ow columns; dx may be NULL (not needed). */
+struct s2c_conv_geometry {
+    int64_t n, channels, height, width, filters, kh, kw, stride, padding, out_height, out_width;
+};
+int s2c_cuda_im2col(const float *x, float *cols, const struct s2c_conv_geometry *g,
+                    int batch_last);
+int s2c_cuda_col2im(const float *cols, float *x, const struct s2c_conv_geometry *g,
+                    int batch_last);
+int s2c_cuda_conv2d_forward(const float *x, const float *w, const float *b, float *y, float *cols,
+                            float *product, const struct s2c_conv_geometry *g);
+int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx, float *dw,
+                             float *db, float *cols, float *dy_last,
+                             const struct s2c_conv_geometry *g);
+
+/* norm.cu: x seen as [n, channels, length] (length = H*W, or 1 for [N, C]); per channel mean and
+ * invstd (saved for the backward) and, in training, the running statistics updated in place */
+int s2c_cuda_batchnorm_forward(const float *x, const float *gamma, const float *beta,
+                               float *running_mean, float *running_var, float *y, float *mean,
+                               float *invstd, int64_t n, int64_t channels, int64_t length,
+                               int training, float momentum, float eps);
+int s2c_cuda_batchnorm_backward(const float *dy, const float *x, const float *gamma,
+                                const float *mean, const float *invstd, float *dx, float *dgamma,
+                                float *dbeta, int64_t n, int64_t channels, int64_t length);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,136 @@
+"""Stage 4, nvcc variant: the op contract (grader/CONTRACT.md) as CUDA C kernels in
+stage4_cuda/csrc/*.cu, built by nvcc into one shared library (`make build`) and called through
+cffi (weeks 14-16).
+
+The currency is the numba variant's: numba device arrays (float32 data, int64 labels), made by
+`from_numpy`, read back by `to_numpy`, allocated through the hook `empty` (which the grader
+poisons with NaN); anything exposing `__cuda_array_interface__` (CuPy, PyTorch CUDA tensors) is
+accepted and passed to the kernels by its device pointer. Arguments are checked before any
+launch by the same checks as the numba variant (argcheck); the kernels run on the default stream
+and ops return without waiting (`synchronize` waits); a failed launch or CUDA call is a
+RuntimeError naming the kernel and CUDA's error. Losses return a `DeviceScalar`.
+
+Every op of the contract has its kernels here (stage4_cuda/README.md lists them). Without a
+GPU, or under numba's CUDA simulator, the variant is unavailable (`available()` says why):
+compiled kernels need a real GPU.
+
+    import stage4_cuda.nvcc_impl as gpu
+    a = gpu.from_numpy(np.ones((64, 32), np.float32))
+    gpu.to_numpy(gpu.softmax(gpu.matmul(a, gpu.transpose(a))))
+"""
+
+from numba import cuda
+
+from ..numba_impl import DeviceScalar, empty, from_numpy, synchronize, to_numpy
+from ..numba_impl._device import SIMULATOR
+from . import _library
+from .activations import (
+    leaky_relu,
+    leaky_relu_backward,
+    log_softmax,
+    log_softmax_backward,
+    relu,
+    relu_backward,
+    sigmoid,
+    sigmoid_backward,
+    softmax,
+    softmax_backward,
+    tanh,
+    tanh_backward,
+)
+from .conv import col2im, conv2d_backward, conv2d_forward, im2col
+from .dense import linear_backward, linear_forward
+from .init import he_normal, xavier_uniform
+from .linalg import add, matmul, mul, scale, sum_rows, transpose
+from .losses import (
+    bce_with_logits_loss,
+    bce_with_logits_loss_backward,
+    cross_entropy_loss,
+    cross_entropy_loss_backward,
+    hinge_loss,
+    hinge_loss_backward,
+    mse_loss,
+    mse_loss_backward,
+)
+from .norm import batchnorm_backward, batchnorm_forward
+from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
+from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .regularization import dropout_backward, dropout_forward
+
+NAME = "nvcc"
+
+
+def available():
+    """(True, "") on a CUDA GPU with the library built; (False, why and what to do) otherwise.
+    (Loading the tier rebuilds a library older than its sources first: tiers/loading.py.)"""
+    if SIMULATOR:
+        return False, (
+            "numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1) cannot run compiled .cu kernels; "
+            "the nvcc variant runs on a machine with an NVIDIA GPU (the numba variant runs here)"
+        )
+    reason = _library.unavailable_reason()
+    if reason:
+        return False, reason
+    if not cuda.is_available():
+        return False, (
+            "no CUDA GPU found (the nvcc library is built); run on a machine with an NVIDIA GPU "
+            "and its driver"
+        )
+    return True, ""
+
+
+__all__ = [
+    "NAME",
+    "DeviceScalar",
+    "adam_step",
+    "add",
+    "available",
+    "avgpool2d_backward",
+    "avgpool2d_forward",
+    "batchnorm_backward",
+    "batchnorm_forward",
+    "bce_with_logits_loss",
+    "bce_with_logits_loss_backward",
+    "col2im",
+    "conv2d_backward",
+    "conv2d_forward",
+    "cross_entropy_loss",
+    "cross_entropy_loss_backward",
+    "dropout_backward",
+    "dropout_forward",
+    "empty",
+    "from_numpy",
+    "he_normal",
+    "hinge_loss",
+    "hinge_loss_backward",
+    "im2col",
+    "leaky_relu",
+    "leaky_relu_backward",
+    "linear_backward",
+    "linear_forward",
+    "log_softmax",
+    "log_softmax_backward",
+    "matmul",
+    "maxpool2d_backward",
+    "maxpool2d_forward",
+    "momentum_step",
+    "mse_loss",
+    "mse_loss_backward",
+    "mul",
+    "relu",
+    "relu_backward",
+    "rmsprop_step",
+    "scale",
+    "sgd_step",
+    "sigmoid",
+    "sigmoid_backward",
+    "softmax",
+    "softmax_backward",
+    "sum_rows",
+    "synchronize",
+    "tanh",
+    "tanh_backward",
+    "to_numpy",
+    "transpose",
+    "xavier_uniform",
+]

@@ -1,0 +1,197 @@
+"""Loading the nvcc-built library, calling its functions, and turning their statuses into Python
+exceptions.
+
+The library (_build/libs2c_cuda.so, built by `python -m stage4_cuda.nvcc_build`) is opened with
+cffi in ABI mode (dlopen): its functions are declared by csrc/s2c_cuda.h, the header the .cu
+files are compiled against, so there is one list of functions, not two. It is opened on first
+use, not on import, so an unbuilt variant still imports and `available()` says why it cannot run.
+
+`call("s2c_cuda_relu", x, y, n)` passes device arrays as their device pointers (read from
+`__cuda_array_interface__`, the pointer numba, CuPy and PyTorch all give), None as NULL, and
+numbers as they are; it raises for any status but S2C_CUDA_OK (csrc/common.h):
+S2C_CUDA_NOT_IMPLEMENTED (an exercise stub) is a NotImplementedError naming the week and task,
+S2C_CUDA_BAD_ARGUMENT a ValueError, S2C_CUDA_OUT_OF_MEMORY a MemoryError, and S2C_CUDA_ERROR (a
+CUDA call or launch failed) a RuntimeError with the library's message, which names the kernel and
+CUDA's error. The kernels run on the default stream, in order with numba's kernels and copies.
+"""
+
+from pathlib import Path
+
+import cffi
+import numpy as np
+
+import argcheck
+
+PACKAGE = "stage4_cuda"
+HERE = Path(__file__).resolve().parent
+LIBRARY = HERE / "_build" / "libs2c_cuda.so"
+HEADER = HERE.parent / "csrc" / "s2c_cuda.h"
+NOT_BUILT = "the nvcc library is not built: run `make build` (needs nvcc, the CUDA toolkit)"
+
+# The status codes of csrc/common.h.
+OK, NOT_IMPLEMENTED, BAD_ARGUMENT, OUT_OF_MEMORY, CUDA_ERROR = 0, 1, 2, 3, 4
+
+# Each function holding an exercise: (week, task, file). The exercise tool replaces its region
+# by `return S2C_NOT_IMPLEMENTED;`, and this table names the exercise in the resulting
+# NotImplementedError. tests/test_stage4_nvcc.py checks it against the markers in csrc/.
+EXERCISES = {
+    "s2c_cuda_relu": (14, "relu", "activations.cu"),
+    "s2c_cuda_relu_backward": (14, "relu_backward", "activations.cu"),
+    "s2c_cuda_leaky_relu": (14, "leaky_relu", "activations.cu"),
+    "s2c_cuda_leaky_relu_backward": (14, "leaky_relu_backward", "activations.cu"),
+    "s2c_cuda_sigmoid": (14, "sigmoid", "activations.cu"),
+    "s2c_cuda_sigmoid_backward": (14, "sigmoid_backward", "activations.cu"),
+    "s2c_cuda_tanh": (14, "tanh", "activations.cu"),
+    "s2c_cuda_tanh_backward": (14, "tanh_backward", "activations.cu"),
+    "s2c_cuda_softmax": (14, "softmax", "softmax.cu"),
+    "s2c_cuda_softmax_backward": (14, "softmax_backward", "softmax.cu"),
+    "s2c_cuda_add": (14, "add", "linalg.cu"),
+    "s2c_cuda_mul": (14, "mul", "linalg.cu"),
+    "s2c_cuda_scale": (14, "scale", "linalg.cu"),
+    "s2c_cuda_transpose": (14, "transpose", "linalg.cu"),
+    "s2c_cuda_sum_rows": (14, "sum_rows", "linalg.cu"),
+    "s2c_cuda_matmul": (15, "matmul", "matmul.cu"),
+    "s2c_cuda_gemm": (15, "matmul", "matmul.cu"),
+    "s2c_cuda_linear_forward": (15, "linear_forward", "dense.cu"),
+    "s2c_cuda_linear_backward": (15, "linear_backward", "dense.cu"),
+    "s2c_cuda_mse_loss": (14, "mse_loss", "losses.cu"),
+    "s2c_cuda_mse_loss_backward": (14, "mse_loss_backward", "losses.cu"),
+    "s2c_cuda_bce_with_logits_loss": (14, "bce_with_logits_loss", "losses.cu"),
+    "s2c_cuda_bce_with_logits_loss_backward": (14, "bce_with_logits_loss_backward", "losses.cu"),
+    "s2c_cuda_cross_entropy_loss": (14, "cross_entropy_loss", "losses.cu"),
+    "s2c_cuda_cross_entropy_loss_backward": (14, "cross_entropy_loss_backward", "losses.cu"),
+    "s2c_cuda_hinge_loss": (14, "hinge_loss", "losses.cu"),
+    "s2c_cuda_hinge_loss_backward": (14, "hinge_loss_backward", "losses.cu"),
+    "s2c_cuda_sgd_step": (14, "sgd_step", "optim.cu"),
+    "s2c_cuda_momentum_step": (14, "momentum_step", "optim.cu"),
+    "s2c_cuda_rmsprop_step": (14, "rmsprop_step", "optim.cu"),
+    "s2c_cuda_adam_step": (14, "adam_step", "optim.cu"),
+    "s2c_cuda_xavier_uniform": (14, "xavier_uniform", "init.cu"),
+    "s2c_cuda_he_normal": (14, "he_normal", "init.cu"),
+    "s2c_cuda_dropout_forward": (16, "dropout_forward", "dropout.cu"),
+    "s2c_cuda_dropout_backward": (16, "dropout_backward", "dropout.cu"),
+    "s2c_cuda_maxpool2d_forward": (16, "maxpool2d_forward", "pooling.cu"),
+    "s2c_cuda_maxpool2d_backward": (16, "maxpool2d_backward", "pooling.cu"),
+    "s2c_cuda_avgpool2d_forward": (16, "avgpool2d_forward", "pooling.cu"),
+    "s2c_cuda_avgpool2d_backward": (16, "avgpool2d_backward", "pooling.cu"),
+    "s2c_cuda_im2col": (16, "im2col", "conv.cu"),
+    "s2c_cuda_col2im": (16, "col2im", "conv.cu"),
+    "s2c_cuda_conv2d_forward": (16, "conv2d_forward", "conv.cu"),
+    "s2c_cuda_conv2d_backward": (16, "conv2d_backward", "conv.cu"),
+    "s2c_cuda_batchnorm_forward": (16, "batchnorm_forward", "norm.cu"),
+    "s2c_cuda_batchnorm_backward": (16, "batchnorm_backward", "norm.cu"),
+}
+# Functions that return the status of a helper they call: a stub there is named too.
+CALLS = {
+    **dict.fromkeys(
+        ["s2c_cuda_relu", "s2c_cuda_leaky_relu", "s2c_cuda_sigmoid", "s2c_cuda_tanh",
+         "s2c_cuda_scale"],
+        "task map in elementwise.cuh"),
+    **dict.fromkeys(
+        ["s2c_cuda_relu_backward", "s2c_cuda_leaky_relu_backward", "s2c_cuda_sigmoid_backward",
+         "s2c_cuda_tanh_backward", "s2c_cuda_add", "s2c_cuda_mul"],
+        "task zip in elementwise.cuh"),
+    "s2c_cuda_linear_forward": "task matmul in matmul.cu",
+    "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
+    "s2c_cuda_conv2d_forward": "tasks im2col in conv.cu and matmul in matmul.cu",
+    "s2c_cuda_conv2d_backward": "tasks im2col, col2im in conv.cu and matmul in matmul.cu",
+}  # fmt: skip
+
+
+def declarations():
+    """s2c_cuda.h as cffi's cdef wants it: no preprocessor lines, no C++ `extern "C"` guard."""
+    lines, in_guard = [], False
+    for line in HEADER.read_text().splitlines():
+        stripped = line.strip()
+        if stripped == "#ifdef __cplusplus":
+            in_guard = True
+        elif stripped == "#endif" and in_guard:
+            in_guard = False
+        elif not in_guard and not stripped.startswith("#"):
+            lines.append(line)
+    return "\n".join(lines)
+
+
+_ffi = cffi.FFI()
+_ffi.cdef(declarations())
+_lib = None
+LOAD_ERROR = ""
+
+
+def library():
+    """The opened library (cffi's lib object); RuntimeError, saying how to build it, without it."""
+    global _lib, LOAD_ERROR
+    if _lib is None:
+        if not LIBRARY.exists():
+            raise RuntimeError(NOT_BUILT)
+        try:
+            _lib = _ffi.dlopen(str(LIBRARY))
+        except OSError as error:  # built for another machine, or a missing system library
+            LOAD_ERROR = f"the nvcc library {LIBRARY.name} does not load: {error}"
+            raise RuntimeError(LOAD_ERROR) from error
+    return _lib
+
+
+def unavailable_reason():
+    """The empty string when the library opens, else why not and how to fix it."""
+    try:
+        library()
+    except RuntimeError as error:
+        return str(error)
+    return ""
+
+
+def check_status(function, status):
+    """Raise the exception that status `status` of library function `function` stands for."""
+    if status == OK:
+        return
+    if status == NOT_IMPLEMENTED:
+        week, task, file = EXERCISES.get(function, ("?", function, "?"))
+        also = f"; or {CALLS[function]}, which it calls" if function in CALLS else ""
+        raise NotImplementedError(
+            f"week {week}, task {task}: not implemented yet ({PACKAGE}/csrc/{file}{also})"
+        )
+    if status == BAD_ARGUMENT:
+        raise ValueError(f"{function} rejected its arguments (a check its wrapper does not make)")
+    if status == OUT_OF_MEMORY:
+        raise MemoryError(f"{function}: out of device memory")
+    if status == CUDA_ERROR:
+        message = _ffi.string(library().s2c_cuda_error_message()).decode()
+        raise RuntimeError(f"{function} failed: {message}")
+    raise RuntimeError(f"{function} returned the unknown status {status}")
+
+
+def _argument(value):
+    """A device array as its device pointer, None as NULL, a bool as an int; a number or a
+    geometry (cffi data) as it is."""
+    if value is None:
+        return _ffi.NULL
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if interface is not None:
+        return _ffi.cast("void *", interface["data"][0])
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def int64_indices(op, name, indices):
+    """The checked labels or argmax `indices`, which the kernels read as int64: `from_numpy` makes
+    them so, and another library's device array of another integer type is refused (a kernel
+    would misread it)."""
+    if indices.dtype != np.int64:
+        argcheck.fail_type(op, f"{name} must hold int64 values on the device (from_numpy makes "
+                               f"them so), got {indices.dtype}")  # fmt: skip
+    return indices
+
+
+def geometry(kind, **sizes):
+    """A `struct s2c_<kind>_geometry` of s2c_cuda.h filled with `sizes` (a host pointer the
+    library reads its sizes through): kind "pool" or "conv"."""
+    return _ffi.new(f"struct s2c_{kind}_geometry *", sizes)
+
+
+def call(function, *args):
+    """Call library function `function` (a name such as "s2c_cuda_relu") on `args` (device
+    arrays, None, numbers) and check its status."""
+    status = getattr(library(), function)(*map(_argument, args))
+    check_status(function, status)

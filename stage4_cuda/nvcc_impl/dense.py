@@ -1,0 +1,24 @@
+"""The dense layer (csrc/dense.cu, week 15): y = x @ w.T + b and its gradients, on the tiled
+product, which reads w and dy.T where they lie (no transposed copy) and adds b as it writes y."""
+
+from ..numba_impl import _device
+from ..numba_impl._checks import checks
+from ._library import call
+
+
+def linear_forward(x, w, b):
+    """x [N, I], w [O, I], b [O] -> y [N, O] = x @ w.T + b."""
+    x, w, b = checks.linear_forward(x, w, b)
+    (n, inputs), outputs = x.shape, w.shape[0]
+    y = _device.empty((n, outputs))
+    call("s2c_cuda_linear_forward", x, w, b, y, n, inputs, outputs)
+    return y
+
+
+def linear_backward(x, w, dy):
+    """-> (dx [N, I] = dy @ w, dw [O, I] = dy.T @ x, db [O] = the column sums of dy)."""
+    x, w, dy = checks.linear_backward(x, w, dy)
+    (n, inputs), outputs = x.shape, w.shape[0]
+    dx, dw, db = _device.empty(x.shape), _device.empty(w.shape), _device.empty((outputs,))
+    call("s2c_cuda_linear_backward", x, w, dy, dx, dw, db, n, inputs, outputs)
+    return dx, dw, db

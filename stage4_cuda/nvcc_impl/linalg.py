@@ -1,0 +1,57 @@
+"""Linear algebra (csrc/linalg.cu, csrc/matmul.cu; weeks 14 and 15): matmul on the shared-memory
+tiled kernel, transpose, the elementwise add, mul and scale (with add's row broadcasting), and
+column sums."""
+
+from ..numba_impl import _device
+from ..numba_impl._checks import checks
+from ._library import call
+
+
+def matmul(a, b):
+    """a [N, K] @ b [K, M] -> [N, M]."""
+    a, b = checks.matmul(a, b)
+    (n, k), m = a.shape, b.shape[1]
+    c = _device.empty((n, m))
+    call("s2c_cuda_matmul", a, b, c, n, k, m)
+    return c
+
+
+def transpose(a):
+    """a [N, M] -> [M, N]."""
+    a = checks.transpose(a)
+    out = _device.empty(tuple(a.shape)[::-1])
+    call("s2c_cuda_transpose", a, out, *a.shape)
+    return out
+
+
+def _broadcast(function, a, b):
+    """out = f(a, b) on the checked a and b (a's shape, or one row added to every row)."""
+    out = _device.empty(a.shape)
+    call(function, a, b, out, a.size, b.size)
+    return out
+
+
+def add(a, b):
+    """a + b: b has a's shape, or is 1-D of length a.shape[-1] (added to every row)."""
+    return _broadcast("s2c_cuda_add", *checks.add(a, b))
+
+
+def mul(a, b):
+    """a * b elementwise, with add's broadcasting."""
+    return _broadcast("s2c_cuda_mul", *checks.mul(a, b))
+
+
+def scale(a, s):
+    """s * a for a float s; a any shape."""
+    a, s = checks.scale(a, s)
+    out = _device.empty(a.shape)
+    call("s2c_cuda_scale", a, out, a.size, s)
+    return out
+
+
+def sum_rows(x):
+    """x [N, M] -> [M]: the sum over the rows (column sums), e.g. a bias gradient."""
+    x = checks.sum_rows(x)
+    out = _device.empty((x.shape[1],))
+    call("s2c_cuda_sum_rows", x, out, *x.shape)
+    return out

@@ -1,0 +1,78 @@
+"""Losses (csrc/losses.cu, week 14). Each forward returns a `DeviceScalar`: the mean stays on the
+GPU until `float(loss)` reads it (stage4_cuda/README.md). A forward's kernels write one term per
+element or row into a scratch array, then add the terms in one block, in double, in a fixed order.
+Each `*_backward` takes the forward's arguments and returns the gradient w.r.t. the first.
+
+The library's functions take the checked arguments, then the outputs, then the sizes: (n,) for
+the elementwise losses, (rows, columns) for those with labels, the first size also being the
+number of terms."""
+
+from ..numba_impl import _device
+from ..numba_impl._checks import checks
+from ._library import call, int64_indices
+
+
+def _loss(function, arguments, sizes):
+    """The mean computed by library function `function`, as a DeviceScalar."""
+    loss = _device.empty((1,))
+    call(function, *arguments, _device.scratch(sizes[0]), loss, *sizes)
+    return _device.DeviceScalar(loss)
+
+
+def _gradient(function, arguments, sizes):
+    """The gradient computed by `function`, of the first argument's shape."""
+    grad = _device.empty(arguments[0].shape)
+    call(function, *arguments, grad, *sizes)
+    return grad
+
+
+def mse_loss(pred, target):
+    """Mean over all elements of (pred - target)^2; pred and target have one shape."""
+    pred, target = checks.mse_loss(pred, target)
+    return _loss("s2c_cuda_mse_loss", (pred, target), (pred.size,))
+
+
+def mse_loss_backward(pred, target):
+    """d mse / d pred = 2 * (pred - target) / size."""
+    pred, target = checks.mse_loss_backward(pred, target)
+    return _gradient("s2c_cuda_mse_loss_backward", (pred, target), (pred.size,))
+
+
+def bce_with_logits_loss(logits, targets):
+    """Mean over all elements of the binary cross-entropy of sigmoid(logits) against targets."""
+    logits, targets = checks.bce_with_logits_loss(logits, targets)
+    return _loss("s2c_cuda_bce_with_logits_loss", (logits, targets), (logits.size,))
+
+
+def bce_with_logits_loss_backward(logits, targets):
+    """(sigmoid(logits) - targets) / size."""
+    logits, targets = checks.bce_with_logits_loss_backward(logits, targets)
+    return _gradient("s2c_cuda_bce_with_logits_loss_backward", (logits, targets), (logits.size,))
+
+
+def cross_entropy_loss(logits, labels):
+    """Mean over the batch of -log_softmax(logits)[i, labels[i]]; logits [N, C], labels [N]."""
+    logits, labels = checks.cross_entropy_loss(logits, labels)
+    labels = int64_indices("cross_entropy_loss", "labels", labels)
+    return _loss("s2c_cuda_cross_entropy_loss", (logits, labels), logits.shape)
+
+
+def cross_entropy_loss_backward(logits, labels):
+    """(softmax(logits) - one_hot(labels)) / N, [N, C]."""
+    logits, labels = checks.cross_entropy_loss_backward(logits, labels)
+    labels = int64_indices("cross_entropy_loss_backward", "labels", labels)
+    return _gradient("s2c_cuda_cross_entropy_loss_backward", (logits, labels), logits.shape)
+
+
+def hinge_loss(scores, labels, margin=1.0):
+    """Mean over the batch of sum_{j != y} max(0, s_j - s_y + margin); scores [N, C]."""
+    scores, labels, margin = checks.hinge_loss(scores, labels, margin)
+    labels = int64_indices("hinge_loss", "labels", labels)
+    return _loss("s2c_cuda_hinge_loss", (scores, labels, margin), scores.shape)
+
+
+def hinge_loss_backward(scores, labels, margin=1.0):
+    """The gradient of hinge_loss w.r.t. scores, [N, C]."""
+    scores, labels, margin = checks.hinge_loss_backward(scores, labels, margin)
+    labels = int64_indices("hinge_loss_backward", "labels", labels)
+    return _gradient("s2c_cuda_hinge_loss_backward", (scores, labels, margin), scores.shape)

@@ -1,0 +1,55 @@
+"""Pooling (csrc/pooling.cu, week 16): max and average over k x k windows, no padding.
+x [N, C, H, W] -> y [N, C, OH, OW] with OH = (H - k) // stride + 1 (likewise OW). Forwards: a
+thread per output; backwards: a thread per input element, gathering (no atomics)."""
+
+import numpy as np
+
+from ..numba_impl import _device
+from ..numba_impl._checks import checks
+from ._library import call, geometry, int64_indices
+
+
+def _geometry(x_shape, oh, ow, k, stride):
+    """The library's pooling geometry: N*C planes of [H, W] -> [OH, OW]."""
+    n, c, h, w = x_shape
+    return geometry("pool", planes=n * c, height=h, width=w, out_height=oh, out_width=ow, k=k,
+                    stride=stride)
+
+
+def maxpool2d_forward(x, k, stride):
+    """x [N, C, H, W] -> (y [N, C, OH, OW], argmax [N, C, OH, OW] int64): argmax holds the flat
+    index h*W + w of each window's max within its [H, W] plane (ties: the first)."""
+    x, k, stride, oh, ow = checks.maxpool2d_forward(x, k, stride)
+    n, c = x.shape[0], x.shape[1]
+    y, argmax = _device.empty((n, c, oh, ow)), _device.empty((n, c, oh, ow), np.int64)
+    call("s2c_cuda_maxpool2d_forward", x, y, argmax, _geometry(x.shape, oh, ow, k, stride))
+    return y, argmax
+
+
+def maxpool2d_backward(dy, argmax, x_shape, k, stride):
+    """dy [N, C, OH, OW] routed to the argmax of each window -> dx [N, C, H, W] (x_shape).
+
+    argmax must come from maxpool2d_forward: an index outside its own window is not routed.
+    """
+    dy, argmax, x_shape, k, stride, oh, ow = checks.maxpool2d_backward(dy, argmax, x_shape, k,
+                                                                       stride)
+    argmax = int64_indices("maxpool2d_backward", "argmax", argmax)
+    dx = _device.empty(x_shape)
+    call("s2c_cuda_maxpool2d_backward", dy, argmax, dx, _geometry(x_shape, oh, ow, k, stride))
+    return dx
+
+
+def avgpool2d_forward(x, k, stride):
+    """x [N, C, H, W] -> y [N, C, OH, OW], the mean of each k x k window."""
+    x, k, stride, oh, ow = checks.avgpool2d_forward(x, k, stride)
+    y = _device.empty((x.shape[0], x.shape[1], oh, ow))
+    call("s2c_cuda_avgpool2d_forward", x, y, _geometry(x.shape, oh, ow, k, stride))
+    return y
+
+
+def avgpool2d_backward(dy, x_shape, k, stride):
+    """dy [N, C, OH, OW] spread evenly over each window -> dx [N, C, H, W] (x_shape)."""
+    dy, x_shape, k, stride, oh, ow = checks.avgpool2d_backward(dy, x_shape, k, stride)
+    dx = _device.empty(x_shape)
+    call("s2c_cuda_avgpool2d_backward", dy, dx, _geometry(x_shape, oh, ow, k, stride))
+    return dx
