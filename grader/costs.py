@@ -37,6 +37,24 @@ def work_arrays(args):
     return None, 4 * (_numel(*arrays) + _numel(arrays[0]))
 
 
+def work_written(written):
+    """Bytes of a memory-bound op that reads each array argument once (at its own item size: int64
+    labels are 8 bytes) and writes `written(args)` float32 values: its outputs and the in-place
+    arrays it writes back. A reduction writes far less than it reads."""
+
+    def work(args):
+        read = sum(value.nbytes for value in args.values() if isinstance(value, np.ndarray))
+        return None, read + 4 * written(args)
+
+    return work
+
+
+def pooled_elements(args):
+    """The number of outputs of a pooling op on args["x"]."""
+    n, c, h, w = args["x"].shape
+    return n * c * conv_out(h, args["k"], args["stride"]) * conv_out(w, args["k"], args["stride"])
+
+
 def work_init(args):
     """An initializer writes its weights and reads nothing."""
     return None, 4 * int(np.prod(args["shape"]))
@@ -60,8 +78,4 @@ def work_im2col(args):
 
 
 def work_maxpool(args):
-    n, c, h, w = args["x"].shape
-    outputs = (
-        n * c * conv_out(h, args["k"], args["stride"]) * conv_out(w, args["k"], args["stride"])
-    )
-    return None, 4 * n * c * h * w + 12 * outputs  # float32 y and int64 argmax
+    return None, 4 * args["x"].size + 12 * pooled_elements(args)  # float32 y and int64 argmax

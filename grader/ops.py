@@ -37,6 +37,7 @@ from .builders import (
     build_scale,
 )
 from .costs import (
+    pooled_elements,
     work_arrays,
     work_conv,
     work_im2col,
@@ -45,6 +46,7 @@ from .costs import (
     work_matmul,
     work_maxpool,
     work_memory,
+    work_written,
 )
 
 
@@ -91,6 +93,8 @@ def _optimizer(name, **extra):
         **extra,
     )
 
+
+ONE_VALUE = lambda args: 1  # noqa: E731 -- what a loss writes: one float (the grader's cost model)
 
 # The last case of the smooth ops and the losses spans |x| up to 1e3 (builders.EXTREME).
 ELEMENTWISE_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((4, 33), 100.0),
@@ -147,7 +151,8 @@ _OPS = [
     dict(name="scale", group="linear algebra", params=("a", "s"), build=build_scale,
          cases=((1, 7), (13, 5), (2, 3, 5))),
     dict(name="sum_rows", group="linear algebra", params=("x",), build=build_matrix("x"),
-         cases=((1, 7), (13, 5), (65, 17)), accum=lambda a: a["x"].shape[0]),
+         cases=((1, 7), (13, 5), (65, 17)), accum=lambda a: a["x"].shape[0],
+         work=work_written(lambda a: a["x"].shape[1])),
     # dense
     dict(name="linear_forward", group="dense", params=("x", "w", "b"), build=build_linear,
          cases=((1, 7, 3), (5, 13, 9), (17, 33, 10)), accum=lambda a: a["x"].shape[1],
@@ -182,24 +187,25 @@ _OPS = [
                  group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1]),
     # losses
     dict(name="mse_loss", group="losses", params=("pred", "target"), build=build_mse,
-         outputs=("loss",), accum=lambda a: a["pred"].size,
+         outputs=("loss",), accum=lambda a: a["pred"].size, work=work_written(ONE_VALUE),
          cases=(((1, 5), 1.0), ((7, 3), 1.0), ((2, 3, 4), 1.0), ((4, 6), EXTREME))),
     _backward_of("mse_loss", ("pred", "target"), (("dpred", "pred"),),
                  name="mse_loss_backward", group="losses", outputs=("dpred",)),
     dict(name="cross_entropy_loss", group="losses", params=("logits", "labels"),
          build=build_cross_entropy, outputs=("loss",), cases=ROWWISE_CASES,
-         accum=lambda a: a["logits"].size, work=work_memory(1)),
+         accum=lambda a: a["logits"].size, work=work_written(ONE_VALUE)),
     _backward_of("cross_entropy_loss", ("logits", "labels"), (("dlogits", "logits"),),
                  name="cross_entropy_loss_backward", group="losses", outputs=("dlogits",),
                  accum=lambda a: a["logits"].shape[1]),
     dict(name="bce_with_logits_loss", group="losses", params=("logits", "targets"),
          build=build_bce, outputs=("loss",),
          cases=(((1, 5), 1.0), ((7, 3), 3.0), ((2, 3, 4), 1.0), ((4, 6), 100.0), ((3, 8), EXTREME)),
-         accum=lambda a: a["logits"].size),
+         accum=lambda a: a["logits"].size, work=work_written(ONE_VALUE)),
     _backward_of("bce_with_logits_loss", ("logits", "targets"), (("dlogits", "logits"),),
                  name="bce_with_logits_loss_backward", group="losses", outputs=("dlogits",)),
     dict(name="hinge_loss", group="losses", params=("scores", "labels", "margin"),
          build=build_hinge, outputs=("loss",), accum=lambda a: a["scores"].size,
+         work=work_written(ONE_VALUE),
          cases=((1, 5, 1.0), (7, 10, 1.0), (6, 4, 0.5), (5, 7, 1.0, EXTREME))),
     _backward_of("hinge_loss", ("scores", "labels", "margin"), (("dscores", "scores"),),
                  name="hinge_loss_backward", group="losses", outputs=("dscores",)),
@@ -225,7 +231,8 @@ _OPS = [
     _backward_of("maxpool2d_forward", ("dy", "argmax", "x_shape", "k", "stride"), (("dx", "x"),),
                  name="maxpool2d_backward", group="pooling", outputs=("dx",), cases=POOL_CASES),
     dict(name="avgpool2d_forward", group="pooling", params=("x", "k", "stride"),
-         build=build_pool("avg"), cases=POOL_CASES, accum=lambda a: a["k"] ** 2),
+         build=build_pool("avg"), cases=POOL_CASES, accum=lambda a: a["k"] ** 2,
+         work=work_written(pooled_elements)),
     _backward_of("avgpool2d_forward", ("dy", "x_shape", "k", "stride"), (("dx", "x"),),
                  name="avgpool2d_backward", group="pooling", outputs=("dx",),
                  accum=lambda a: a["k"] ** 2),
@@ -235,7 +242,8 @@ _OPS = [
                  "eps"),
          build=build_batchnorm, outputs=("y", ("saved", ("mean", "invstd"))),
          inplace=("running_mean", "running_var"), cases=BATCHNORM_CASES,
-         accum=lambda a: a["x"].size // a["x"].shape[1], tol=4.0, work=work_memory(3)),
+         accum=lambda a: a["x"].size // a["x"].shape[1], tol=4.0,
+         work=work_written(lambda a: a["x"].size + 2 * a["x"].shape[1])),  # y, running stats
     _backward_of("batchnorm_forward", ("dy", "x", "gamma", "saved"),
                  (("dx", "x"), ("dgamma", "gamma"), ("dbeta", "beta")),
                  name="batchnorm_backward", group="normalization",

@@ -132,7 +132,12 @@ def test_a_memory_bound_op_counts_every_float_array_it_reads_and_writes(name):
     floats = [v for v in args.values() if isinstance(v, np.ndarray) and v.dtype == np.float32]
     floats += [args[p] for p in op.inplace]  # read, then written back
     floats += [v for v in outputs if isinstance(v, np.ndarray) and v.dtype == np.float32]
-    least = 4 * sum(v.size for v in floats)
+    scalars = [v for v in outputs if isinstance(v, float)]  # a loss: one float32 on a GPU
+    least = 4 * (sum(v.size for v in floats) + len(scalars))
     flops, moved = op.work(args)
     assert flops is None
     assert moved >= least, f"{name}: {moved} bytes counted, at least {least} moved"
+    integers = [v for v in (*args.values(), *outputs) if isinstance(v, np.ndarray)
+                and v.dtype.kind in "iu"]  # fmt: skip
+    if not integers:  # (labels and argmax may be counted at 4 or 8 bytes)
+        assert moved == least, f"{name}: {moved} bytes counted, {least} must move"
