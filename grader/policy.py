@@ -72,9 +72,10 @@ SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1, (3, 2): STAGE3_OVER_STAGE2}
 # at the device's measured copy bandwidth and SGEMM rate) that an op must reach at its largest GPU
 # ladder size, where it fills the device (small sizes measure launch latency, not kernels). Each
 # figure is a quarter of what the repository's kernel reached on an H100 (the grade run of
-# 2026-11-23, results/grade-stage4-numba.json; sum_rows and avgpool2d_forward rescaled to the cost
-# model's later, smaller byte counts: grader/costs.py's work_written), rounded down: a GPU is not shared the way the CI
-# machine's cores are, so a margin of 4 covers another GPU generation and run-to-run spread, while
+# 2026-11-23, results/grade-stage4-numba.json; sum_rows and avgpool2d_forward rescaled to the
+# cost model's later, smaller byte counts: grader/costs.py's work_written), rounded down: a GPU
+# is not shared the way the CI machine's cores are, so a margin of 4 covers another GPU
+# generation and run-to-run spread, while
 # a kernel that serializes its work (one thread, or one block, doing what a grid should) fails.
 # Ops whose own kernels stay below 8% of the roofline (the losses' single-block means, conv
 # backward, batchnorm forward: see stage4_cuda/README.md) have no requirement yet: a quarter of
