@@ -50,8 +50,10 @@ def on_every_tier(group, op=None):
 
 
 def small(tier, python_value, value):
-    """`python_value` for stage 1 (pure Python is slow), `value` for the others."""
-    return python_value if tier.NAME == "python" else value
+    """`python_value` for stage 1 and for stage 4 on numba's CUDA simulator (pure Python, and the
+    simulator's one Python thread per CUDA thread, are slow), `value` for the others."""
+    slow = tier.NAME == "python" or getattr(tier, "SIMULATOR", False)
+    return python_value if slow else value
 
 
 def t64(array, grad=False):
