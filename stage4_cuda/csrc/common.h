@@ -5,12 +5,13 @@
  * the kernel or call and CUDA's error string in s2c_cuda_error_message(), which the wrapper puts in
  * the Python exception. The status values are stage 3's (stage3_c/csrc/s2c.h), plus one.
  *
- * Exercises. `make exercises` replaces each solution region by `return S2C_NOT_IMPLEMENTED;`
+ * Exercises. `make exercises` replaces each solution region by
+ * `return S2C_CUDA_NOT_IMPLEMENTED;`
  * (tools/exercises.py), so a region must end up inside a function returning a status. A kernel
  * returns void, so an op's region begins inside its exported function (the launch) and ends inside
  * the last kernel or device function it launches, which are declared above the exported function
  * and defined below it: the stub keeps the declarations (the kernels' signatures, given) and an
- * exported function that returns S2C_NOT_IMPLEMENTED, which the wrapper turns into
+ * exported function that returns S2C_CUDA_NOT_IMPLEMENTED, which the wrapper turns into
  * NotImplementedError naming the week and task (stage4_cuda/nvcc_impl/_library.py). */
 #ifndef S2C_CUDA_COMMON_H
 #define S2C_CUDA_COMMON_H
@@ -26,7 +27,6 @@ enum s2c_cuda_status {
     S2C_CUDA_OUT_OF_MEMORY = 3,   /* an allocation failed: raises MemoryError */
     S2C_CUDA_ERROR = 4            /* a CUDA call or launch failed: raises RuntimeError */
 };
-#define S2C_NOT_IMPLEMENTED S2C_CUDA_NOT_IMPLEMENTED /* the name the exercise stubs return */
 
 #include "s2c_cuda.h" /* every exported function: the compiler checks each definition against it */
 

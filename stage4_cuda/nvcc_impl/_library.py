@@ -32,7 +32,7 @@ NOT_BUILT = "the nvcc library is not built: run `make build` (needs nvcc, the CU
 OK, NOT_IMPLEMENTED, BAD_ARGUMENT, OUT_OF_MEMORY, CUDA_ERROR = 0, 1, 2, 3, 4
 
 # Each function holding an exercise: (week, task, file). The exercise tool replaces its region
-# by `return S2C_NOT_IMPLEMENTED;`, and this table names the exercise in the resulting
+# by `return S2C_CUDA_NOT_IMPLEMENTED;`, and this table names the exercise in the resulting
 # NotImplementedError. tests/test_stage4_nvcc.py checks it against the markers in csrc/.
 EXERCISES = {
     "s2c_cuda_relu": (14, "relu", "activations.cu"),
