@@ -72,8 +72,13 @@ def zip_kernel(element):
 UNUSED = float32(0)  # the scalar of an op that has none
 
 
+def launch_per_thread(kernel, n, *args):
+    """Launch `kernel` over n elements with PER_THREAD elements a thread (the optimizer steps
+    too)."""
+    _device.launch(kernel, _device.blocks_for(n, _device.BLOCK * PER_THREAD), _device.BLOCK, *args)
+
+
 def launch_map(kernel, n, *arrays, scalar=UNUSED):
-    """Launch a map or zip kernel over n elements (PER_THREAD a thread) on `arrays` and `scalar`
-    (a float32: the kernel computes in float32)."""
-    blocks = _device.blocks_for(n, _device.BLOCK * PER_THREAD)
-    _device.launch(kernel, blocks, _device.BLOCK, *arrays, float32(scalar))
+    """Launch a map or zip kernel over n elements on `arrays` and `scalar` (a float32: the kernel
+    computes in float32)."""
+    launch_per_thread(kernel, n, *arrays, float32(scalar))

@@ -12,10 +12,9 @@ import math
 
 from numba import cuda, float32
 
-from . import _device
 from ._checks import checks
 from ._device import flat
-from .elementwise import PER_THREAD
+from .elementwise import PER_THREAD, launch_per_thread
 
 ONE = float32(1)
 
@@ -23,12 +22,6 @@ ONE = float32(1)
 def _flat(*arrays):
     """The checked p, g and state arrays seen flat."""
     return [flat(array) for array in arrays]
-
-
-def _launch(kernel, n, *args):
-    """Launch an optimizer kernel over n parameters, PER_THREAD a thread."""
-    blocks = _device.blocks_for(n, _device.BLOCK * PER_THREAD)
-    _device.launch(kernel, blocks, _device.BLOCK, *args)
 
 
 def _float32(*values):
@@ -64,7 +57,7 @@ def sgd_step(p, g, lr, weight_decay=0.0):
     """p -= lr * (g + weight_decay * p)."""
     p, g, lr, weight_decay = checks.sgd_step(p, g, lr, weight_decay)
     p, g = _flat(p, g)
-    _launch(_sgd, p.size, p, g, *_float32(lr, weight_decay))
+    launch_per_thread(_sgd, p.size, p, g, *_float32(lr, weight_decay))
 
 
 @cuda.jit
@@ -93,7 +86,7 @@ def momentum_step(p, g, v, lr, momentum, nesterov=False, weight_decay=0.0):
     p, g, v, lr, momentum, nesterov, weight_decay = checks.momentum_step(
         p, g, v, lr, momentum, nesterov, weight_decay)
     p, g, v = _flat(p, g, v)
-    _launch(_momentum, p.size, p, g, v, *_float32(lr, momentum, weight_decay),
+    launch_per_thread(_momentum, p.size, p, g, v, *_float32(lr, momentum, weight_decay),
                        nesterov)
 
 
@@ -123,7 +116,7 @@ def rmsprop_step(p, g, s, lr, alpha=0.99, eps=1e-8, weight_decay=0.0):
     p, g, s, lr, alpha, eps, weight_decay = checks.rmsprop_step(p, g, s, lr, alpha, eps,
                                                                 weight_decay)
     p, g, s = _flat(p, g, s)
-    _launch(_rmsprop, p.size, p, g, s, *_float32(lr, alpha, eps, weight_decay))
+    launch_per_thread(_rmsprop, p.size, p, g, s, *_float32(lr, alpha, eps, weight_decay))
 
 
 @cuda.jit
@@ -158,6 +151,6 @@ def adam_step(p, g, m, v, t, lr, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=
     lr, beta1, beta2, eps, weight_decay = _float32(lr, beta1, beta2, eps, weight_decay)
     correction1 = float32(1 - float(beta1) ** t)
     correction2 = float32(1 - float(beta2) ** t)
-    _launch(
+    launch_per_thread(
         _adam, p.size, p, g, m, v, lr, beta1, beta2, eps, weight_decay, correction1, correction2
     )
