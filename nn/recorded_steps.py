@@ -51,11 +51,13 @@ class RecordedSteps:
         self.tier = trainer.tier
         self.launchers = {}  # batch size -> (Recording or Graph, loss, correct count)
         self.buffers = {}  # batch size -> the arrays a recording reads its batch from
+        self.history = self.on_host = None  # {"loss", "correct": [steps of the epoch]}
 
     def start_epoch(self, steps):
         """Per-step losses and correct counts of the coming epoch stay on the device."""
-        self.losses = self.tier.from_numpy(np.zeros(steps, np.float32))
-        self.correct = self.tier.from_numpy(np.zeros(steps, np.float32))
+        self.history = {name: self.tier.from_numpy(np.zeros(steps, np.float32))
+                        for name in ("loss", "correct")}  # fmt: skip
+        self.on_host = None
 
     def step(self, index, lr):
         """Batch `index` of this epoch, at learning rate lr: (loss, correct count) on the device."""
@@ -64,9 +66,9 @@ class RecordedSteps:
         start = index * trainer.recipe.batch_size
         count = min(trainer.recipe.batch_size, data.size - start)
         buffers = self._buffers(count)
-        tier.copy_into(buffers[0], data.order[start : start + count])
+        tier.copy_into(buffers[0], data.order, start=start, count=count)
         for buffer, offsets in zip(buffers[1:], data.offsets or (), strict=True):
-            tier.copy_into(buffer, offsets[start : start + count])
+            tier.copy_into(buffer, offsets, start=start, count=count)
         if count in self.launchers:
             launcher, loss, correct = self.launchers[count]
             launcher.launch(lr=lr)
@@ -76,9 +78,17 @@ class RecordedSteps:
                 lambda: trainer.device_step_on(*data.gather(*buffers), lr))
             launcher = tier.capture_graph(recording) if self.graph else recording
             self.launchers[count] = launcher, loss, correct
-        tier.copy_into(self.losses[index : index + 1], loss.array)
-        tier.copy_into(self.correct[index : index + 1], correct.array)
-        return self.losses[index : index + 1], self.correct[index : index + 1]
+        tier.copy_into(self.history["loss"], loss.array, at=index)
+        tier.copy_into(self.history["correct"], correct.array, at=index)
+        self.on_host = None
+        return StepValue(self, "loss", index), StepValue(self, "correct", index)
+
+    def read(self, name, index):
+        """history[name][index], from one copy of the epoch's histories to the host (made at the
+        first read after a step, so that reading a whole epoch's values waits once)."""
+        if self.on_host is None:
+            self.on_host = {key: self.tier.to_numpy(values) for key, values in self.history.items()}
+        return self.on_host[name][index]
 
     def _buffers(self, count):
         """(indices, [shift rows, shift cols]) for batches of `count`, allocated once."""
@@ -88,3 +98,13 @@ class RecordedSteps:
                 self.tier.from_numpy(np.zeros(count, np.int64)) for _ in range(3 if shifted else 1)
             )
         return self.buffers[count]
+
+
+class StepValue:
+    """A recorded step's loss or correct count, read by `float()` (as a DeviceScalar is)."""
+
+    def __init__(self, steps, name, index):
+        self.steps, self.name, self.index = steps, name, index
+
+    def __float__(self):
+        return float(self.steps.read(self.name, self.index))

@@ -194,6 +194,12 @@ def _argument(value):
     return value
 
 
+def pointer(array):
+    """The device address of `array`'s first element, as a `char *` (so that adding n moves n
+    bytes)."""
+    return ffi.cast("char *", array.__cuda_array_interface__["data"][0])
+
+
 def int64_indices(op, name, indices):
     """The checked labels or argmax `indices`, which the kernels read as int64: `from_numpy` makes
     them so, and another library's device array of another integer type is refused (a kernel

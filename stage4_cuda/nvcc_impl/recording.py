@@ -109,14 +109,22 @@ def capture_graph(recording):
     return Graph(recording)
 
 
-def copy_into(destination, source):
-    """destination[...] = source (C-contiguous device arrays of the same shape and dtype), in
-    stream order with the library's kernels; returns at once."""
-    if destination.shape != source.shape or destination.dtype != source.dtype:
-        raise ValueError(
-            f"copy_into: destination {destination.dtype}{list(destination.shape)} and source "
-            f"{source.dtype}{list(source.shape)} must match"
-        )
+def copy_into(destination, source, at=0, start=0, count=None):
+    """destination[at : at + count] = source[start : start + count], over the C-contiguous device
+    arrays seen flat (the same dtype; count: all of source from start), in stream order with the
+    library's kernels; returns at once. Offsets instead of slices: a step makes a few such
+    copies, and a numba view costs more host time than the copy itself."""
+    if destination.dtype != source.dtype:
+        raise ValueError(f"copy_into: destination is {destination.dtype}, source {source.dtype}")
     if not (destination.is_c_contiguous() and source.is_c_contiguous()):
         raise ValueError("copy_into: both arrays must be C-contiguous")
-    _library.call("s2c_cuda_copy", destination, source, source.nbytes)
+    count = source.size - start if count is None else count
+    fits = 0 <= start <= start + count <= source.size and 0 <= at <= at + count <= destination.size
+    if not fits:
+        raise ValueError(
+            f"copy_into: {count} elements from {start} of {source.size} into {at} of "
+            f"{destination.size} do not fit"
+        )
+    itemsize = source.dtype.itemsize
+    _library.call("s2c_cuda_copy", _library.pointer(destination) + at * itemsize,
+                  _library.pointer(source) + start * itemsize, count * itemsize)  # fmt: skip
