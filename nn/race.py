@@ -29,7 +29,7 @@ from nn.data import load_data
 from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
-from nn.tiers import load_tier
+from nn.tiers import TierError, nvcc_tier
 
 DATA = {"lenet5": "mnist", "fashion_cnn": "fashion-mnist"}
 SIDES = ("torch_eager", "torch_graph", "nvcc_recorded", "nvcc_graph")
@@ -108,10 +108,13 @@ def main(argv=None):
     except ImportError:
         print("error: the race needs PyTorch with CUDA: pip install torch", file=sys.stderr)
         return 2
-    tier = load_tier(4, None, "nvcc")
-    ok, why = tier.available()
-    if not ok or not torch.cuda.is_available():
-        print(f"error: the race runs on a GPU: {why or 'PyTorch sees no CUDA device'}",
+    try:
+        tier = nvcc_tier("the race")
+    except TierError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("error: the race needs PyTorch built with CUDA (it sees no CUDA device)",
               file=sys.stderr)
         return 2
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
