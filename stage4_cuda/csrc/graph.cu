@@ -16,9 +16,10 @@
 
 extern "C" int s2c_cuda_capture_begin(void)
 {
-    /* Thread-local: only this thread's calls that could break the capture (a synchronizing
-     * copy, an allocation) are refused; other threads run on. */
-    CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal));
+    /* Relaxed: calls that are not stream work (cudaFuncSetAttribute, which rung 8 of the SGEMM
+     * ladder makes before a launch with more than 48 KB of shared memory) stay allowed; what
+     * would break the capture (a synchronization, work on the legacy stream) is still refused. */
+    CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed));
     return S2C_CUDA_OK;
 }
 
