@@ -1,13 +1,13 @@
-"""Training steps recorded once and launched again, on a tier that records them (stage 4's nvcc
-variant: the hooks record_step, capture_graph, copy_into; stage4_cuda/nvcc_impl/recording.py).
+"""Training steps recorded once and launched again, on a tier that records them (stage 4: the hooks
+record_step and copy_into, and in the nvcc variant capture_graph; CONTRACT.md, "Recorded steps").
 
 With the training set on the device (nn/device_data.py), every step makes the same op calls on
 arrays of the same shapes. So the first step of each batch size runs through the layers as usual,
 recorded; later steps launch the recording: the same kernels on the same buffers (every buffer
 allocated once), without the Python work between them. Before each launch, the batch's indices
 (and shift offsets) are copied into the buffers the recording reads; the learning rate of the
-step replaces the recorded one by name. With `graph`, the recording is captured as a CUDA graph
-and each step is one launch (csrc/graph.cu).
+step replaces the recorded one by name. With `graph` (the nvcc variant), the recording is
+captured as a CUDA graph and each step is one launch (stage4_cuda/csrc/graph.cu).
 
 What a recording cannot follow makes the trainer train op by op instead, saying why
 (`why_not_recorded`): a step that changes other scalars at every step (Adam's bias corrections,
@@ -18,14 +18,17 @@ import numpy as np
 
 from nn.layers.dropout import Dropout
 
-HOOKS = ("record_step", "capture_graph", "copy_into")
+HOOKS = ("record_step", "copy_into")
 RECORDABLE_OPTIMIZERS = ("sgd", "momentum", "nesterov", "rmsprop")
 
 
-def why_not_recorded(tier, model, recipe, device_data):
-    """'' when training steps on `tier` can be recorded, else why not."""
+def why_not_recorded(tier, model, recipe, device_data, graph=False):
+    """'' when training steps on `tier` can be recorded (as CUDA graphs with `graph`), else why
+    not."""
     if not all(hasattr(tier, hook) for hook in HOOKS):
-        return f"the {tier.NAME} tier does not record steps (stage 4's nvcc variant does)"
+        return f"the {tier.NAME} tier does not record steps (stage 4's variants do)"
+    if graph and not hasattr(tier, "capture_graph"):
+        return f"the {tier.NAME} tier does not capture CUDA graphs (stage 4's nvcc variant does)"
     if device_data is None:
         return "the training set is not on the device"
     if recipe.optimizer not in RECORDABLE_OPTIMIZERS:

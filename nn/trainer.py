@@ -134,10 +134,10 @@ class Trainer:
         # step's loss and correct count stay there (pending) until they are logged or saved.
         self.device_data = device_data(self.tier, data, model.loss, recipe)
         self.pending = []
-        # On a tier that records steps (stage 4's nvcc variant): each step after the first
-        # launches the first one's recording, or its CUDA graph (nn/recorded_steps.py).
+        # On a tier that records steps (stage 4): each step after the first launches the first
+        # one's recording, or its CUDA graph (nn/recorded_steps.py).
         self.recorded = None
-        why_not = why_not_recorded(self.tier, model, recipe, self.device_data)
+        why_not = why_not_recorded(self.tier, model, recipe, self.device_data, graph)
         if graph and why_not:
             raise ValueError(f"--graph: steps cannot be recorded here: {why_not}")
         if recorded and not why_not:

@@ -1,11 +1,14 @@
-"""The nvcc variant's step recordings (stage4_cuda/nvcc_impl/recording.py), without a GPU: the
-library is replaced by a fake one that logs its calls. On a GPU, tests/test_stage4_nvcc.py trains
-with recorded steps and CUDA graphs and requires the weights of op-by-op training, bit for bit."""
+"""Step recordings (stage4_cuda/numba_impl/recording.py, nvcc_impl/recording.py) without a GPU:
+the nvcc library is replaced by a fake one that logs its calls, and numba's kernels run on its
+simulator. tests/test_nn_recorded_steps.py trains with recorded steps on the numba variant; on a
+GPU, tests/test_stage4_nvcc.py trains with the nvcc variant's recordings and CUDA graphs. Both
+require the weights of op-by-op training, bit for bit."""
 
 import numpy as np
 import pytest
 
 from stage4_cuda import numba_impl
+from stage4_cuda.numba_impl import recording as numba_recording
 from stage4_cuda.nvcc_impl import _library, recording
 
 
@@ -61,7 +64,7 @@ def test_a_recording_repeats_the_calls_of_its_step_with_scalars_replaced_by_name
 def test_calls_outside_a_recording_are_not_recorded(fake):
     _, recorded = recording.record_step(lambda: None)
     _library.call("s2c_cuda_relu", object(), object(), 4)
-    assert recorded.calls == []
+    assert recorded.launches == []
 
 
 def test_a_failing_call_during_a_launch_raises_as_the_op_would(fake):
@@ -71,17 +74,36 @@ def test_a_failing_call_during_a_launch_raises_as_the_op_would(fake):
         recorded.launch()
 
 
-def test_a_numba_kernel_in_a_recorded_step_is_refused(fake):
-    x = numba_impl.from_numpy(np.ones((4, 4), np.float32))
-    with pytest.raises(RuntimeError, match="not a function of the nvcc library"):
-        recording.record_step(lambda: numba_impl.transpose(x))
-    numba_impl.transpose(x)  # outside a recording, numba's kernels launch again
+def test_numba_kernels_are_recorded_and_launched_again(rng):
+    x = numba_impl.from_numpy(rng.standard_normal((5, 3)).astype(np.float32))
+    y, recorded = numba_recording.record_step(lambda: numba_impl.scale(x, 2.0))
+    assert [what for what, *_ in recorded.launches] == ["numba"]
+    x.copy_to_device(np.ones((5, 3), np.float32))
+    recorded.launch()  # the same kernel on the same buffers: y follows x
+    np.testing.assert_array_equal(numba_impl.to_numpy(y), np.full((5, 3), 2.0, np.float32))
 
 
-def test_the_checks_range_kernel_may_run_while_recording(fake):
+def test_a_replaced_scalar_keeps_the_type_it_was_recorded_with(rng):
+    p = numba_impl.from_numpy(np.ones(8, np.float32))
+    g = numba_impl.from_numpy(np.ones(8, np.float32))
+    _, recorded = numba_recording.record_step(lambda: numba_impl.sgd_step(p, g, 0.5))
+    recorded.launch(lr=0.25)  # a Python float, passed as the float32 the kernel was compiled for
+    np.testing.assert_array_equal(numba_impl.to_numpy(p), np.full(8, 0.25, np.float32))
+
+
+def test_the_checks_range_kernel_is_not_recorded():
     labels = numba_impl.from_numpy(np.array([0, 2, 1], np.int64))
-    result, _ = recording.record_step(lambda: numba_impl._checks.TIER.index_range(labels))
+    result, recorded = numba_recording.record_step(
+        lambda: numba_impl._checks.TIER.index_range(labels))
     assert result == (0, 2)
+    assert recorded.launches == []
+
+
+def test_a_graph_refuses_a_recording_with_numba_kernels(fake):
+    x = numba_impl.from_numpy(np.ones((4, 4), np.float32))
+    _, recorded = recording.record_step(lambda: numba_impl.transpose(x))
+    with pytest.raises(ValueError, match="launched 1 numba kernel"):
+        recording.capture_graph(recorded)
 
 
 def test_a_graph_is_captured_at_its_first_launch_and_again_for_new_scalars(fake):

@@ -40,7 +40,7 @@ def _min_max(values, out):
         out[1] = high[0]
 
 
-range_kernel = _min_max  # the one kernel a check launches (nvcc_impl/recording.py allows it)
+range_kernel = _min_max  # the one kernel a check launches (recording.py does not record it)
 
 
 class DeviceArrays:

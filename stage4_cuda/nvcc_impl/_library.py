@@ -133,8 +133,8 @@ ffi.cdef(declarations())
 PARAMETERS = parameter_names()
 _lib = None
 LOAD_ERROR = ""
-# Called with (function, C arguments, arguments) for each call, when set: a step's recording
-# (recording.py).
+# Called with (function, C arguments, arguments) after each successful call, when set: a step's
+# recording (recording.py).
 recorder = None
 
 

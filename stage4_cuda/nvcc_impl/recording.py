@@ -1,71 +1,49 @@
-"""A step recorded once and launched again: the library calls of one run of a function, replayed
-from the host one by one, or captured into a CUDA graph and launched with one call (csrc/graph.cu).
+"""Recorded steps on the nvcc variant: the numba variant's recordings (numba_impl/recording.py)
+with this library's calls in them, which a CUDA graph can capture (csrc/graph.cu).
 
-nn's trainer uses it on this variant (nn/recorded_steps.py): a training step makes the same
-library calls on arrays of the same shapes at every step, so after one real step the Python work
-(checks, allocation, the layers' bookkeeping) is done. `record_step(step)` runs `step()` once, for
-real, and keeps the list of calls it made (function, arguments as passed to C) together with the
-arguments themselves: every array a call read or wrote stays allocated as long as the recording,
-so each later launch finds the same buffers (allocated once, as in llm.c). What changes from step
-to step is either copied into those buffers before a launch (`copy_into`: the batch's indices) or
-is a scalar argument replaced by its name in s2c_cuda.h (`launch(lr=...)`: a learning rate that
-follows a schedule).
-
-Only this library's calls are recorded. A step that launches anything else (a numba kernel, which
-the recording would silently leave out) is refused while recording; the checks' own reads (the
-range of labels, through `_checks.index_range`) are the one exception: they compute nothing the
-step uses.
+`record_step(step)` records the library calls `step()` makes (function, arguments as passed to C,
+the parameter names of s2c_cuda.h, so that a scalar such as `lr` can be replaced by name) as well
+as any numba kernel it launches. `capture_graph(recording)` captures the recording's calls into a
+CUDA graph, so that a step is one launch: a few microseconds of host time, where launching each
+kernel from Python costs a few microseconds apiece. Only this library's calls can be captured (the
+library launches on each thread's default stream, which can be captured; numba's kernels run on the
+legacy default stream, which cannot): a recording holding a numba kernel is refused, naming it.
+`copy_into` copies device elements in stream order with the library's kernels.
 """
 
-from ..numba_impl import _checks, _device
+from contextlib import contextmanager
+
+from ..numba_impl import recording as numba_recording
+from ..numba_impl.recording import check_copy
 from . import _library
 
 
-class Recording:
-    """The calls of one run of a step, in order; `launch(**scalars)` makes them again from the
-    host, with the scalar arguments named in `scalars` (e.g. lr=0.01) replaced."""
+@contextmanager
+def _library_calls_into(recording):
+    """Record this library's calls into `recording` meanwhile."""
 
-    def __init__(self):
-        self.calls = []  # (function, C arguments, the Python arguments: kept alive)
-        self.scalars = {}  # name -> value at recording, for each scalar named by launch()
+    def record(function, c_arguments, arguments):
+        lib_function = getattr(_library.library(), function)
 
-    def add(self, function, c_arguments, arguments):
-        self.calls.append((function, c_arguments, arguments))
-
-    def calls_with(self, scalars):
-        """(function, C arguments) of every call, with `scalars` replaced by name."""
-        for function, c_arguments, _ in self.calls:
-            names = _library.PARAMETERS[function]
-            if scalars and any(name in scalars for name in names):
-                pairs = zip(names, c_arguments, strict=True)
-                c_arguments = [scalars.get(name, value) for name, value in pairs]
-            yield function, c_arguments
-
-    def launch(self, **scalars):
-        lib = _library.library()
-        for function, c_arguments in self.calls_with(scalars):
-            status = getattr(lib, function)(*c_arguments)
+        def launcher(*arguments):
+            status = lib_function(*arguments)
             if status:
                 _library.check_status(function, status)
 
+        # the C arguments are bare pointers: the arrays they point into are kept with them
+        recording.add(function, launcher, c_arguments, _library.PARAMETERS[function],
+                      keep=arguments)
 
-def _refuse_other_launches(kernel):
-    if kernel is not _checks.range_kernel:
-        raise RuntimeError(
-            f"a recorded step launched {getattr(kernel, '__name__', kernel)}, which is not a "
-            "function of the nvcc library: its recording would leave it out"
-        )
+    _library.recorder = record
+    try:
+        yield
+    finally:
+        _library.recorder = None
 
 
 def record_step(step):
-    """(step(), the Recording of the library calls it made): `step` runs once, for real."""
-    recording = Recording()
-    _library.recorder, _device.launch_guard = recording.add, _refuse_other_launches
-    try:
-        result = step()
-    finally:
-        _library.recorder, _device.launch_guard = None, None
-    return result, recording
+    """(step(), the Recording of the library calls and kernels it made): `step` runs once."""
+    return numba_recording.record_step(step, also=_library_calls_into)
 
 
 class Graph:
@@ -74,9 +52,17 @@ class Graph:
     launching the recording once from the host). The graph keeps the recording, and with it the
     buffers it reads and writes, alive."""
 
+    exec = None  # the executable graph, once captured
+
     def __init__(self, recording):
+        numba_kernels = sum(what == "numba" for what, *_ in recording.launches)
+        if numba_kernels:
+            raise ValueError(
+                f"capture_graph: the recorded step launched {numba_kernels} numba kernel(s), "
+                "which run on the legacy default stream and cannot be captured (only the nvcc "
+                "library's calls can)"
+            )
         self.recording = recording
-        self.exec = None
         self.scalars = None
 
     def _capture(self, scalars):
@@ -114,17 +100,7 @@ def copy_into(destination, source, at=0, start=0, count=None):
     arrays seen flat (the same dtype; count: all of source from start), in stream order with the
     library's kernels; returns at once. Offsets instead of slices: a step makes a few such
     copies, and a numba view costs more host time than the copy itself."""
-    if destination.dtype != source.dtype:
-        raise ValueError(f"copy_into: destination is {destination.dtype}, source {source.dtype}")
-    if not (destination.is_c_contiguous() and source.is_c_contiguous()):
-        raise ValueError("copy_into: both arrays must be C-contiguous")
-    count = source.size - start if count is None else count
-    fits = 0 <= start <= start + count <= source.size and 0 <= at <= at + count <= destination.size
-    if not fits:
-        raise ValueError(
-            f"copy_into: {count} elements from {start} of {source.size} into {at} of "
-            f"{destination.size} do not fit"
-        )
+    count = check_copy(destination, source, at, start, count)
     itemsize = source.dtype.itemsize
     _library.call("s2c_cuda_copy", _library.pointer(destination) + at * itemsize,
                   _library.pointer(source) + start * itemsize, count * itemsize)  # fmt: skip
