@@ -244,6 +244,14 @@ class Bench:
         return {"timing": timing.as_dict()}
 
 
+def describe_size(op, case, args):
+    """'LeNet-5 fc1, batch 64 (x[64x400] w[120x400] b[120])'; an init op, which takes no array,
+    its shape: 'large (shape [4096x4096])'."""
+    if "shape" in args:
+        return f"{case.label} (shape [{'x'.join(map(str, args['shape']))}])"
+    return size_label(op, Named(case.label, case.size), args)
+
+
 def run_case(bench, op, case, index):
     """One row of the record: the case on PyTorch and on each ready variant."""
     args = bench.arguments(op, case, index)
@@ -253,7 +261,7 @@ def run_case(bench, op, case, index):
         "op": op.name,
         "group": op.group,
         "label": case.label,
-        "size": size_label(op, Named(case.label, case.size), args),
+        "size": describe_size(op, case, args),
         "large": case.large,
         "flops": flops,
         "bytes": moved,
