@@ -77,9 +77,9 @@ ACTIVATION = per_batch((("LeNet-5 relu1 input", lambda b: ((b, 6, 28, 28), 1.0))
                         ("Fashion-CNN relu1 input", lambda b: ((b, 64, 13, 13), 1.0)))) \
     + large(((4096, 4096), 1.0))
 LOGITS = (("logits", lambda b: (b, 10, 1.0, 0.0)),)
-ROWWISE = per_batch(LOGITS) + large((8192, 1000, 1.0, 0.0), (4096, 32768, 1.0, 0.0))
+ROWWISE = per_batch(LOGITS) + large((8192, 1000, 1.0, 0.0), (1024, 32768, 1.0, 0.0))
 LOSS = per_batch((("logits", lambda b: ((b, 10), 1.0)),)) + large(((4096, 4096), 1.0))
-CROSS_ENTROPY = per_batch(LOGITS) + large((16384, 1000, 1.0, 0.0), (4096, 32768, 1.0, 0.0))
+CROSS_ENTROPY = per_batch(LOGITS) + large((16384, 1000, 1.0, 0.0), (1024, 32768, 1.0, 0.0))
 HINGE = per_batch((("logits", lambda b: (b, 10, 1.0)),)) + large((16384, 100, 1.0))
 FC1_BIAS = per_batch((("LeNet-5 fc1 bias add", lambda b: ((b, 120), True)),
                       ("Fashion-CNN fc1 bias add", lambda b: ((b, 256), True))))
