@@ -76,6 +76,16 @@ def _one(name, function):
     return lambda torch, t, a, device: lambda: {name: function(torch, t, a)}
 
 
+def _backward(aten_name, inputs, scalars=lambda torch, a: ()):
+    """The op autograd calls for an activation's backward: aten.<aten_name>(the tensors named
+    `inputs`, then `scalars(torch, args)`), whose result is dx."""
+
+    def gradient(torch, t, a):
+        return getattr(_aten(torch), aten_name)(*(t[n] for n in inputs), *scalars(torch, a))
+
+    return Counterpart(f"aten.{aten_name}", "backward", _one("dx", gradient))
+
+
 def _autograd_gradient(loss, first, gradient):
     """Forward and backward through autograd: the loss of `first`'s argument (`loss(torch, t, a,
     x)`), and its gradient as output `gradient`."""
@@ -281,37 +291,25 @@ TORCH_OPS = {
                                    "backward", _linear_backward),
     # activations
     "relu": Counterpart("torch.relu", "op", _one("y", lambda torch, t, a: torch.relu(t["x"]))),
-    "relu_backward": Counterpart(
-        "aten.threshold_backward", "backward",
-        _one("dx", lambda torch, t, a: _aten(torch).threshold_backward(t["dy"], t["x"], 0.0))),
+    "relu_backward": _backward("threshold_backward", ("dy", "x"), lambda torch, a: (0.0,)),
     "leaky_relu": Counterpart(
         f"{F}leaky_relu", "op",
         _one("y", lambda torch, t, a: _functional(torch).leaky_relu(t["x"], a["alpha"]))),
-    "leaky_relu_backward": Counterpart(
-        "aten.leaky_relu_backward", "backward",
-        _one("dx", lambda torch, t, a: _aten(torch).leaky_relu_backward(
-            t["dy"], t["x"], a["alpha"], False))),
+    "leaky_relu_backward": _backward("leaky_relu_backward", ("dy", "x"),
+                                     lambda torch, a: (a["alpha"], False)),
     "sigmoid": Counterpart("torch.sigmoid", "op",
                            _one("y", lambda torch, t, a: torch.sigmoid(t["x"]))),
-    "sigmoid_backward": Counterpart(
-        "aten.sigmoid_backward", "backward",
-        _one("dx", lambda torch, t, a: _aten(torch).sigmoid_backward(t["dy"], t["y"]))),
+    "sigmoid_backward": _backward("sigmoid_backward", ("dy", "y")),
     "tanh": Counterpart("torch.tanh", "op", _one("y", lambda torch, t, a: torch.tanh(t["x"]))),
-    "tanh_backward": Counterpart(
-        "aten.tanh_backward", "backward",
-        _one("dx", lambda torch, t, a: _aten(torch).tanh_backward(t["dy"], t["y"]))),
+    "tanh_backward": _backward("tanh_backward", ("dy", "y")),
     "softmax": Counterpart("torch.softmax(x, 1)", "op",
                            _one("y", lambda torch, t, a: torch.softmax(t["x"], 1))),
-    "softmax_backward": Counterpart(
-        "aten._softmax_backward_data", "backward",
-        _one("dx", lambda torch, t, a: _aten(torch)._softmax_backward_data(
-            t["dy"], t["y"], 1, torch.float32))),
+    "softmax_backward": _backward("_softmax_backward_data", ("dy", "y"),
+                                  lambda torch, a: (1, torch.float32)),  # dim 1, input dtype
     "log_softmax": Counterpart("torch.log_softmax(x, 1)", "op",
                                _one("y", lambda torch, t, a: torch.log_softmax(t["x"], 1))),
-    "log_softmax_backward": Counterpart(
-        "aten._log_softmax_backward_data", "backward",
-        _one("dx", lambda torch, t, a: _aten(torch)._log_softmax_backward_data(
-            t["dy"], t["y"], 1, torch.float32))),
+    "log_softmax_backward": _backward("_log_softmax_backward_data", ("dy", "y"),
+                                      lambda torch, a: (1, torch.float32)),
     # losses
     "mse_loss": Counterpart(
         f"{F}mse_loss", "op",

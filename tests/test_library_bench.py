@@ -10,7 +10,7 @@ import pytest
 
 from grader import library_bench, library_report
 from grader.correctness import compare_outputs
-from grader.library_bench import CASES, Case
+from grader.library_bench import Case, cases
 from grader.ops import OPS
 from grader.records import Setup
 from grader.session import Session
@@ -21,10 +21,9 @@ from grader.torch_ops import TORCH_OPS, Counterpart, outputs_to_numpy, tensors
 
 def test_every_op_has_its_pytorch_counterpart_and_its_shapes():
     assert list(TORCH_OPS) == list(OPS)
-    assert list(CASES) == list(OPS)
     for name, counterpart in TORCH_OPS.items():
         assert counterpart.expression and counterpart.how in library_report.HOW, name
-        kinds = {case.large for case in CASES[name]}
+        kinds = {case.large for case in cases(name)}
         assert kinds == {False, True}, f"{name}: a network shape and a large one"
 
 
@@ -55,14 +54,15 @@ def test_the_bench_runs_end_to_end_and_names_a_wrong_op(monkeypatch, tmp_path):
     """Stage 4's numba variant (simulator) against PyTorch on the CPU, at tiny cases, timed by
     the host clock; a planted wrong PyTorch answer makes ours look wrong and leaves it untimed."""
     torch = pytest.importorskip("torch")
-    tiny = {
+    tiny = {  # forward ops' cases (a backward op takes its forward's)
         "relu": (Case("tiny", ((2, 3), 1.0), False), Case("large", ((4, 5), 1.0), True)),
-        "cross_entropy_loss_backward": (Case("tiny", (3, 5, 1.0, 0.0), False),),
+        "cross_entropy_loss": (Case("tiny", (3, 5, 1.0, 0.0), False),),
         "dropout_forward": (Case("tiny", ((3, 4), 0.5), False),),
         "sgd_step": (Case("tiny", ((7,), 0), False),),
     }
-    monkeypatch.setattr(library_bench, "CASES", tiny)
-    options = library_bench.parse(["--variant", "numba", "--ops", ",".join(tiny)])
+    monkeypatch.setattr(library_bench, "BY_OP", tiny)
+    ops = "relu,cross_entropy_loss_backward,dropout_forward,sgd_step"
+    options = library_bench.parse(["--variant", "numba", "--ops", ops])
     timer = lambda call: measure(call, lambda: None, quick=True)  # noqa: E731
     record = library_bench.run(options, torch, "", timer, out=io.StringIO(), device="cpu")
     rows = {(row["op"], row["label"]): row for row in record["rows"]}
@@ -82,6 +82,16 @@ def test_the_bench_runs_end_to_end_and_names_a_wrong_op(monkeypatch, tmp_path):
     problems = library_bench.wrong_rows(record)
     assert [(op, variant) for op, _, variant, _ in problems] == [("relu", "numba")] * 2
     assert all("timing" not in row["ours"]["numba"] for row in record["rows"][:2])
+
+    def raising(torch, t, a, device):
+        raise RuntimeError("no such kernel")
+
+    monkeypatch.setitem(TORCH_OPS, "relu", Counterpart("relu", "op", raising))
+    record = library_bench.run(options, torch, "", timer, out=io.StringIO(), device="cpu")
+    relu = record["rows"][0]
+    assert "PyTorch raised RuntimeError: no such kernel" in relu["pytorch"]["problem"]
+    assert relu["checked_against"] == "stage 2 (NumPy)"
+    assert "timing" in relu["ours"]["numba"] and "ratio" not in relu["ours"]["numba"]
 
 
 def synthetic_record(with_torch=True):
