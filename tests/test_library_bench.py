@@ -180,3 +180,21 @@ def test_committed_results_only_when_asked():
     assert mine.parts[-3:] == ("ws", "results", "bench-stage4-libraries-nvcc.json")
     with pytest.raises(SystemExit):
         library_bench.parse(["--results", "--quick"])
+
+
+def test_the_notebooks_leave_the_library_record_to_its_own_table(monkeypatch, tmp_path):
+    """curriculum/notebooks/_course.py reads grade-*.json and bench-*.json as grader records
+    (with "runs"); bench-stage4-libraries.json, of another kind, is not one of them."""
+    import importlib.util
+
+    from tests.page_commands import ROOT
+
+    spec = importlib.util.spec_from_file_location(
+        "_course", ROOT / "curriculum" / "notebooks" / "_course.py"
+    )
+    course = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(course)
+    (tmp_path / "bench-stage4-libraries.json").write_text(json.dumps(synthetic_record()))
+    (tmp_path / "bench-stage3.json").write_text(json.dumps({"kind": "bench", "runs": []}))
+    monkeypatch.setattr(course, "RESULTS", tmp_path)
+    assert list(course.grader_records()) == ["bench-stage3.json"]
