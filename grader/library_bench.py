@@ -326,7 +326,8 @@ def record_path(options):
 
 
 def wrong_rows(record):
-    """(op, case, variant, problem) for every case where one of ours is wrong or raised."""
+    """(op, case, variant, problem) for every case where one of ours is wrong or raised (not
+    implemented, in a learner's workspace)."""
     return [
         (row["op"], row["size"], variant, ours["problem"])
         for row in record["rows"]
@@ -337,7 +338,7 @@ def wrong_rows(record):
 
 def parse(argv):
     parser = argparse.ArgumentParser(
-        prog="python -m grader.library_bench", description=__doc__.split("\n")[0]
+        prog="python -m grader.library_bench", description=__doc__.split("\n")[0].split(": ")[1]
     )
     parser.add_argument("--variant", choices=tiers.variants(STAGE), help="default: each")
     parser.add_argument("--impl", metavar="DIR", help="the stage 4 tier found in DIR")
@@ -389,7 +390,7 @@ def main(argv=None, out=sys.stdout):
     print(f"\nrecord written to {path}; table {markdown}; plot {plot}", file=out)
     wrong = wrong_rows(record)
     for op, size, variant, problem in wrong:
-        print(f"WRONG {variant} {op} at {size}: {problem}", file=out)
+        print(f"not timed: {variant} {op} at {size}: {problem}", file=out)
     return 1 if wrong else 0
 
 

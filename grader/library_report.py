@@ -1,8 +1,8 @@
 """The library bench's record (grader/library_bench.py) as a Markdown table and a plot.
 
 The ratio of a case is our time over PyTorch's on the same GPU in the same run: below 1 ours is
-faster. A case where one of ours is wrong or raised shows the problem instead of a time, and
-counts in no summary.
+faster. A case where one of ours is wrong, raised or is not implemented shows why instead of a
+time, and counts in no summary.
 """
 
 import math
@@ -27,11 +27,11 @@ def variant_names(record):
 
 
 def _time(side):
-    """A side's cell: its median time, or its problem."""
+    """A side's cell: its median time, or why it has none (wrong, raised, not implemented)."""
     if side.get("timing"):
         return format_seconds(side["timing"]["median"])
     if side.get("problem"):
-        return "wrong: " + side["problem"].replace("|", "/")
+        return "not timed: " + side["problem"].replace("|", "/")
     return ""
 
 
@@ -105,8 +105,8 @@ def _header(record):
         "flushed before each repeat (grader/gpu_timing.py); the median of at least 3 repeats. "
         "Every side gets the same fresh random inputs; before it is timed, each of our outputs "
         "is checked against PyTorch's (the random ops, dropout and init, against stage 2, which "
-        "draws the contract's random stream where PyTorch draws its own), and a wrong op shows "
-        "the problem instead of a time. **ours / PyTorch** is our time over PyTorch's: below "
+        "draws the contract's random stream where PyTorch draws its own), and a wrong op is not "
+        "timed: its cell says what is wrong. **ours / PyTorch** is our time over PyTorch's: below "
         "1x ours is faster. Shapes: each op at the tensors it meets in LeNet-5 and the "
         "Fashion-MNIST CNN (batch 64 and 256; an op the networks do not use where it would "
         "sit), then large. PyTorch's side (grader/torch_ops.py) is its own op unless marked: "

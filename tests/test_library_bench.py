@@ -143,7 +143,7 @@ def test_the_table_and_plot_come_from_the_record(tmp_path):
     assert "| numba | numba / PyTorch | nvcc | nvcc / PyTorch |" in text
     relu = "| relu | LeNet-5 relu1 input, batch 64 (x[2x3]) | `torch.relu` | 20 us | 10 us |"
     assert relu + " 0.5x | 5 us | 0.25x |" in text
-    assert "wrong: dx[0, 1] is 3.0, expected 2.0 / dw: NaN" in text  # no | inside a cell
+    assert "not timed: dx[0, 1] is 3.0, expected 2.0 / dw: NaN" in text  # no | inside a cell
     assert "`aten.convolution_backward (cuDNN)` (b)" in text
     # the summary: the wrong case counts nowhere; geometric mean of 0.25 and 2 ... of nvcc
     assert "| nvcc | the networks' layers | 1 | 1 | 0.25x |" in text
