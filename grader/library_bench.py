@@ -5,9 +5,9 @@
     python -m grader.library_bench --results        the committed record (make results STAGE=4)
 
 Each op of grader/ops.py, forward and backward, runs at the tensor shapes it has in the
-curriculum's networks (LeNet-5 and the Fashion-MNIST CNN, batch 64 and 256: `CASES`) and at
-large shapes, on each variant and on PyTorch on the same GPU: cuBLAS and cuDNN with TF32 off, and
-cuDNN's autotuner on (its fastest algorithm per shape). PyTorch's side of each op is in
+curriculum's networks (LeNet-5 and the Fashion-MNIST CNN, batch 64 and 256) and at large shapes
+(`BY_GROUP`, `BY_OP`), on each variant and on PyTorch on the same GPU: cuBLAS and cuDNN with TF32
+off, and cuDNN's autotuner on (its fastest algorithm per shape). PyTorch's side of each op is in
 grader/torch_ops.py. Every side of a case gets the same fresh random inputs. Before it is timed,
 each of our outputs is checked against PyTorch's (the random ops, which PyTorch draws from its own
 stream, against the repository's stage 2, which draws the contract's); a wrong op is reported as
@@ -235,6 +235,8 @@ class Bench:
             timing, _ = self.timer(call)
         except TierError as error:
             return {"problem": session.explain(error)}
+        except Exception as error:  # raised while timed (the checked call went well)
+            return {"problem": f"raised {tiers.describe_exception(error)} while timed"}
         return {"timing": timing.as_dict()}
 
 
