@@ -79,7 +79,10 @@ def _summary(record):
 def _header(record):
     library = record["library"]
     if "missing" in library:
-        library_line = f"PyTorch: none ({library['missing']})."
+        library_line = (
+            f"PyTorch: none ({library['missing']}). Each of our outputs is checked against "
+            "stage 2's instead."
+        )
     else:
         library_line = (
             f"PyTorch {library['version']} (CUDA {library['cuda']}, cuDNN {library['cudnn']}) "
