@@ -86,15 +86,17 @@ grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7]
 	$(NO_STAGE_IN_ARGS)
 	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(if $(AGAINST),--against-impl $(AGAINST)) $(ARGS)
 
-results: setup ## rewrite the committed grader records of the repository's tier: make results STAGE=3
+results: setup ## rewrite the committed grader records of the repository's tier (stage 4: and every op against PyTorch): make results STAGE=3
 	$(NO_AGAINST)
 	$(PY) -m grader --stage $(STAGE) --results
 	$(PY) -m grader bench --stage $(STAGE) --results
+	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench --results)
 
-bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
+bench: setup ## benchmark a tier: ops and matmul ladder (stage 4: every op against PyTorch's too), then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
 	$(PY) -m grader bench --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)))
 	@if $(PY) -c "import torch" 2>/dev/null; then \
 		$(PY) -m nn.bench $(NN_BENCH) \
 			$(if $(IMPL),--impl $(IMPL)) --output $(if $(IMPL),$(IMPL)/results,curriculum/results)/nn-bench-stage$(STAGE); \
