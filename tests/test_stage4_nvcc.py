@@ -167,9 +167,12 @@ def test_the_workspace_stubs_compile_and_each_names_its_week_and_task(tmp_path):
     spec.loader.exec_module(library)
     lib = library.library()
     for function, (week, task, file) in library.EXERCISES.items():
-        # Every stub returns before its first CUDA call: pointers NULL, every size 1.
+        # Every stub returns before its first CUDA call, so pointers that point nowhere do (the
+        # SGEMM launchers refuse NULL for a matrix that is not empty before their region), every
+        # size 1.
         kinds = [argument.kind for argument in library.ffi.typeof(getattr(lib, function)).args]
-        args = [None if kind == "pointer" else 1 for kind in kinds]
+        nowhere = library.ffi.cast("void *", 256)
+        args = [nowhere if kind == "pointer" else 1 for kind in kinds]
         expected = rf"^week {week}, task {task}: not implemented yet \(stage4_cuda/csrc/{file}"
         with pytest.raises(NotImplementedError, match=expected):
             library.call(function, *args)
