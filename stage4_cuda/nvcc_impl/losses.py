@@ -1,7 +1,8 @@
 """Losses (csrc/losses.cu, week 14). Each forward returns a `DeviceScalar`: the mean stays on the
-GPU until `float(loss)` reads it (stage4_cuda/README.md). A forward's kernels write one term per
-element or row into a scratch array, then add the terms in one block, in double, in a fixed order.
-Each `*_backward` takes the forward's arguments and returns the gradient w.r.t. the first.
+GPU until `float(loss)` reads it (stage4_cuda/README.md). A forward's mean is a two-level
+reduction on the device (a grid of blocks, then one block, in double, in a fixed order);
+cross-entropy first writes its terms, one per row, into a scratch array. Each `*_backward` takes
+the forward's arguments and returns the gradient w.r.t. the first.
 
 The library's functions take the checked arguments, then the outputs, then the sizes: (n,) for
 the elementwise losses, (rows, columns) for those with labels, the first size also being the
@@ -12,10 +13,11 @@ from ..numba_impl._checks import checks
 from ._library import call, int64_indices
 
 
-def _loss(function, arguments, sizes):
-    """The mean computed by library function `function`, as a DeviceScalar."""
+def _loss(function, arguments, sizes, scratch=()):
+    """The mean computed by library function `function`, as a DeviceScalar; `scratch` holds the
+    arrays it needs before its output (cross-entropy's terms)."""
     loss = _device.empty((1,))
-    call(function, *arguments, _device.scratch(sizes[0]), loss, *sizes)
+    call(function, *arguments, *scratch, loss, *sizes)
     return _device.DeviceScalar(loss)
 
 
@@ -54,7 +56,8 @@ def cross_entropy_loss(logits, labels):
     """Mean over the batch of -log_softmax(logits)[i, labels[i]]; logits [N, C], labels [N]."""
     logits, labels = checks.cross_entropy_loss(logits, labels)
     labels = int64_indices("cross_entropy_loss", "labels", labels)
-    return _loss("s2c_cuda_cross_entropy_loss", (logits, labels), logits.shape)
+    return _loss("s2c_cuda_cross_entropy_loss", (logits, labels), logits.shape,
+                 scratch=(_device.scratch(logits.shape[0]),))
 
 
 def cross_entropy_loss_backward(logits, labels):
