@@ -34,7 +34,8 @@ static inline int64_t outputs(const pool_geometry *g)
     return g->planes * g->out_height * g->out_width;
 }
 
-/* The backward's cells: stride x stride inputs each, ceil(H / stride) x ceil(W / stride) a plane. */
+/* The backward's cells: stride x stride inputs each, ceil(H / stride) x ceil(W / stride) of
+ * them a plane. */
 static inline __host__ __device__ int64_t cells(const pool_geometry *g)
 {
     return g->planes * ceil_div(g->height, g->stride) * ceil_div(g->width, g->stride);

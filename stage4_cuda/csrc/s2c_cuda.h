@@ -39,6 +39,9 @@ int s2c_cuda_scale(const float *a, float *out, int64_t n, float s);
 int s2c_cuda_transpose(const float *a, float *out, int64_t rows, int64_t cols);
 int s2c_cuda_sum_rows(const float *x, float *out, int64_t rows, int64_t cols);
 
+/* epilogue.cu (an extra, not a contract op): y [rows, cols] = relu(x + bias), bias [cols] */
+int s2c_cuda_bias_relu(const float *x, const float *bias, float *y, int64_t rows, int64_t cols);
+
 /* matmul.cu: c [n, m] = op(a) @ op(b) (+ bias [m] on every row when bias is not NULL), where
  * op(a) is a [n, k], or a stored [k, n] and transposed when transpose_a; op(b) is b [k, m], or b
  * stored [m, k] when transpose_b */

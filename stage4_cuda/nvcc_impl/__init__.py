@@ -40,6 +40,7 @@ from .activations import (
 )
 from .conv import col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
+from .epilogue import bias_relu
 from .init import he_normal, xavier_uniform
 from .linalg import add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
