@@ -19,7 +19,6 @@ from argcheck import arrays
 
 from ._device import BLOCK, SIMULATOR, as_device, blocks_for, launch, scratch
 
-
 MIN_MAX_BLOCKS = 4 if SIMULATOR else 1024  # the first level's blocks, at most
 
 

@@ -92,6 +92,7 @@ __all__ = [
     "batchnorm_forward",
     "bce_with_logits_loss",
     "bce_with_logits_loss_backward",
+    "bias_relu",
     "col2im",
     "conv2d_backward",
     "conv2d_forward",
