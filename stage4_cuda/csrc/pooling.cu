@@ -16,17 +16,25 @@
  * k = stride = 2: dy read once (the 4 inputs of a window are one thread's), dx written, and for
  * maxpool the argmax read once: 1 + 4 (+ 2) floats' worth per window.
  *
- * Index arithmetic uses index_div (common.h): 32-bit divisions where the sizes allow. */
+ * Index arithmetic is 32-bit where the sizes allow: index_div (common.h) splits a flat index,
+ * and coordinates within a plane are ints (the Index of each kernel). */
 #include "common.h"
 
 #define POOL_THREADS 256
 
 typedef struct s2c_pool_geometry pool_geometry;
 
+/* Each kernel computes coordinates within a plane as Index: int (32 bits) when a plane's
+ * indices fit, as they do at any realistic size, else int64_t. 32-bit arithmetic is one
+ * instruction where 64-bit takes two to four, and these kernels do several per element. */
+template <typename Index>
 __global__ void maxpool_kernel(const float *x, float *y, int64_t *argmax, pool_geometry g);
+template <typename Index>
 __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, float *dx,
                                         pool_geometry g);
+template <typename Index>
 __global__ void avgpool_kernel(const float *x, float *y, pool_geometry g);
+template <typename Index>
 __global__ void avgpool_backward_kernel(const float *dy, float *dx, pool_geometry g);
 
 static inline int64_t outputs(const pool_geometry *g)
@@ -40,6 +48,25 @@ static inline __host__ __device__ int64_t cells(const pool_geometry *g)
 {
     return g->planes * ceil_div(g->height, g->stride) * ceil_div(g->width, g->stride);
 }
+
+/* Whether coordinates within a plane fit in an int: h * W + w, and a cell's last input. */
+static inline bool plane_fits_int(const pool_geometry *g)
+{
+    int64_t rows = ceil_div(g->height, g->stride) * g->stride + g->k;
+    int64_t cols = ceil_div(g->width, g->stride) * g->stride + g->k;
+    return rows * cols <= INT32_MAX;
+}
+
+/* Launch kernel<int> or kernel<int64_t> (plane_fits_int) on `threads` threads, then check it. */
+#define LAUNCH_POOL(kernel, threads, g, ...)                                                    \
+    do {                                                                                        \
+        int64_t blocks_ = blocks_for(threads, POOL_THREADS);                                   \
+        if (plane_fits_int(g))                                                                  \
+            kernel<int><<<blocks_, POOL_THREADS>>>(__VA_ARGS__, *(g));                         \
+        else                                                                                    \
+            kernel<int64_t><<<blocks_, POOL_THREADS>>>(__VA_ARGS__, *(g));                     \
+        LAUNCH_CHECK(#kernel);                                                                  \
+    } while (0)
 
 /* Output (or cell) i of planes of rows x cols as (plane, row, col): two divisions, 32-bit ones
  * where i fits. */
@@ -56,23 +83,24 @@ extern "C" int s2c_cuda_maxpool2d_forward(const float *x, float *y, int64_t *arg
                                           const pool_geometry *g)
 {
     // BEGIN SOLUTION week 16, task maxpool2d_forward
-    maxpool_kernel<<<blocks_for(outputs(g), POOL_THREADS), POOL_THREADS>>>(x, y, argmax, *g);
-    LAUNCH_CHECK("maxpool_kernel");
+    LAUNCH_POOL(maxpool_kernel, outputs(g), g, x, y, argmax);
     return S2C_CUDA_OK;
 }
 
 /* Thread i: output i = (plane, oh, ow); ties keep the first maximum, and a NaN wins (torch). */
+template <typename Index>
 __global__ void maxpool_kernel(const float *x, float *y, int64_t *argmax, pool_geometry g) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.planes * g.out_height * g.out_width) return;
-    int64_t plane, oh, ow;
-    split(i, g.out_height, g.out_width, &plane, &oh, &ow);
+    int64_t plane, out_row, out_col;
+    split(i, g.out_height, g.out_width, &plane, &out_row, &out_col);
     const float *in = x + plane * g.height * g.width;
-    int64_t best_index = oh * g.stride * g.width + ow * g.stride;
+    Index width = g.width, k = g.k, top = out_row * g.stride, left = out_col * g.stride;
+    Index best_index = top * width + left;
     float best = in[best_index];
-    for (int64_t di = 0; di < g.k; di++)
-        for (int64_t dj = 0; dj < g.k; dj++) {
-            int64_t index = (oh * g.stride + di) * g.width + ow * g.stride + dj;
+    for (Index di = 0; di < k; di++)
+        for (Index dj = 0; dj < k; dj++) {
+            Index index = (top + di) * width + left + dj;
             float value = in[index];
             if (value > best || (value != value && best == best)) {
                 best = value;
@@ -88,86 +116,91 @@ extern "C" int s2c_cuda_maxpool2d_backward(const float *dy, const int64_t *argma
                                            const pool_geometry *g)
 {
     // BEGIN SOLUTION week 16, task maxpool2d_backward
-    maxpool_backward_kernel<<<blocks_for(cells(g), POOL_THREADS), POOL_THREADS>>>(dy, argmax, dx,
-                                                                                  *g);
-    LAUNCH_CHECK("maxpool_backward_kernel");
+    LAUNCH_POOL(maxpool_backward_kernel, cells(g), g, dy, argmax, dx);
     return S2C_CUDA_OK;
 }
 
 /* Thread i: cell i = (plane, ch, cw). Each input (h, w) of the cell adds the dy of every window
  * covering it whose argmax it is: windows oh <= ch (a window starts at or before the cell) with
  * oh * stride + k > h, walked back from min(ch, OH - 1); likewise ow. */
+template <typename Index>
 __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, float *dx,
                                         pool_geometry g)
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= cells(&g)) return;
-    int64_t plane, ch, cw;
-    split(i, ceil_div(g.height, g.stride), ceil_div(g.width, g.stride), &plane, &ch, &cw);
+    int64_t plane, cell_row, cell_col;
+    split(i, ceil_div(g.height, g.stride), ceil_div(g.width, g.stride), &plane, &cell_row,
+          &cell_col);
     const float *plane_dy = dy + plane * g.out_height * g.out_width;
     const int64_t *plane_argmax = argmax + plane * g.out_height * g.out_width;
     float *plane_dx = dx + plane * g.height * g.width;
-    int64_t last_oh = ch < g.out_height ? ch : g.out_height - 1;
-    int64_t last_ow = cw < g.out_width ? cw : g.out_width - 1;
-    for (int64_t h = ch * g.stride; h < (ch + 1) * g.stride && h < g.height; h++)
-        for (int64_t w = cw * g.stride; w < (cw + 1) * g.stride && w < g.width; w++) {
+    Index height = g.height, width = g.width, out_width = g.out_width, k = g.k, s = g.stride;
+    Index ch = cell_row, cw = cell_col;
+    Index last_oh = ch < g.out_height ? ch : g.out_height - 1;
+    Index last_ow = cw < out_width ? cw : out_width - 1;
+    for (Index h = ch * s; h < (ch + 1) * s && h < height; h++)
+        for (Index w = cw * s; w < (cw + 1) * s && w < width; w++) {
             float total = 0.0f;
-            for (int64_t oh = last_oh; oh >= 0 && oh * g.stride + g.k > h; oh--)
-                for (int64_t ow = last_ow; ow >= 0 && ow * g.stride + g.k > w; ow--) {
-                    int64_t window = oh * g.out_width + ow;
-                    if (plane_argmax[window] == h * g.width + w) total += plane_dy[window];
+            for (Index oh = last_oh; oh >= 0 && oh * s + k > h; oh--)
+                for (Index ow = last_ow; ow >= 0 && ow * s + k > w; ow--) {
+                    Index window = oh * out_width + ow;
+                    if (plane_argmax[window] == h * width + w) total += plane_dy[window];
                 }
-            plane_dx[h * g.width + w] = total;
+            plane_dx[h * width + w] = total;
         }
     // END SOLUTION
 }
 
 extern "C" int s2c_cuda_avgpool2d_forward(const float *x, float *y, const pool_geometry *g) {
     // BEGIN SOLUTION week 16, task avgpool2d_forward
-    avgpool_kernel<<<blocks_for(outputs(g), POOL_THREADS), POOL_THREADS>>>(x, y, *g);
-    LAUNCH_CHECK("avgpool_kernel");
+    LAUNCH_POOL(avgpool_kernel, outputs(g), g, x, y);
     return S2C_CUDA_OK;
 }
 
+template <typename Index>
 __global__ void avgpool_kernel(const float *x, float *y, pool_geometry g) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.planes * g.out_height * g.out_width) return;
-    int64_t plane, oh, ow;
-    split(i, g.out_height, g.out_width, &plane, &oh, &ow);
+    int64_t plane, out_row, out_col;
+    split(i, g.out_height, g.out_width, &plane, &out_row, &out_col);
     const float *in = x + plane * g.height * g.width;
+    Index width = g.width, k = g.k, top = out_row * g.stride, left = out_col * g.stride;
     float total = 0.0f;
-    for (int64_t di = 0; di < g.k; di++)
-        for (int64_t dj = 0; dj < g.k; dj++)
-            total += in[(oh * g.stride + di) * g.width + ow * g.stride + dj];
+    for (Index di = 0; di < k; di++)
+        for (Index dj = 0; dj < k; dj++) total += in[(top + di) * width + left + dj];
     y[i] = total / (float)(g.k * g.k);
     // END SOLUTION
 }
 
 extern "C" int s2c_cuda_avgpool2d_backward(const float *dy, float *dx, const pool_geometry *g) {
     // BEGIN SOLUTION week 16, task avgpool2d_backward
-    avgpool_backward_kernel<<<blocks_for(cells(g), POOL_THREADS), POOL_THREADS>>>(dy, dx, *g);
-    LAUNCH_CHECK("avgpool_backward_kernel");
+    LAUNCH_POOL(avgpool_backward_kernel, cells(g), g, dy, dx);
     return S2C_CUDA_OK;
 }
 
 /* Thread i: cell i = (plane, ch, cw); each input of the cell adds dy / k^2 of every window
  * covering it (found as in maxpool_backward_kernel). */
+template <typename Index>
 __global__ void avgpool_backward_kernel(const float *dy, float *dx, pool_geometry g) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= cells(&g)) return;
-    int64_t plane, ch, cw;
-    split(i, ceil_div(g.height, g.stride), ceil_div(g.width, g.stride), &plane, &ch, &cw);
+    int64_t plane, cell_row, cell_col;
+    split(i, ceil_div(g.height, g.stride), ceil_div(g.width, g.stride), &plane, &cell_row,
+          &cell_col);
     const float *plane_dy = dy + plane * g.out_height * g.out_width;
     float *plane_dx = dx + plane * g.height * g.width;
-    int64_t last_oh = ch < g.out_height ? ch : g.out_height - 1;
-    int64_t last_ow = cw < g.out_width ? cw : g.out_width - 1;
-    for (int64_t h = ch * g.stride; h < (ch + 1) * g.stride && h < g.height; h++)
-        for (int64_t w = cw * g.stride; w < (cw + 1) * g.stride && w < g.width; w++) {
+    Index height = g.height, width = g.width, out_width = g.out_width, k = g.k, s = g.stride;
+    Index ch = cell_row, cw = cell_col;
+    Index last_oh = ch < g.out_height ? ch : g.out_height - 1;
+    Index last_ow = cw < out_width ? cw : out_width - 1;
+    for (Index h = ch * s; h < (ch + 1) * s && h < height; h++)
+        for (Index w = cw * s; w < (cw + 1) * s && w < width; w++) {
             float total = 0.0f;
-            for (int64_t oh = last_oh; oh >= 0 && oh * g.stride + g.k > h; oh--)
-                for (int64_t ow = last_ow; ow >= 0 && ow * g.stride + g.k > w; ow--)
-                    total += plane_dy[oh * g.out_width + ow];
-            plane_dx[h * g.width + w] = total / (float)(g.k * g.k);
+            for (Index oh = last_oh; oh >= 0 && oh * s + k > h; oh--)
+                for (Index ow = last_ow; ow >= 0 && ow * s + k > w; ow--)
+                    total += plane_dy[oh * out_width + ow];
+            plane_dx[h * width + w] = total / (float)(g.k * g.k);
         }
     // END SOLUTION
 }
