@@ -2,43 +2,58 @@
  * (the wrapper returns it as a DeviceScalar: no wait for the GPU). Each backward takes the
  * forward's arguments and returns the gradient w.r.t. the first.
  *
- * A mean is a reduction over the whole input, in two levels: a grid of blocks each adds its share
- * of the terms (in double) into one partial sum, then one block adds the partial sums. One block
- * alone cannot do it fast: a block runs on one multiprocessor of 132 (H100), and the first version
- * of this file, whose mean was one block, streamed 5 GB/s where the device streams 3000. The
- * number of blocks is a function of the size alone, so the partial sums and the order they are
- * added in are the same on every run (no atomics: float atomic additions land in a different order
- * each time). mse and bce compute their terms inside the reduction, so no array of terms is
- * written and read back: 8 bytes an element read, nothing written. */
+ * A mean adds its terms in double, in the same order on every run (no atomics: float atomic
+ * additions land in a different order each time). Cross-entropy writes one term per row into a
+ * scratch array and mean_kernel adds them in one block: a batch has thousands of rows. mse and
+ * bce have a term per element, millions of them, and hinge reads every score: one block runs on
+ * one multiprocessor of 132 (H100), and the first version of this file, which added mse's 16
+ * million terms that way, streamed 5 GB/s where the device streams 3000. Their means have two
+ * levels: a grid of blocks each adds its share into one partial sum (in `partials`, scratch from
+ * the wrapper), then one block adds the partial sums. The number of blocks is a function of the
+ * size alone, so the partial sums are the same on every run. mse and bce compute their terms
+ * inside the first level (no array of terms written and read back): 8 bytes an element read,
+ * nothing written. */
 #include "elementwise.cuh"
 #include "reduce.cuh"
 
+#define LOSS_THREADS 256 /* mean_kernel */
 #define ROW_THREADS 128  /* a block per row (cross-entropy) */
-#define MEAN_THREADS 256 /* a block of the first level of a mean */
-#define MEAN_BLOCKS 1024 /* at most: 132 multiprocessors x 8 blocks of 256, the H100 full */
+#define MEAN_THREADS 256 /* a block of the first level of a two-level mean */
 #define ROW_WARPS 8      /* hinge: a warp per row (100 columns is 3 or 4 loads a lane: a block
                           * per row left 96 of 128 threads idle and paid two barriers a row) */
 
-/* The first level's partial sums. One buffer for the library: its kernels run in order on one
- * stream, so the second level has read it before the next loss's first level writes it. */
-__device__ double mean_partials[MEAN_BLOCKS];
+/* loss[0] = the mean of terms[0..n), in double: one block striding over the terms, then a tree. */
+__global__ void mean_kernel(const float *terms, float *loss, int64_t n) {
+    double partial = 0.0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) partial += terms[i];
+    double total = block_sum(partial);
+    if (threadIdx.x == 0) loss[0] = (float)(total / (double)n);
+}
+
+static inline int launch_mean(const float *terms, float *loss, int64_t n) {
+    mean_kernel<<<1, LOSS_THREADS>>>(terms, loss, n);
+    LAUNCH_CHECK("mean_kernel");
+    return S2C_CUDA_OK;
+}
 
 typedef float (*term_function)(float a, float b);
 
 /* How many blocks the first level of a mean over `work` items uses: 16 items a thread (enough
- * loads in flight, and few partial sums), at most MEAN_BLOCKS. A function of the size alone. */
+ * loads in flight, and few partial sums), at most S2C_CUDA_MEAN_BLOCKS (132 multiprocessors x 8
+ * blocks of 256 threads fill an H100). A function of the size alone. */
 static inline int64_t mean_blocks(int64_t work)
 {
     int64_t blocks = ceil_div(work, MEAN_THREADS * 16);
-    return blocks < 1 ? 1 : blocks < MEAN_BLOCKS ? blocks : MEAN_BLOCKS;
+    return blocks < 1 ? 1 : blocks < S2C_CUDA_MEAN_BLOCKS ? blocks : S2C_CUDA_MEAN_BLOCKS;
 }
 
-/* Level 1: mean_partials[block] = the sum of F(a[i], b[i]) over the block's share of i < n, a
+/* Level 1: partials[block] = the sum of F(a[i], b[i]) over the block's share of i < n, a
  * grid-stride loop: thread t takes elements t, t + grid, ... (a warp reads 32 neighbours at a
  * time); as float4 loads (16 bytes) when `quads` (aligned pointers), the last n % 4 elements
  * as floats. */
 template <term_function F>
-__global__ void sum_terms_kernel(const float *a, const float *b, int64_t n, int quads)
+__global__ void sum_terms_kernel(const float *a, const float *b, double *partials, int64_t n,
+                                 int quads)
 {
     int64_t first = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t grid = (int64_t)gridDim.x * blockDim.x, tail = 0;
@@ -55,43 +70,37 @@ __global__ void sum_terms_kernel(const float *a, const float *b, int64_t n, int 
     }
     for (int64_t i = tail + first; i < n; i += grid) partial += (double)F(a[i], b[i]);
     double total = block_sum(partial);
-    if (threadIdx.x == 0) mean_partials[blockIdx.x] = total;
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
 }
 
-/* Level 2: loss[0] = the sum of mean_partials[0..blocks) / n, one block, in a fixed order. */
-__global__ void mean_of_partials_kernel(float *loss, int64_t blocks, int64_t n)
+/* Level 2: loss[0] = the sum of partials[0..blocks) / n, one block, in a fixed order. */
+__global__ void mean_of_partials_kernel(const double *partials, float *loss, int64_t blocks,
+                                        int64_t n)
 {
     double partial = 0.0;
-    for (int64_t i = threadIdx.x; i < blocks; i += blockDim.x) partial += mean_partials[i];
+    for (int64_t i = threadIdx.x; i < blocks; i += blockDim.x) partial += partials[i];
     double total = block_sum(partial);
     if (threadIdx.x == 0) loss[0] = (float)(total / (double)n);
 }
 
-static inline int launch_mean_of_partials(float *loss, int64_t blocks, int64_t n)
+static inline int launch_mean_of_partials(const double *partials, float *loss, int64_t blocks,
+                                          int64_t n)
 {
-    mean_of_partials_kernel<<<1, MEAN_THREADS>>>(loss, blocks, n);
+    mean_of_partials_kernel<<<1, MEAN_THREADS>>>(partials, loss, blocks, n);
     LAUNCH_CHECK("mean_of_partials_kernel");
     return S2C_CUDA_OK;
 }
 
-/* loss[0] = the mean of F(a[i], b[i]) over i < n. */
+/* loss[0] = the mean of F(a[i], b[i]) over i < n, in two levels. */
 template <term_function F>
-int launch_mean_of(const char *kernel, const float *a, const float *b, float *loss, int64_t n)
+int launch_mean_of(const char *kernel, const float *a, const float *b, double *partials,
+                   float *loss, int64_t n)
 {
     int64_t blocks = mean_blocks(n);
     int quads = aligned16(a) && aligned16(b);
-    sum_terms_kernel<F><<<blocks, MEAN_THREADS>>>(a, b, n, quads);
+    sum_terms_kernel<F><<<blocks, MEAN_THREADS>>>(a, b, partials, n, quads);
     LAUNCH_CHECK(kernel);
-    return launch_mean_of_partials(loss, blocks, n);
-}
-
-/* A term already computed (cross-entropy's, one per row): F(a, b) = a, with b = a (the cache
- * serves the second read). */
-static inline __device__ float the_term(float a, float) { return a; }
-
-/* loss[0] = the mean of terms[0..n). */
-static inline int launch_mean(const float *terms, float *loss, int64_t n) {
-    return launch_mean_of<the_term>("sum_terms_kernel", terms, terms, loss, n);
+    return launch_mean_of_partials(partials, loss, blocks, n);
 }
 
 /* The stable sigmoid (activations.cu): exp(-|z|) never overflows. */
@@ -120,14 +129,16 @@ __global__ void cross_entropy_terms_kernel(const float *logits, const int64_t *l
 __global__ void cross_entropy_backward_kernel(const float *logits, const int64_t *labels,
                                               float *grad, int64_t rows, int64_t cols);
 __global__ void hinge_sum_kernel(const float *scores, const int64_t *labels, float margin,
-                                 int64_t rows, int64_t cols);
+                                 double *partials, int64_t rows, int64_t cols);
 __global__ void hinge_backward_kernel(const float *scores, const int64_t *labels, float margin,
                                       float *grad, int64_t rows, int64_t cols);
 
-extern "C" int s2c_cuda_mse_loss(const float *pred, const float *target, float *loss, int64_t n)
+extern "C" int s2c_cuda_mse_loss(const float *pred, const float *target, double *partials,
+                                 float *loss, int64_t n)
 {
     // BEGIN SOLUTION week 14, task mse_loss
-    return launch_mean_of<mse_term>("sum_terms_kernel<mse_term>", pred, target, loss, n);
+    return launch_mean_of<mse_term>("sum_terms_kernel<mse_term>", pred, target, partials, loss,
+                                    n);
 }
 
 __device__ float mse_term(float pred, float target) {
@@ -151,10 +162,11 @@ __device__ float mse_backward_element(float pred, float target, float two_over_n
 }
 
 extern "C" int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets,
-                                             float *loss, int64_t n)
+                                             double *partials, float *loss, int64_t n)
 {
     // BEGIN SOLUTION week 14, task bce_with_logits_loss
-    return launch_mean_of<bce_term>("sum_terms_kernel<bce_term>", logits, targets, loss, n);
+    return launch_mean_of<bce_term>("sum_terms_kernel<bce_term>", logits, targets, partials, loss,
+                                    n);
 }
 
 /* The stable form max(z, 0) - z t + log(1 + exp(-|z|)): exp never overflows. */
@@ -220,21 +232,21 @@ __global__ void cross_entropy_backward_kernel(const float *logits, const int64_t
 }
 
 extern "C" int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin,
-                                   float *loss, int64_t rows, int64_t cols)
+                                   double *partials, float *loss, int64_t rows, int64_t cols)
 {
     // BEGIN SOLUTION week 14, task hinge_loss
     int64_t blocks = mean_blocks(rows * 32); /* a warp a row: 32 threads' work each */
-    hinge_sum_kernel<<<blocks, ROW_WARPS * 32>>>(scores, labels, margin, rows, cols);
+    hinge_sum_kernel<<<blocks, ROW_WARPS * 32>>>(scores, labels, margin, partials, rows, cols);
     LAUNCH_CHECK("hinge_sum_kernel");
-    return launch_mean_of_partials(loss, blocks, rows);
+    return launch_mean_of_partials(partials, loss, blocks, rows);
 }
 
-/* Level 1 of the mean: mean_partials[block] = the sum of the block's rows' terms, each
+/* Level 1 of the mean: partials[block] = the sum of the block's rows' terms, each
  * sum over j != label of max(0, s_j - s_label + margin), a NaN counting (it makes the loss NaN).
  * A warp per row, rows a grid apart; the lanes read 32 neighbouring scores at a time. Reads the
  * scores and labels once (4 rows x cols + 8 rows bytes), writes one double a block. */
 __global__ void hinge_sum_kernel(const float *scores, const int64_t *labels, float margin,
-                                 int64_t rows, int64_t cols)
+                                 double *partials, int64_t rows, int64_t cols)
 {
     int lane = threadIdx.x % 32;
     int64_t warps = (int64_t)gridDim.x * ROW_WARPS;
@@ -251,7 +263,7 @@ __global__ void hinge_sum_kernel(const float *scores, const int64_t *labels, flo
         if (lane == 0) partial += term;
     }
     double total = block_sum(partial);
-    if (threadIdx.x == 0) mean_partials[blockIdx.x] = total;
+    if (threadIdx.x == 0) partials[blockIdx.x] = total;
     // END SOLUTION
 }
 

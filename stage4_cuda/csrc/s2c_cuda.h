@@ -55,20 +55,23 @@ int s2c_cuda_linear_forward(const float *x, const float *w, const float *b, floa
 int s2c_cuda_linear_backward(const float *x, const float *w, const float *dy, float *dx,
                              float *dw, float *db, int64_t n, int64_t in, int64_t out);
 
-/* losses.cu: a forward writes the mean into loss[0] (one float on the device); cross-entropy
- * uses `terms` (one float per row) as scratch; labels are int64 and already checked in range */
-int s2c_cuda_mse_loss(const float *pred, const float *target, float *loss, int64_t n);
+/* losses.cu: a forward writes the mean into loss[0] (one float on the device), using scratch:
+ * cross-entropy `terms` (one float per row), the others `partials` (S2C_CUDA_MEAN_BLOCKS
+ * doubles: the partial sums of a two-level mean); labels are int64 and already checked in range */
+enum { S2C_CUDA_MEAN_BLOCKS = 1024 };
+int s2c_cuda_mse_loss(const float *pred, const float *target, double *partials, float *loss,
+                      int64_t n);
 int s2c_cuda_mse_loss_backward(const float *pred, const float *target, float *grad, int64_t n);
-int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets, float *loss,
-                                  int64_t n);
+int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets, double *partials,
+                                  float *loss, int64_t n);
 int s2c_cuda_bce_with_logits_loss_backward(const float *logits, const float *targets, float *grad,
                                            int64_t n);
 int s2c_cuda_cross_entropy_loss(const float *logits, const int64_t *labels, float *terms,
                                 float *loss, int64_t rows, int64_t cols);
 int s2c_cuda_cross_entropy_loss_backward(const float *logits, const int64_t *labels, float *grad,
                                          int64_t rows, int64_t cols);
-int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin, float *loss,
-                        int64_t rows, int64_t cols);
+int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin,
+                        double *partials, float *loss, int64_t rows, int64_t cols);
 int s2c_cuda_hinge_loss_backward(const float *scores, const int64_t *labels, float margin,
                                  float *grad, int64_t rows, int64_t cols);
 
