@@ -146,13 +146,13 @@ def test_the_variant_has_every_op_of_the_contract():
 
 
 def test_the_exercise_table_names_each_region_of_the_sources():
-    regions = {(region.task, Path(region.path).name): region.week
+    regions = {(region.task, str(Path(region.path).relative_to("stage4_cuda/csrc"))): region.week
                for region in plan_tier(REPO, "stage4_cuda")[1]
                if region.path.startswith("stage4_cuda/csrc/")}  # fmt: skip
     for function, (week, task, file) in _library.EXERCISES.items():
         found = regions.get((task, file))
         assert found == week, f"{function}: no region of week {week}, task {task} in {file}"
-    exported = set(re.findall(r"\bint (s2c_cuda_\w+)\(", (CSRC / "s2c_cuda.h").read_text()))
+    exported = set(re.findall(r"\bint (s2c_\w+)\(", (CSRC / "s2c_cuda.h").read_text()))
     assert set(_library.EXERCISES) <= exported
 
 
@@ -170,7 +170,7 @@ def test_the_workspace_stubs_compile_and_each_names_its_week_and_task(tmp_path):
     lib = library.library()
     for function, (week, task, file) in library.EXERCISES.items():
         # Every stub returns before its first CUDA call: pointers NULL, every size 1.
-        kinds = [argument.kind for argument in library._ffi.typeof(getattr(lib, function)).args]
+        kinds = [argument.kind for argument in library.ffi.typeof(getattr(lib, function)).args]
         args = [None if kind == "pointer" else 1 for kind in kinds]
         expected = rf"^week {week}, task {task}: not implemented yet \(stage4_cuda/csrc/{file}"
         with pytest.raises(NotImplementedError, match=expected):
@@ -278,6 +278,46 @@ def test_labels_of_another_integer_type_are_refused(gpu, rng):
     labels = cuda.to_device(np.array([0, 1, 2, 0], np.int32))
     with pytest.raises(TypeError, match="cross_entropy_loss: labels must hold int64 values"):
         gpu.cross_entropy_loss(logits, labels)
+
+
+# --- recorded steps and CUDA graphs ---------------------------------------------------------------
+
+
+def _trained_parameters(tier, data, recipe, **steps):
+    """The parameters of LeNet-5 after one epoch of `recipe` on `data`, trained on `tier` by nn's
+    trainer with `steps` (recorded, graph)."""
+    from nn.models import build_model
+    from nn.trainer import Trainer
+
+    model = build_model("lenet5", data.input_shape, data.num_classes).build(tier, recipe.seed)
+    trainer = Trainer(model, data, recipe, "/nonexistent", progress_bar=False, **steps)
+    trainer.train_epoch()
+    return {name: tier.to_numpy(param.value) for name, param in model.parameters().items()}
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["recorded", "graph"])
+def test_recorded_steps_train_exactly_as_op_by_op(gpu, graph):
+    # The same kernels on the same batches in the same order: identical weights, bit for bit,
+    # with a learning rate that changes at every step (cosine) and shifted images, and a last
+    # batch of another size (100 examples in batches of 32: a recording for 32, one for 4).
+    from nn.data import load_data
+    from nn.recipes import Recipe
+
+    recipe = Recipe(epochs=1, batch_size=32, optimizer="nesterov", lr=0.05, schedule="cosine",
+                    shift=1, val_size=0, seed=7)  # fmt: skip
+    data = load_data("mnist", val_size=0, train_size=100)
+    expected = _trained_parameters(gpu, data, recipe, recorded=False)
+    received = _trained_parameters(gpu, data, recipe, graph=graph)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(received[name], value, err_msg=name)
+
+
+def test_a_step_that_launches_another_kernel_is_refused_while_recording(gpu, rng):
+    from stage4_cuda import numba_impl
+
+    x = gpu.from_numpy(inputs.normal(rng, (4, 4)))
+    with pytest.raises(RuntimeError, match="not a function of the nvcc library"):
+        gpu.record_step(lambda: numba_impl.sum_rows(x))
 
 
 # --- the memory-bound kernels' paths (on a GPU) ------------------------------------------------

@@ -1,8 +1,8 @@
 /* s2c_cuda.h -- every function the nvcc variant's library exports, in C.
  *
  * Pointers are device pointers (float32 data, int64 labels); sizes are int64 element counts. Each
- * function launches its kernels on the default stream and returns a status (common.h) without
- * waiting for them. The wrapper (stage4_cuda/nvcc_impl/_library.py) reads this file as cffi's
+ * function launches its kernels on the calling thread's default stream (graph.cu says why) and
+ * returns a status (common.h) without waiting for them. The wrapper (stage4_cuda/nvcc_impl/_library.py) reads this file as cffi's
  * declarations, skipping the preprocessor lines and the C++ guard: one list of functions, not two.
  * The ops follow grader/CONTRACT.md; the Python wrappers give their shapes. */
 #ifndef S2C_CUDA_H
@@ -48,6 +48,20 @@ int s2c_cuda_bias_relu(const float *x, const float *bias, float *y, int64_t rows
 int s2c_cuda_matmul(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
 int s2c_cuda_gemm(const float *a, const float *b, const float *bias, float *c, int64_t n,
                   int64_t k, int64_t m, int transpose_a, int transpose_b);
+
+/* sgemm/: the SGEMM ladder (week 16), rungs 1-8: c [n, m] = a [n, k] @ b [k, m], any sizes
+ * (sgemm/README.md); nvcc_impl's matmul(a, b, kernel=...) runs one of them */
+int s2c_sgemm_naive(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+int s2c_sgemm_coalesced(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+int s2c_sgemm_shared_tiles(const float *a, const float *b, float *c, int64_t n, int64_t k,
+                           int64_t m);
+int s2c_sgemm_register_1d(const float *a, const float *b, float *c, int64_t n, int64_t k,
+                          int64_t m);
+int s2c_sgemm_register_2d(const float *a, const float *b, float *c, int64_t n, int64_t k,
+                          int64_t m);
+int s2c_sgemm_vectorized(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+int s2c_sgemm_warp_tiles(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+int s2c_sgemm_cp_async(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
 
 /* dense.cu: x [n, in], w [out, in], b [out] */
 int s2c_cuda_linear_forward(const float *x, const float *w, const float *b, float *y, int64_t n,
@@ -137,6 +151,25 @@ int s2c_cuda_batchnorm_backward(const float *dy, const float *x, const float *ga
                                 const float *mean, const float *invstd, float *dx, float *dgamma,
                                 float *dbeta, double *partials, int64_t n, int64_t channels,
                                 int64_t length);
+
+/* device_data.cu: the device-data hooks (not ops of the contract; indices already checked) */
+int s2c_cuda_take(const float *x, const int64_t *indices, float *y, int64_t count,
+                  int64_t row_size);
+int s2c_cuda_take_int64(const int64_t *x, const int64_t *indices, int64_t *y, int64_t count,
+                        int64_t row_size);
+int s2c_cuda_shift_images(const float *x, const int64_t *rows, const int64_t *cols,
+                          const float *fill, float *y, int64_t images, int64_t channels,
+                          int64_t height, int64_t width, int64_t max_shift);
+int s2c_cuda_correct_count(const float *logits, const int64_t *labels, float *count, int64_t rows,
+                           int64_t cols);
+
+/* graph.cu: capture this thread's launches into a CUDA graph, run it, and a device-to-device copy
+ * in stream order */
+int s2c_cuda_capture_begin(void);
+int s2c_cuda_capture_end(void **graph_exec);
+int s2c_cuda_graph_launch(void *graph_exec);
+int s2c_cuda_graph_destroy(void *graph_exec);
+int s2c_cuda_copy(void *destination, const void *source, int64_t bytes);
 
 #ifdef __cplusplus
 }
