@@ -54,6 +54,40 @@ static inline __device__ int64_t channel_of(int64_t i, int64_t channels, int64_t
     return run - index_div(run, channels) * channels;
 }
 
+/* Where unit e (of WIDTH floats) of channel c's values starts in x: in sample e / units, unit
+ * e % units of its run (units = length / WIDTH a run). */
+static inline __device__ int64_t unit_offset(int64_t e, int64_t units, int64_t width,
+                                             int64_t channels, int64_t c, int64_t length)
+{
+    int64_t sample = index_div(e, units);
+    return (sample * channels + c) * length + (e - sample * units) * width;
+}
+
+/* Level 1's end: partials[c][block] = (first, second), each summed over the block's threads
+ * (every thread calls it: block_sum has barriers). */
+static inline __device__ void store_block_sums(double *partials, int64_t c, double first,
+                                               double second)
+{
+    first = block_sum(first);
+    second = block_sum(second);
+    if (threadIdx.x == 0) {
+        double *out = partials + 2 * (c * gridDim.y + blockIdx.y);
+        out[0] = first;
+        out[1] = second;
+    }
+}
+
+/* Level 2: (*first, *second) = the sums of channel c's `blocks` partial pairs, in order. */
+static inline __device__ void add_block_sums(const double *partials, int64_t c, int64_t blocks,
+                                             double *first, double *second)
+{
+    *first = *second = 0.0;
+    for (int64_t b = 0; b < blocks; b++) {
+        *first += partials[2 * (c * blocks + b)];
+        *second += partials[2 * (c * blocks + b) + 1];
+    }
+}
+
 template <int WIDTH>
 __global__ void statistics_sums_kernel(const float *x, double *partials, int64_t n,
                                        int64_t channels, int64_t length);
@@ -113,21 +147,14 @@ __global__ void statistics_sums_kernel(const float *x, double *partials, int64_t
 #pragma unroll 4 /* 4 loads in flight before their sums wait for them */
     for (int64_t e = blockIdx.y * (int64_t)blockDim.x + threadIdx.x; e < count;
          e += (int64_t)gridDim.y * blockDim.x) {
-        int64_t sample = index_div(e, units);
         float values[WIDTH];
-        load<WIDTH>(x + (sample * channels + c) * length + (e - sample * units) * WIDTH, values);
+        load<WIDTH>(x + unit_offset(e, units, WIDTH, channels, c, length), values);
         for (int v = 0; v < WIDTH; v++) {
             sum += values[v];
             squares += (double)values[v] * values[v];
         }
     }
-    sum = block_sum(sum);
-    squares = block_sum(squares);
-    if (threadIdx.x == 0) {
-        double *out = partials + 2 * (c * gridDim.y + blockIdx.y);
-        out[0] = sum;
-        out[1] = squares;
-    }
+    store_block_sums(partials, c, sum, squares);
 }
 
 /* Level 2, a thread per channel. Training: the batch mean and biased variance from the partial
@@ -141,11 +168,8 @@ __global__ void statistics_kernel(const double *partials, int64_t blocks, float 
     if (c >= channels) return;
     float m, var;
     if (training) {
-        double sum = 0.0, squares = 0.0;
-        for (int64_t b = 0; b < blocks; b++) {
-            sum += partials[2 * (c * blocks + b)];
-            squares += partials[2 * (c * blocks + b) + 1];
-        }
+        double sum, squares;
+        add_block_sums(partials, c, blocks, &sum, &squares);
         double batch_mean = sum / (double)count;
         double batch_var = squares / (double)count - batch_mean * batch_mean;
         m = (float)batch_mean;
@@ -220,8 +244,7 @@ __global__ void gradient_sums_kernel(const float *dy, const float *x, const floa
 #pragma unroll 4
     for (int64_t e = blockIdx.y * (int64_t)blockDim.x + threadIdx.x; e < count;
          e += (int64_t)gridDim.y * blockDim.x) {
-        int64_t sample = index_div(e, units);
-        int64_t at = (sample * channels + c) * length + (e - sample * units) * WIDTH;
+        int64_t at = unit_offset(e, units, WIDTH, channels, c, length);
         float gradients[WIDTH], values[WIDTH];
         load<WIDTH>(dy + at, gradients);
         load<WIDTH>(x + at, values);
@@ -230,13 +253,7 @@ __global__ void gradient_sums_kernel(const float *dy, const float *x, const floa
             sum_dy_xhat += gradients[v] * (values[v] - m) * s;
         }
     }
-    sum_dy = block_sum(sum_dy);
-    sum_dy_xhat = block_sum(sum_dy_xhat);
-    if (threadIdx.x == 0) {
-        double *out = partials + 2 * (c * gridDim.y + blockIdx.y);
-        out[0] = sum_dy;
-        out[1] = sum_dy_xhat;
-    }
+    store_block_sums(partials, c, sum_dy, sum_dy_xhat);
 }
 
 /* Level 2, a thread per channel: dbeta[c] and dgamma[c] from the partial sums, in order. */
@@ -245,11 +262,8 @@ __global__ void gradient_totals_kernel(const double *partials, int64_t blocks, f
 {
     int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (c >= channels) return;
-    double sum_dy = 0.0, sum_dy_xhat = 0.0;
-    for (int64_t b = 0; b < blocks; b++) {
-        sum_dy += partials[2 * (c * blocks + b)];
-        sum_dy_xhat += partials[2 * (c * blocks + b) + 1];
-    }
+    double sum_dy, sum_dy_xhat;
+    add_block_sums(partials, c, blocks, &sum_dy, &sum_dy_xhat);
     dbeta[c] = (float)sum_dy;
     dgamma[c] = (float)sum_dy_xhat;
 }

@@ -79,6 +79,25 @@ static inline __device__ void split(int64_t i, int64_t rows, int64_t cols, int64
     *row = flat_row - *plane * rows;
 }
 
+/* A backward thread's cell: its plane, its first input row and column (ch * stride, cw * stride),
+ * and the last window along each axis that can cover one of its inputs, min(ch, OH - 1) and
+ * min(cw, OW - 1) (a window starting after the cell's first row starts after its last). */
+template <typename Index>
+struct pool_cell {
+    int64_t plane;
+    Index top, left, last_oh, last_ow;
+};
+
+template <typename Index>
+static inline __device__ pool_cell<Index> cell_of(int64_t i, const pool_geometry &g)
+{
+    int64_t plane, ch, cw;
+    split(i, ceil_div(g.height, g.stride), ceil_div(g.width, g.stride), &plane, &ch, &cw);
+    return {plane, (Index)(ch * g.stride), (Index)(cw * g.stride),
+            (Index)(ch < g.out_height ? ch : g.out_height - 1),
+            (Index)(cw < g.out_width ? cw : g.out_width - 1)};
+}
+
 extern "C" int s2c_cuda_maxpool2d_forward(const float *x, float *y, int64_t *argmax,
                                           const pool_geometry *g)
 {
@@ -129,21 +148,17 @@ __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, 
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= cells(&g)) return;
-    int64_t plane, cell_row, cell_col;
-    split(i, ceil_div(g.height, g.stride), ceil_div(g.width, g.stride), &plane, &cell_row,
-          &cell_col);
-    const float *plane_dy = dy + plane * g.out_height * g.out_width;
-    const int64_t *plane_argmax = argmax + plane * g.out_height * g.out_width;
-    float *plane_dx = dx + plane * g.height * g.width;
+    pool_cell<Index> cell = cell_of<Index>(i, g);
+    int64_t windows = g.out_height * g.out_width;
+    const float *plane_dy = dy + cell.plane * windows;
+    const int64_t *plane_argmax = argmax + cell.plane * windows;
+    float *plane_dx = dx + cell.plane * g.height * g.width;
     Index height = g.height, width = g.width, out_width = g.out_width, k = g.k, s = g.stride;
-    Index ch = cell_row, cw = cell_col;
-    Index last_oh = ch < g.out_height ? ch : g.out_height - 1;
-    Index last_ow = cw < out_width ? cw : out_width - 1;
-    for (Index h = ch * s; h < (ch + 1) * s && h < height; h++)
-        for (Index w = cw * s; w < (cw + 1) * s && w < width; w++) {
+    for (Index h = cell.top; h < cell.top + s && h < height; h++)
+        for (Index w = cell.left; w < cell.left + s && w < width; w++) {
             float total = 0.0f;
-            for (Index oh = last_oh; oh >= 0 && oh * s + k > h; oh--)
-                for (Index ow = last_ow; ow >= 0 && ow * s + k > w; ow--) {
+            for (Index oh = cell.last_oh; oh >= 0 && oh * s + k > h; oh--)
+                for (Index ow = cell.last_ow; ow >= 0 && ow * s + k > w; ow--) {
                     Index window = oh * out_width + ow;
                     if (plane_argmax[window] == h * width + w) total += plane_dy[window];
                 }
@@ -185,20 +200,15 @@ template <typename Index>
 __global__ void avgpool_backward_kernel(const float *dy, float *dx, pool_geometry g) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= cells(&g)) return;
-    int64_t plane, cell_row, cell_col;
-    split(i, ceil_div(g.height, g.stride), ceil_div(g.width, g.stride), &plane, &cell_row,
-          &cell_col);
-    const float *plane_dy = dy + plane * g.out_height * g.out_width;
-    float *plane_dx = dx + plane * g.height * g.width;
+    pool_cell<Index> cell = cell_of<Index>(i, g);
+    const float *plane_dy = dy + cell.plane * g.out_height * g.out_width;
+    float *plane_dx = dx + cell.plane * g.height * g.width;
     Index height = g.height, width = g.width, out_width = g.out_width, k = g.k, s = g.stride;
-    Index ch = cell_row, cw = cell_col;
-    Index last_oh = ch < g.out_height ? ch : g.out_height - 1;
-    Index last_ow = cw < out_width ? cw : out_width - 1;
-    for (Index h = ch * s; h < (ch + 1) * s && h < height; h++)
-        for (Index w = cw * s; w < (cw + 1) * s && w < width; w++) {
+    for (Index h = cell.top; h < cell.top + s && h < height; h++)
+        for (Index w = cell.left; w < cell.left + s && w < width; w++) {
             float total = 0.0f;
-            for (Index oh = last_oh; oh >= 0 && oh * s + k > h; oh--)
-                for (Index ow = last_ow; ow >= 0 && ow * s + k > w; ow--)
+            for (Index oh = cell.last_oh; oh >= 0 && oh * s + k > h; oh--)
+                for (Index ow = cell.last_ow; ow >= 0 && ow * s + k > w; ow--)
                     total += plane_dy[oh * out_width + ow];
             plane_dx[h * width + w] = total / (float)(g.k * g.k);
         }
