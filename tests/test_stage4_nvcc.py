@@ -13,6 +13,7 @@ broadcasting, the transposed operands of the product, and the errors again.
 """
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -418,3 +419,27 @@ def test_the_fused_bias_relu_equals_add_then_relu(gpu, rng):
     wrong = gpu.from_numpy(np.ones(5, np.float32))
     with pytest.raises(ValueError, match=r"bias_relu: b must have shape \[M=12\] \(M: x's col"):
         gpu.bias_relu(gpu.from_numpy(x), wrong)
+
+
+# --- the memory benchmark's table (no GPU) -------------------------------------------------------
+
+
+def test_the_memory_benchmark_prints_the_table_of_a_record(tmp_path, capsys):
+    from grader.timing import Timing
+    from stage4_cuda import memory_bench
+
+    def row(op, seconds):  # 1 GB in `seconds`, against a copy of 2000 GB/s
+        return memory_bench._row(op, "[4096x4096]", 10**9, Timing(seconds, seconds, seconds,
+                                 seconds, seconds, 5, 1, 1e-5), 2e12)  # fmt: skip
+
+    epilogue = [row("add + relu (two ops)", 2e-3), row("bias_relu (fused)", 1e-3)]
+    record = {"device": "a GPU", "copy_bandwidth_gb_per_s": 2000.0, "target_of_copy": 0.9,
+              "command": "python -m stage4_cuda.memory_bench --write",
+              "rows": [row("relu", 1e-3)], "epilogue": epilogue}  # fmt: skip
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record))
+    assert memory_bench.main(["--table", str(path)]) == 0
+    page = capsys.readouterr().out
+    assert "# Memory-bound ops of the nvcc variant on a GPU" in page
+    assert "| relu | [4096x4096] | 1000.0 us | 1000 MB | 1000 | 50.0% |" in page
+    assert "The fused kernel takes 0.50x the two ops' time." in page
