@@ -4,8 +4,8 @@
  * A dense layer's output goes through a bias and an activation. Done as two ops, add then relu,
  * the [rows, cols] matrix crosses the memory bus four times (add reads x and writes the sum, relu
  * reads the sum and writes y): 16 bytes an element. Fused, it crosses twice (x read, y written: 8
- * bytes, the bias row staying in cache), so the fused kernel takes about half the time;
- * memory_bench.py times both. It is elementwise.cuh's zip with the bias as zip's broadcast row:
+ * bytes, the bias row staying in cache): half the traffic, so about half the time for a kernel
+ * bound by memory (memory_bench.py times both). It is elementwise.cuh's zip with the bias as zip's broadcast row:
  * one element function. y may be x (each element is read before it is written). */
 #include "elementwise.cuh"
 

@@ -3,10 +3,11 @@
  * memory bandwidth, like an elementwise op.
  *
  * Each step is an update of one parameter, written as a functor (sgd_update, ...), that
- * step_kernel applies to 4 parameters a thread: read as float4 (16-byte loads; one float4 a thread
- * fills the memory system, where one float a thread reached 2.5 TB/s for SGD of the H100's 3),
- * when every array is 16-byte aligned, else as floats. Each thread loads every value it needs
- * before it stores any: after a store to s[i] the compiler must load p[i] again (s might be p).
+ * step_kernel applies to 4 parameters a thread, read as float4 (16-byte loads) when every array
+ * is 16-byte aligned, else as floats: with one float a thread, SGD streamed 2.5 TB/s of the H100's
+ * 3.0 (its 12 bytes a thread too few in flight), and 4 a thread keep 4 times as many bytes in
+ * flight. Each thread loads every value it needs before it stores any: after a store to s[i] the
+ * compiler must load p[i] again (s might be p).
  * `weight_decay` adds weight_decay * p to g first. */
 #include "common.h"
 
