@@ -3,17 +3,18 @@
  * run per sample, C*L floats apart.
  *
  * Both directions reduce over each channel, then apply the per-channel result elementwise. The
- * reduction is two-level: BATCHNORM_BLOCKS blocks per channel each add their share of the
- * channel's values into one partial sum (in double), then one thread per channel adds its
- * partial sums in a fixed order. The first version gave each channel one block: 128 blocks for
+ * reduction is two-level: up to S2C_CUDA_BATCHNORM_BLOCKS (64) blocks per channel each add
+ * their share of the channel's values into one partial sum (in double), then one thread per
+ * channel adds its partial sums in a fixed order. The first version gave each channel one block: 128 blocks for
  * the 128 channels of [256, 128, 32, 32], about one per multiprocessor, too few loads in flight
  * to stream (229 GB/s, of 3000). The forward reads x twice (the sums, then y = ...) and writes y:
  * 12 bytes an element; the backward reads dy and x twice and writes dx: 20 bytes an element.
  *
  * The variance is E[x^2] - E[x]^2 from sums in double, in one pass over x: the subtraction loses
  * log2(mean^2 / var) of double's 53 bits, and the float32 result needs 24, so a mean up to about
- * 10^4 standard deviations from zero keeps full accuracy (a float32 sum would lose it all at
- * once, which is why float code makes a second pass over the squared deviations). */
+ * 20,000 standard deviations from zero keeps full accuracy. In float32 the same formula has no
+ * bits left at 4,000 (2^12), which is why float code makes a second pass over the squared
+ * deviations, reading x once more. */
 #include "reduce.cuh"
 
 #define SUM_THREADS 256
