@@ -39,6 +39,9 @@ int s2c_cuda_scale(const float *a, float *out, int64_t n, float s);
 int s2c_cuda_transpose(const float *a, float *out, int64_t rows, int64_t cols);
 int s2c_cuda_sum_rows(const float *x, float *out, int64_t rows, int64_t cols);
 
+/* epilogue.cu (an extra, not a contract op): y [rows, cols] = relu(x + bias), bias [cols] */
+int s2c_cuda_bias_relu(const float *x, const float *bias, float *y, int64_t rows, int64_t cols);
+
 /* matmul.cu: c [n, m] = op(a) @ op(b) (+ bias [m] on every row when bias is not NULL), where
  * op(a) is a [n, k], or a stored [k, n] and transposed when transpose_a; op(b) is b [k, m], or b
  * stored [m, k] when transpose_b */
@@ -66,11 +69,14 @@ int s2c_cuda_linear_forward(const float *x, const float *w, const float *b, floa
 int s2c_cuda_linear_backward(const float *x, const float *w, const float *dy, float *dx,
                              float *dw, float *db, int64_t n, int64_t in, int64_t out);
 
-/* losses.cu: a forward writes the mean into loss[0] (one float on the device), using `terms`
- * (one float per element or row) as scratch; labels are int64 and already checked in range */
-int s2c_cuda_mse_loss(const float *pred, const float *target, float *terms, float *loss, int64_t n);
+/* losses.cu: a forward writes the mean into loss[0] (one float on the device), using scratch:
+ * cross-entropy `terms` (one float per row), the others `partials` (S2C_CUDA_MEAN_BLOCKS
+ * doubles: the partial sums of a two-level mean); labels are int64 and already checked in range */
+enum { S2C_CUDA_MEAN_BLOCKS = 1024 };
+int s2c_cuda_mse_loss(const float *pred, const float *target, double *partials, float *loss,
+                      int64_t n);
 int s2c_cuda_mse_loss_backward(const float *pred, const float *target, float *grad, int64_t n);
-int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets, float *terms,
+int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets, double *partials,
                                   float *loss, int64_t n);
 int s2c_cuda_bce_with_logits_loss_backward(const float *logits, const float *targets, float *grad,
                                            int64_t n);
@@ -78,8 +84,8 @@ int s2c_cuda_cross_entropy_loss(const float *logits, const int64_t *labels, floa
                                 float *loss, int64_t rows, int64_t cols);
 int s2c_cuda_cross_entropy_loss_backward(const float *logits, const int64_t *labels, float *grad,
                                          int64_t rows, int64_t cols);
-int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin, float *terms,
-                        float *loss, int64_t rows, int64_t cols);
+int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin,
+                        double *partials, float *loss, int64_t rows, int64_t cols);
 int s2c_cuda_hinge_loss_backward(const float *scores, const int64_t *labels, float margin,
                                  float *grad, int64_t rows, int64_t cols);
 
@@ -133,14 +139,18 @@ int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, fl
                              const struct s2c_conv_geometry *g);
 
 /* norm.cu: x seen as [n, channels, length] (length = H*W, or 1 for [N, C]); per channel mean and
- * invstd (saved for the backward) and, in training, the running statistics updated in place */
+ * invstd (saved for the backward) and, in training, the running statistics updated in place.
+ * `partials` is scratch for 2 * S2C_CUDA_BATCHNORM_BLOCKS * channels doubles (the per-block sums
+ * of the two-level reductions); the forward reads it only in training (else it may be NULL). */
+enum { S2C_CUDA_BATCHNORM_BLOCKS = 64 };
 int s2c_cuda_batchnorm_forward(const float *x, const float *gamma, const float *beta,
                                float *running_mean, float *running_var, float *y, float *mean,
-                               float *invstd, int64_t n, int64_t channels, int64_t length,
-                               int training, float momentum, float eps);
+                               float *invstd, double *partials, int64_t n, int64_t channels,
+                               int64_t length, int training, float momentum, float eps);
 int s2c_cuda_batchnorm_backward(const float *dy, const float *x, const float *gamma,
                                 const float *mean, const float *invstd, float *dx, float *dgamma,
-                                float *dbeta, int64_t n, int64_t channels, int64_t length);
+                                float *dbeta, double *partials, int64_t n, int64_t channels,
+                                int64_t length);
 
 /* device_data.cu: the device-data hooks (not ops of the contract; indices already checked) */
 int s2c_cuda_take(const float *x, const int64_t *indices, float *y, int64_t count,

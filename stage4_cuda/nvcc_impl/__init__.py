@@ -41,6 +41,7 @@ from .activations import (
 from .conv import col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
 from .device_data import correct_count, shift_images, take
+from .epilogue import bias_relu
 from .init import he_normal, xavier_uniform
 from .linalg import MATMUL_KERNELS, add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
@@ -94,6 +95,7 @@ __all__ = [
     "batchnorm_forward",
     "bce_with_logits_loss",
     "bce_with_logits_loss_backward",
+    "bias_relu",
     "capture_graph",
     "col2im",
     "conv2d_backward",

@@ -96,8 +96,13 @@ CALLS = {
         "task map in elementwise.cuh"),
     **dict.fromkeys(
         ["s2c_cuda_relu_backward", "s2c_cuda_leaky_relu_backward", "s2c_cuda_sigmoid_backward",
-         "s2c_cuda_tanh_backward", "s2c_cuda_add", "s2c_cuda_mul"],
+         "s2c_cuda_tanh_backward", "s2c_cuda_add", "s2c_cuda_mul", "s2c_cuda_mse_loss_backward",
+         "s2c_cuda_bce_with_logits_loss_backward", "s2c_cuda_dropout_backward"],
         "task zip in elementwise.cuh"),
+    **dict.fromkeys(
+        ["s2c_cuda_sgd_step", "s2c_cuda_momentum_step", "s2c_cuda_rmsprop_step",
+         "s2c_cuda_adam_step"],
+        "task step in optim.cu"),
     "s2c_cuda_linear_forward": "task matmul in matmul.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
     "s2c_cuda_conv2d_forward": "tasks im2col in conv.cu and matmul in matmul.cu",
