@@ -1,9 +1,9 @@
 """Stage 4, nvcc variant: the memory-bound kernels (pooling, dropout, the epilogue, the losses,
-batchnorm, the optimizer steps) run on the CPU, through the emulation of CUDA in
-tests/cuda_emulation/ (a block's threads are real threads, __syncthreads a barrier, warp shuffles
-a barrier of the warp's 32 threads: warp_shuffle.h), against stage 2. No GPU needed: this checks
-what the kernels compute (indices, edges, the float4 and scalar paths, the two-level reductions),
-not their speed, which tests/test_stage4_nvcc.py and memory_bench.py measure on a GPU.
+batchnorm, the optimizer steps) and the device-data hooks run on the CPU, through the emulation of
+CUDA in tests/cuda_emulation/ (a block's threads are real threads, __syncthreads a barrier, warp
+shuffles a barrier of the warp's 32 threads: warp_shuffle.h), against stage 2. No GPU needed: this
+checks what the kernels compute (indices, edges, the float4 and scalar paths, the two-level
+reductions), not their speed, which tests/test_stage4_nvcc.py and memory_bench.py measure on a GPU.
 
 The sources are compiled by g++ into a shared library whose exported functions take host
 pointers (the emulation's "device" memory is the host's), called through ctypes."""
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 CSRC = REPO / "stage4_cuda" / "csrc"
 EMULATION = REPO / "tests" / "cuda_emulation"
 SOURCES = ["pooling.cu", "dropout.cu", "epilogue.cu", "losses.cu", "norm.cu", "optim.cu",
-           "errors.cu"]  # fmt: skip
+           "device_data.cu", "errors.cu"]  # fmt: skip
 # `kernel<<<grid, block>>>(arguments)` -> `emulate::Launch(grid, block).run(kernel, arguments)`
 LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
 
@@ -40,6 +40,8 @@ SIGNATURES = {
     "batchnorm_backward": [V] * 9 + [I64, I64, I64],
     "sgd_step": [V, V, I64, F32, F32], "momentum_step": [V, V, V, I64, F32, F32, ctypes.c_int, F32],
     "rmsprop_step": [V, V, V, I64, F32, F32, F32, F32], "adam_step": [V, V, V, V, I64] + [F32] * 7,
+    "take": [V, V, V, I64, I64], "take_int64": [V, V, V, I64, I64],
+    "shift_images": [V] * 5 + [I64] * 5, "correct_count": [V, V, V, I64, I64],
 }  # fmt: skip
 
 
@@ -209,3 +211,39 @@ def test_the_optimizer_steps_four_parameters_a_thread(lib, rng, size):
         getattr(reference, name)(theirs[0], g.copy(), *theirs[1:], *reference_scalars)
         for got, want in zip(ours, theirs, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_take_gathers_rows_of_floats_and_of_labels(lib, rng):
+    x = rng.standard_normal((10, 3, 4)).astype(np.float32)
+    labels = rng.integers(0, 10, 10)
+    indices = rng.integers(0, 10, 7)
+    y, taken = empty((7, 3, 4)), empty(7, np.int64)
+    call(lib, "take", x, indices, y, 7, 12)
+    call(lib, "take_int64", labels, indices, taken, 7, 1)
+    np.testing.assert_array_equal(y, x[indices])
+    np.testing.assert_array_equal(taken, labels[indices])
+
+
+def test_shift_images_moves_each_image_by_its_offset(lib, rng):
+    n, c, h, w, shift = 5, 2, 6, 7, 2
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    rows, cols = rng.integers(0, 2 * shift + 1, n), rng.integers(0, 2 * shift + 1, n)
+    fill = np.array([-1.5, 2.5], np.float32)
+    y = empty(x.shape)
+    call(lib, "shift_images", x, rows, cols, fill, y, n, c, h, w, shift)
+    # nn/augment.random_shift's rule: pad by `shift` with the fill, crop at (rows[n], cols[n])
+    padded = np.broadcast_to(fill[None, :, None, None], (n, c, h + 2 * shift, w + 2 * shift)).copy()
+    padded[:, :, shift : shift + h, shift : shift + w] = x
+    expected = np.stack([padded[i, :, rows[i] : rows[i] + h, cols[i] : cols[i] + w]
+                         for i in range(n)])  # fmt: skip
+    np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize("rows, cols", [(1000, 10), (3, 1)])  # rows past the block; one logit
+def test_correct_count(lib, rng, rows, cols):
+    logits = rng.integers(-2, 3, (rows, cols)).astype(np.float32)  # ties: the first highest wins
+    labels = rng.integers(0, max(cols, 2), rows)
+    count = empty(1)
+    call(lib, "correct_count", logits, labels, count, rows, cols)
+    predicted = (logits[:, 0] > 0).astype(np.int64) if cols == 1 else logits.argmax(axis=1)
+    assert count[0] == (predicted == labels).sum()
