@@ -6,7 +6,7 @@
 #include "reduce.cuh"
 
 #define LOSS_THREADS 256 /* elementwise terms and gradients */
-#define ROW_THREADS 128  /* a block per row (cross-entropy, hinge) */
+#define ROW_THREADS 128  /* a block per row (hinge) */
 
 /* loss[0] = the mean of terms[0..n), in double: one block striding over the terms, then a tree. */
 __global__ void mean_kernel(const float *terms, float *loss, int64_t n) {
@@ -29,24 +29,10 @@ static inline __device__ float stable_sigmoid(float z) {
     return z >= 0.0f ? positive : e * positive;
 }
 
-/* (maximum, log-sum-exp) of row x[0..cols), reduced over the block; every thread gets them. */
-static inline __device__ float row_logsumexp(const float *x, int64_t cols) {
-    float top = -INFINITY;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) top = nan_max(top, x[j]);
-    top = block_max(top);
-    float total = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += expf(x[j] - top);
-    return top + logf(block_sum(total));
-}
-
 __global__ void mse_terms_kernel(const float *pred, const float *target, float *terms, int64_t n);
 __global__ void mse_backward_kernel(const float *pred, const float *target, float *grad, int64_t n);
 __global__ void bce_terms_kernel(const float *z, const float *t, float *terms, int64_t n);
 __global__ void bce_backward_kernel(const float *z, const float *t, float *grad, int64_t n);
-__global__ void cross_entropy_terms_kernel(const float *logits, const int64_t *labels, float *terms,
-                                           int64_t cols);
-__global__ void cross_entropy_backward_kernel(const float *logits, const int64_t *labels,
-                                              float *grad, int64_t rows, int64_t cols);
 __global__ void hinge_terms_kernel(const float *scores, const int64_t *labels, float margin,
                                    float *terms, int64_t cols);
 __global__ void hinge_backward_kernel(const float *scores, const int64_t *labels, float margin,
@@ -123,45 +109,20 @@ __global__ void bce_backward_kernel(const float *z, const float *t, float *grad,
     // END SOLUTION
 }
 
+/* Cross-entropy: rung 5 of the softmax ladder (softmax/05_cross_entropy.cu) computes each row's
+ * term and, when grad is not NULL, the gradient (softmax(logits) - one_hot(labels)) / rows in the
+ * same passes over the logits; the forward then adds the terms into the mean. */
 extern "C" int s2c_cuda_cross_entropy_loss(const float *logits, const int64_t *labels, float *terms,
-                                           float *loss, int64_t rows, int64_t cols)
+                                           float *loss, float *grad, int64_t rows, int64_t cols)
 {
-    // BEGIN SOLUTION week 14, task cross_entropy_loss
-    cross_entropy_terms_kernel<<<rows, ROW_THREADS>>>(logits, labels, terms, cols);
-    LAUNCH_CHECK("cross_entropy_terms_kernel");
-    return launch_mean(terms, loss, rows);
-}
-
-/* terms[row] = log-sum-exp(logits[row]) - logits[row][label]: a block per row. */
-__global__ void cross_entropy_terms_kernel(const float *logits, const int64_t *labels, float *terms,
-                                           int64_t cols)
-{
-    const float *row = logits + blockIdx.x * cols;
-    float lse = row_logsumexp(row, cols);
-    if (threadIdx.x == 0) terms[blockIdx.x] = lse - row[labels[blockIdx.x]];
-    // END SOLUTION
+    int status = s2c_cuda_softmax_cross_entropy(logits, labels, terms, grad, rows, cols);
+    return status == S2C_CUDA_OK ? launch_mean(terms, loss, rows) : status;
 }
 
 extern "C" int s2c_cuda_cross_entropy_loss_backward(const float *logits, const int64_t *labels,
                                                     float *grad, int64_t rows, int64_t cols)
 {
-    // BEGIN SOLUTION week 14, task cross_entropy_loss_backward
-    cross_entropy_backward_kernel<<<rows, ROW_THREADS>>>(logits, labels, grad, rows, cols);
-    LAUNCH_CHECK("cross_entropy_backward_kernel");
-    return S2C_CUDA_OK;
-}
-
-/* (softmax(logits) - one_hot(labels)) / rows, a block per row. */
-__global__ void cross_entropy_backward_kernel(const float *logits, const int64_t *labels,
-                                              float *grad, int64_t rows, int64_t cols)
-{
-    int64_t offset = blockIdx.x * cols, label = labels[blockIdx.x];
-    float lse = row_logsumexp(logits + offset, cols);
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-        float hot = j == label ? 1.0f : 0.0f;
-        grad[offset + j] = (expf(logits[offset + j] - lse) - hot) / (float)rows;
-    }
-    // END SOLUTION
+    return s2c_cuda_softmax_cross_entropy(logits, labels, NULL, grad, rows, cols);
 }
 
 extern "C" int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin,

@@ -25,6 +25,7 @@ from ..numba_impl import DeviceScalar, empty, from_numpy, synchronize, to_numpy
 from ..numba_impl._device import SIMULATOR
 from . import _library
 from .activations import (
+    SOFTMAX_KERNELS,
     leaky_relu,
     leaky_relu_backward,
     log_softmax,
@@ -46,6 +47,7 @@ from .losses import (
     bce_with_logits_loss,
     bce_with_logits_loss_backward,
     cross_entropy_loss,
+    cross_entropy_loss_and_grad,
     cross_entropy_loss_backward,
     hinge_loss,
     hinge_loss_backward,
@@ -81,6 +83,7 @@ def available():
 
 __all__ = [
     "NAME",
+    "SOFTMAX_KERNELS",
     "DeviceScalar",
     "adam_step",
     "add",
@@ -95,6 +98,7 @@ __all__ = [
     "conv2d_backward",
     "conv2d_forward",
     "cross_entropy_loss",
+    "cross_entropy_loss_and_grad",
     "cross_entropy_loss_backward",
     "dropout_backward",
     "dropout_forward",
