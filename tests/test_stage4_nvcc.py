@@ -247,7 +247,7 @@ def test_matmul_across_tile_edges(gpu, rng, n, k, m):
     assert_close("matmul", received, expected, args)
 
 
-# --- the softmax ladder (csrc/softmax/) -------------------------------------------------------------
+# --- the softmax ladder (csrc/softmax/) -----------------------------------------------------------
 
 # One column, rows shorter than a warp, odd lengths (rows starting at every offset from a 16-byte
 # boundary: the float4 path's head and tail), rows longer than a 1024-thread block's float4s.

@@ -134,9 +134,12 @@ static inline __device__ RowSplit split_row(const float *row, int64_t cols)
 }
 
 /* visit(j, value) for every element j of the row that this thread owns: the block's threads
- * stride over the row's float4s, and over the few floats before and after them. Reads go
- * through the read-only cache (__ldg), `LastUse` reads marked evict-first (__ldcs): a second
- * pass over the row is its last, and the lines it leaves in L2 serve no one. */
+ * stride over the row's float4s, and over the few floats before and after them. Each thread loads
+ * LOADS_IN_FLIGHT float4s before it visits the first, so that many loads wait on device memory at
+ * once (its latency is hidden by bytes in flight, not by threads alone). Reads go through the
+ * read-only cache (__ldg), `LastUse` reads are marked evict-first (__ldcs): a second pass over the
+ * row is its last, and the lines it leaves in L2 serve no one. */
+#define LOADS_IN_FLIGHT 4
 template <bool LastUse, typename Visit>
 __device__ void for_each_in_row(const float *row, int64_t cols, Visit visit)
 {
@@ -144,7 +147,22 @@ __device__ void for_each_in_row(const float *row, int64_t cols, Visit visit)
     const float4 *quads = (const float4 *)(row + split.head);
     for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
         visit(j, LastUse ? __ldcs(row + j) : __ldg(row + j));
-    for (int64_t q = threadIdx.x; q < split.quads; q += blockDim.x) {
+    int64_t q = threadIdx.x, stride = blockDim.x;
+    for (; q + (LOADS_IN_FLIGHT - 1) * stride < split.quads; q += LOADS_IN_FLIGHT * stride) {
+        float4 v[LOADS_IN_FLIGHT];
+#pragma unroll
+        for (int k = 0; k < LOADS_IN_FLIGHT; k++)
+            v[k] = LastUse ? __ldcs(quads + q + k * stride) : __ldg(quads + q + k * stride);
+#pragma unroll
+        for (int k = 0; k < LOADS_IN_FLIGHT; k++) {
+            int64_t j = split.head + 4 * (q + k * stride);
+            visit(j, v[k].x);
+            visit(j + 1, v[k].y);
+            visit(j + 2, v[k].z);
+            visit(j + 3, v[k].w);
+        }
+    }
+    for (; q < split.quads; q += stride) {
         float4 v = LastUse ? __ldcs(quads + q) : __ldg(quads + q);
         int64_t j = split.head + 4 * q;
         visit(j, v.x);
@@ -174,6 +192,7 @@ __device__ void map_row(const float *row, float *out, int64_t cols, F f)
     float4 *out4 = (float4 *)(out + split.head);
     for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
         __stcs(out + j, f(j, __ldcs(row + j)));
+#pragma unroll 4
     for (int64_t q = threadIdx.x; q < split.quads; q += blockDim.x) {
         float4 v = __ldcs(in4 + q);
         int64_t j = split.head + 4 * q;
