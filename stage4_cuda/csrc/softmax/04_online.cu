@@ -42,7 +42,7 @@ softmax_online_kernel(const float *x, float *y, int64_t cols, int log)
 {
     const float *row = x + blockIdx.x * cols;
     RowStats stats = {-INFINITY, 0.0f};
-    for_each_in_row<false>(row, cols, [&](int64_t, float value) { stats_add(stats, value); });
+    for_each_in_row(row, cols, [&](int64_t, float value) { stats_add(stats, value); });
     stats = block_stats(stats);
     float top = stats.max, inverse = 1.0f / stats.sum, log_total = logf(stats.sum);
     float *out = y + blockIdx.x * cols;

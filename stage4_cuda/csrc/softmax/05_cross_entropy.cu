@@ -44,7 +44,7 @@ softmax_cross_entropy_kernel(const float *logits, const int64_t *labels, float *
     const float *row = logits + blockIdx.x * cols;
     int64_t label = labels[blockIdx.x];
     RowStats stats = {-INFINITY, 0.0f};
-    for_each_in_row<false>(row, cols, [&](int64_t, float value) { stats_add(stats, value); });
+    for_each_in_row(row, cols, [&](int64_t, float value) { stats_add(stats, value); });
     stats = block_stats(stats);
     float log_sum_exp = stats.max + logf(stats.sum);
     if (terms != NULL && threadIdx.x == 0)

@@ -87,8 +87,10 @@ __device__ inline void stats_add(RowStats &stats, float x)
 __device__ inline void stats_merge(RowStats &stats, RowStats other)
 {
     float top = nan_max(stats.max, other.max);
-    if (top == -INFINITY) /* both empty (or only -inf): the sums are 0 */
+    if (top == -INFINITY) { /* both empty or only -inf: sums of 0, or NaN if a NaN was added */
+        stats.sum += other.sum;
         return;
+    }
     float mine = stats.max == top ? 1.0f : expf(stats.max - top);
     float theirs = other.max == top ? 1.0f : expf(other.max - top);
     stats = {top, stats.sum * mine + other.sum * theirs};
@@ -137,22 +139,21 @@ static inline __device__ RowSplit split_row(const float *row, int64_t cols)
  * stride over the row's float4s, and over the few floats before and after them. Each thread loads
  * LOADS_IN_FLIGHT float4s before it visits the first, so that many loads wait on device memory at
  * once (its latency is hidden by bytes in flight, not by threads alone). Reads go through the
- * read-only cache (__ldg), `LastUse` reads are marked evict-first (__ldcs): a second pass over the
- * row is its last, and the lines it leaves in L2 serve no one. */
+ * read-only cache (__ldg), and leave the row in L2 for a second pass. */
 #define LOADS_IN_FLIGHT 4
-template <bool LastUse, typename Visit>
+template <typename Visit>
 __device__ void for_each_in_row(const float *row, int64_t cols, Visit visit)
 {
     RowSplit split = split_row(row, cols);
     const float4 *quads = (const float4 *)(row + split.head);
     for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
-        visit(j, LastUse ? __ldcs(row + j) : __ldg(row + j));
+        visit(j, __ldg(row + j));
     int64_t q = threadIdx.x, stride = blockDim.x;
     for (; q + (LOADS_IN_FLIGHT - 1) * stride < split.quads; q += LOADS_IN_FLIGHT * stride) {
         float4 v[LOADS_IN_FLIGHT];
 #pragma unroll
         for (int k = 0; k < LOADS_IN_FLIGHT; k++)
-            v[k] = LastUse ? __ldcs(quads + q + k * stride) : __ldg(quads + q + k * stride);
+            v[k] = __ldg(quads + q + k * stride);
 #pragma unroll
         for (int k = 0; k < LOADS_IN_FLIGHT; k++) {
             int64_t j = split.head + 4 * (q + k * stride);
@@ -163,7 +164,7 @@ __device__ void for_each_in_row(const float *row, int64_t cols, Visit visit)
         }
     }
     for (; q < split.quads; q += stride) {
-        float4 v = LastUse ? __ldcs(quads + q) : __ldg(quads + q);
+        float4 v = __ldg(quads + q);
         int64_t j = split.head + 4 * q;
         visit(j, v.x);
         visit(j + 1, v.y);
@@ -172,7 +173,7 @@ __device__ void for_each_in_row(const float *row, int64_t cols, Visit visit)
     }
     int64_t rest = split.head + 4 * split.quads;
     for (int64_t j = rest + threadIdx.x; j < cols; j += blockDim.x)
-        visit(j, LastUse ? __ldcs(row + j) : __ldg(row + j));
+        visit(j, __ldg(row + j));
 }
 
 /* out[j] = f(j, row[j]) over a row, 16 bytes at a time where `out` has the same alignment as
