@@ -29,7 +29,7 @@ extern "C" int s2c_cuda_softmax_cross_entropy(const float *logits, const int64_t
 {
     if (rows == 0)
         return S2C_CUDA_OK;
-    // BEGIN SOLUTION week 14, task softmax_cross_entropy
+    // BEGIN SOLUTION week 14, task cross_entropy_loss
     softmax_cross_entropy_kernel<<<rows, online_threads(cols)>>>(logits, labels, terms, grad, rows,
                                                                   cols);
     LAUNCH_CHECK("softmax_cross_entropy_kernel");
