@@ -1,11 +1,12 @@
 """The softmax ladder in CUDA C (stage4_cuda/csrc/softmax/), checked without a GPU.
 
 Every rung (softmax and log_softmax) and the fused cross-entropy compute the right values on a CPU
-emulation of CUDA (tests/cuda_emulation/: a block's threads are real threads, __syncthreads and a
-warp's shuffles barriers), for rows at every offset from a 16-byte boundary, logits of 1e3, NaN
-and -inf in a row, and inputs apart from the outputs' alignment (softmax_harness.cpp). Each rung
-file says what it changes and the command that times it. Speed needs a GPU:
-`python -m stage4_cuda.softmax_bench` checks each rung there and times it beside a copy.
+emulation of CUDA (tests/cuda_emulation/: a block's threads are real threads, __syncthreads a
+barrier, a warp's shuffles another: warp_shuffle.h), for rows at every offset from a 16-byte
+boundary, logits of 1e3, NaN and -inf in a row, and inputs apart from the outputs' alignment
+(softmax_harness.cpp). Each rung file says what it changes and the command that times it. Speed
+needs a GPU: `python -m stage4_cuda.softmax_bench` checks each rung there and times it beside a
+copy.
 """
 
 import re
@@ -41,7 +42,8 @@ def test_every_rung_computes_softmax_and_the_cross_entropy_on_a_cpu_emulation(tm
         (tmp_path / path.name).write_text(emulated)
     assert "<<<" not in "".join(p.read_text() for p in tmp_path.glob("*.cu"))
     command = ["g++", "-std=c++20", "-O1", "-pthread", "-I", EMULATION, "-I", SOFTMAX_DIR]
-    command += ["-I", SOFTMAX_DIR.parent, "-x", "c++", *sorted(tmp_path.glob("*.cu"))]
+    command += ["-I", SOFTMAX_DIR.parent, "-include", "math.h", "-include", "cuda_runtime.h"]
+    command += ["-include", "warp_shuffle.h", "-x", "c++", *sorted(tmp_path.glob("*.cu"))]
     command += [SOFTMAX_DIR.parent / "errors.cu", EMULATION / "softmax_harness.cpp"]
     built = subprocess.run([*command, "-o", tmp_path / "harness"], capture_output=True,
                            text=True, timeout=600)  # fmt: skip

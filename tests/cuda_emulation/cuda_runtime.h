@@ -5,19 +5,15 @@
  * kernel, args)`). A launch runs its blocks one after the other; a block runs as blockDim real
  * threads, so `__syncthreads()` is a std::barrier and a missing barrier can show up as a wrong
  * result. `static` stands for `__shared__`: the blocks of a launch share nothing at the same time.
- * Code under `#if __CUDA_ARCH__ >= 800` (cp.async) is not compiled: its fallback path is.
- * tests/test_softmax_cuda.py runs the softmax ladder the same way: a warp's 32 threads exchange
- * values for __shfl_xor_sync through slots and a barrier of their own. */
+ * Code under `#if __CUDA_ARCH__ >= 800` (cp.async) is not compiled: its fallback path is. */
 #ifndef S2C_CUDA_EMULATION_H
 #define S2C_CUDA_EMULATION_H
 
 #include <barrier>
 #include <chrono>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <memory>
 #include <thread>
 #include <vector>
 
@@ -50,9 +46,6 @@ typedef void *cudaStream_t;
 
 namespace emulate {
 inline thread_local std::barrier<> *block_barrier;
-inline thread_local std::barrier<> *warp_barrier; /* the 32 threads of this thread's warp */
-inline thread_local double *warp_slots;          /* a value per lane, for the shuffles */
-inline thread_local unsigned lane;
 inline std::vector<float4> dynamic_memory;
 inline float *dynamic_shared() { return (float *)dynamic_memory.data(); }
 
@@ -71,11 +64,6 @@ struct Launch {
             for (unsigned by = 0; by < grid.y; by++)
                 for (unsigned bx = 0; bx < grid.x; bx++) {
                     std::barrier<> barrier(threads);
-                    std::vector<std::unique_ptr<std::barrier<>>> warps;
-                    for (unsigned first = 0; first < threads; first += 32)
-                        warps.push_back(std::make_unique<std::barrier<>>(
-                            threads - first < 32 ? threads - first : 32));
-                    std::vector<double> slots(32 * warps.size());
                     std::vector<std::thread> team;
                     for (unsigned t = 0; t < threads; t++)
                         team.emplace_back([&, t] {
@@ -85,12 +73,8 @@ struct Launch {
                             blockDim = block;
                             gridDim = grid;
                             block_barrier = &barrier;
-                            warp_barrier = warps[t / 32].get();
-                            warp_slots = &slots[32 * (t / 32)];
-                            lane = t % 32;
                             kernel(arguments...);
                             barrier.arrive_and_drop(); /* an exited thread waits for no one */
-                            warp_barrier->arrive_and_drop();
                         });
                     for (std::thread &member : team)
                         member.join();
@@ -101,18 +85,8 @@ struct Launch {
 
 inline void __syncthreads(void) { emulate::block_barrier->arrive_and_wait(); }
 
-/* `value` of lane (this lane ^ lane_mask): each lane posts its value, the warp waits, each reads
- * its partner's, the warp waits again (before a next shuffle overwrites the slots). */
-template <class T> T __shfl_xor_sync(unsigned, T value, int lane_mask)
-{
-    emulate::warp_slots[emulate::lane] = (double)value;
-    emulate::warp_barrier->arrive_and_wait();
-    T partner = (T)emulate::warp_slots[emulate::lane ^ (unsigned)lane_mask];
-    emulate::warp_barrier->arrive_and_wait();
-    return partner;
-}
-
-/* Loads through the read-only or streaming cache, and streaming stores: plain accesses here. */
+/* Loads through the read-only or the streaming cache, and streaming stores: plain accesses here
+ * (the softmax ladder's, tests/test_softmax_cuda.py). */
 template <class T> T __ldg(const T *pointer) { return *pointer; }
 template <class T> T __ldcs(const T *pointer) { return *pointer; }
 template <class T> void __stcs(T *pointer, T value) { *pointer = value; }
