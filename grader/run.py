@@ -65,6 +65,17 @@ def selected_ops(options):
     return names
 
 
+def rungs(info, tier, name):
+    """The rungs of op `name`'s ladder that are graded each on its own (a stub hides no other):
+    matmul's, and softmax's and log_softmax's except on the CUDA simulator (the numba variant's
+    `shuffle` rung needs warp shuffles, which the simulator lacks)."""
+    if name == "matmul":
+        return info["matmul_kernels"]
+    if name in ("softmax", "log_softmax") and not tier.simulated:
+        return info["softmax_kernels"]
+    return ()
+
+
 def plan_grade(options, info, results):
     """Correctness (and agreement with the learner's earlier tier, --against-impl), NaN,
     gradient and distribution checks per op (and determinism on a GPU), then the speed ladder
@@ -76,8 +87,7 @@ def plan_grade(options, info, results):
     for name in names:
         op = OPS[name]
         tasks.append(Task("correct", name))
-        if name == "matmul":  # each rung of a matmul ladder on its own (a stub hides no other)
-            tasks += [Task("correct", name, kernel=kernel) for kernel in info["matmul_kernels"]]
+        tasks += [Task("correct", name, kernel=kernel) for kernel in rungs(info, tier, name)]
         if info["own"] and info["own"]["ok"]:
             tasks.append(Task("agree", name))
         if propagation.has_float_inputs(op):
@@ -237,7 +247,7 @@ def _own_reference_lines(own, reference, out):
 def _run_tasks(options, runner, tasks, results, out):
     """Run tasks in order, appending to `results`. An op with a failed check is not timed (at
     its next sizes either, once a speed check failed); an op not implemented is reported once,
-    its other checks skipped. A matmul rung (`kernel`) counts as an op of its own."""
+    its other checks skipped. A ladder's rung (`kernel`) counts as an op of its own."""
     failed_ops, missing_ops = set(), set()
     for task in tasks:
         key = (task.op, task.kernel)

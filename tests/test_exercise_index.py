@@ -94,12 +94,15 @@ def test_a_marker_the_contract_contradicts_stops_the_tool(copy_of_the_repository
 
 
 def test_every_rung_task_names_a_kernel_of_its_tiers_ladder():
-    """`matmul_NAME` is graded as `matmul(..., kernel=NAME)`: NAME must be in MATMUL_KERNELS."""
+    """`matmul_NAME` is graded as `matmul(..., kernel=NAME)`: NAME must be in MATMUL_KERNELS (and
+    `softmax_NAME` in SOFTMAX_KERNELS)."""
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")  # import numba's kernels without a GPU
     rungs = [exercise for exercise in collect() if exercise.rung]
     assert {exercise.tier.stage for exercise in rungs} >= {3, 4}
+    assert {exercise.ladder for exercise in rungs} == {"matmul", "softmax"}
     for exercise in rungs:
-        kernels = importlib.import_module(exercise.tier.module).MATMUL_KERNELS
+        module = importlib.import_module(exercise.tier.module)
+        kernels = getattr(module, f"{exercise.ladder.upper()}_KERNELS")
         assert exercise.rung in kernels, (exercise.path, exercise.task, kernels)
 
 

@@ -9,7 +9,8 @@ refused launch touches no memory, so none of this needs a GPU.
 
 On a GPU (NUMBA_ENABLE_CUDASIM=0): every op the variant has is checked against stage 2 at small
 sizes with its outputs poisoned, both paths of the elementwise kernels (float4 and scalar), the
-broadcasting, the transposed operands of the product, and the errors again.
+broadcasting, the transposed operands of the product, each rung of the softmax ladder (and the
+fused cross-entropy) with rows at every 16-byte offset and NaN propagation, and the errors again.
 """
 
 import importlib.util
@@ -31,6 +32,7 @@ from stage4_ops import (
     backward_args,
     check_backward,
     check_forward,
+    device,
     run_both,
 )
 
@@ -39,6 +41,7 @@ import stage4_cuda.nvcc_impl as nvcc
 import tiers
 from grader import inputs
 from grader.ops import OPS
+from grader.poison import poisoned_allocations
 from stage4_cuda import nvcc_build
 from stage4_cuda.nvcc_impl import _library
 from tools.exercises import plan_tier
@@ -189,8 +192,9 @@ def test_a_refused_launch_is_a_runtime_error_naming_the_kernel():
     without a GPU every launch fails: both are CUDA errors the library reports by kernel."""
     if _library.unavailable_reason():
         pytest.skip(_library.unavailable_reason())
-    with pytest.raises(RuntimeError, match=r"s2c_cuda_softmax failed: softmax_kernel: .*\(cuda"):
-        _library.call("s2c_cuda_softmax", None, None, 2**31, 1, 0)
+    with pytest.raises(RuntimeError,
+                       match=r"s2c_cuda_softmax_online failed: softmax_online_kernel: .*\(cuda"):
+        _library.call("s2c_cuda_softmax_online", None, None, None, 2**31, 1, 0)
 
 
 def test_a_status_the_wrapper_should_have_prevented_is_a_value_error():
@@ -257,6 +261,75 @@ def test_matmul_across_tile_edges(gpu, rng, n, k, m):
     args = {"a": inputs.normal(rng, (n, k)), "b": inputs.normal(rng, (k, m))}
     received, expected, _ = run_both(gpu, "matmul", args)
     assert_close("matmul", received, expected, args)
+
+
+# --- the softmax ladder (csrc/softmax/) -----------------------------------------------------------
+
+# One column, rows shorter than a warp, odd lengths (rows starting at every offset from a 16-byte
+# boundary: the float4 path's head and tail), rows longer than a 1024-thread block's float4s.
+LADDER_SHAPES = [(1, 1), (3, 10), (5, 37), (4, 1030), (3, 9001)]
+
+
+def ladder_inputs(rng, shape):
+    """Logits of either sign, some as large as 1e3 (exp overflows without the maximum)."""
+    x = inputs.normal(rng, shape)
+    x[0] *= 1e3 / max(np.abs(x[0]).max(), 1e-3)
+    return x
+
+
+@pytest.mark.parametrize("kernel", [*nvcc.SOFTMAX_KERNELS, "best", 2])
+@pytest.mark.parametrize("op_name", ["softmax", "log_softmax"])
+def test_each_softmax_rung(gpu, rng, op_name, kernel):
+    for shape in LADDER_SHAPES:
+        args = {"x": ladder_inputs(rng, shape)}
+        received, expected, _ = run_both(gpu, op_name, args, kernel=kernel)
+        assert_close(op_name, received, expected, args, f" ({kernel}, {shape})")
+
+
+@pytest.mark.parametrize("kernel", nvcc.SOFTMAX_KERNELS)
+@pytest.mark.parametrize("op_name", ["softmax", "log_softmax"])
+def test_each_softmax_rung_propagates_nan_in_its_row(gpu, rng, op_name, kernel):
+    x = ladder_inputs(rng, (4, 1030))
+    x[2, 517] = np.nan
+    y = gpu.to_numpy(getattr(gpu, op_name)(gpu.from_numpy(x), kernel=kernel))
+    assert np.isnan(y[2]).all(), f"{op_name} ({kernel}): a NaN in row 2 left finite outputs"
+    clean = np.delete(x, 2, axis=0)
+    assert_close(op_name, np.delete(y, 2, axis=0), getattr(reference, op_name)(clean), {"x": clean})
+
+
+@pytest.mark.parametrize("kernel", nvcc.SOFTMAX_KERNELS)
+def test_a_view_whose_rows_lie_apart_from_the_outputs(gpu, rng, kernel):
+    """Rows 1.. of a [4, 37] array start 148 bytes in: the outputs' 16-byte offsets differ."""
+    x = ladder_inputs(rng, (4, 37))
+    view = gpu.from_numpy(x)[1:]
+    y = gpu.to_numpy(gpu.softmax(view, kernel=kernel))
+    assert_close("softmax", y, reference.softmax(x[1:]), {"x": x[1:]})
+
+
+def test_an_unknown_rung_is_refused(gpu, rng):
+    with pytest.raises(ValueError, match=r"softmax: kernel must be 'best', one of \('three_pass'"):
+        gpu.softmax(gpu.from_numpy(inputs.normal(rng, (2, 3))), kernel="fastest")
+
+
+@pytest.mark.parametrize("shape", LADDER_SHAPES)
+def test_the_fused_cross_entropy_gives_loss_and_gradient(gpu, rng, shape):
+    logits, labels = ladder_inputs(rng, shape), inputs.labels(rng, shape[0], shape[1])
+    args = {"logits": logits, "labels": labels}
+    with poisoned_allocations(gpu):
+        loss, grad = gpu.cross_entropy_loss_and_grad(*device(gpu, args).values())
+    expected_loss = reference.cross_entropy_loss(logits, labels)
+    assert_close("cross_entropy_loss", np.float64(float(loss)), expected_loss, args)
+    expected_grad = reference.cross_entropy_loss_backward(logits, labels)
+    assert_close("cross_entropy_loss_backward", gpu.to_numpy(grad), expected_grad, args)
+
+
+def test_the_fused_cross_entropy_propagates_nan_in_its_row(gpu, rng):
+    logits, labels = ladder_inputs(rng, (4, 1030)), inputs.labels(rng, 4, 1030)
+    logits[1, 3] = np.nan
+    loss, grad = gpu.cross_entropy_loss_and_grad(gpu.from_numpy(logits), gpu.from_numpy(labels))
+    grad = gpu.to_numpy(grad)
+    assert np.isnan(float(loss)) and np.isnan(grad[1]).all()
+    assert np.isfinite(np.delete(grad, 1, axis=0)).all()
 
 
 def test_the_loss_stays_on_the_device(gpu, rng):

@@ -22,8 +22,9 @@ import stage2_numpy as reference
 REPO = Path(__file__).resolve().parent.parent
 CSRC = REPO / "stage4_cuda" / "csrc"
 EMULATION = REPO / "tests" / "cuda_emulation"
+# losses.cu's cross-entropy calls rung 5 of the softmax ladder (softmax/05_cross_entropy.cu)
 SOURCES = ["pooling.cu", "dropout.cu", "epilogue.cu", "losses.cu", "norm.cu", "optim.cu",
-           "device_data.cu", "errors.cu"]  # fmt: skip
+           "device_data.cu", "errors.cu", "softmax/05_cross_entropy.cu"]  # fmt: skip
 # `kernel<<<grid, block>>>(arguments)` -> `emulate::Launch(grid, block).run(kernel, arguments)`
 LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
 
@@ -55,9 +56,10 @@ def lib(tmp_path_factory):
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed here")
     folder = tmp_path_factory.mktemp("emulated")
-    for path in CSRC.glob("*.cu*"):
+    for path in CSRC.rglob("*.cu*"):
         text = LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", path.read_text())
-        (folder / path.name).write_text(text)
+        (folder / path.relative_to(CSRC)).parent.mkdir(exist_ok=True)
+        (folder / path.relative_to(CSRC)).write_text(text)
     for header in CSRC.glob("*.h"):
         shutil.copy(header, folder)
     library = folder / "libemulated.so"

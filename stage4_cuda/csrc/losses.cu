@@ -3,8 +3,9 @@
  * forward's arguments and returns the gradient w.r.t. the first.
  *
  * A mean adds its terms in double, in the same order on every run (no atomics: float atomic
- * additions land in a different order each time). Cross-entropy writes one term per row into a
- * scratch array and mean_kernel adds them in one block: a batch has thousands of rows. mse and
+ * additions land in a different order each time). Cross-entropy (rung 5 of the softmax ladder,
+ * softmax/05_cross_entropy.cu) writes one term per row into a scratch array and mean_kernel adds
+ * them in one block: a batch has thousands of rows. mse and
  * bce have a term per element, millions of them, and hinge reads every score: one block runs on
  * one multiprocessor of 132 (H100), and the first version of this file, which added mse's 16
  * million terms that way, streamed 5 GB/s where the device streams 3000. Their means have two
@@ -17,7 +18,6 @@
 #include "reduce.cuh"
 
 #define LOSS_THREADS 256 /* mean_kernel */
-#define ROW_THREADS 128  /* a block per row (cross-entropy) */
 #define MEAN_THREADS 256 /* a block of the first level of a two-level mean */
 #define ROW_WARPS 8      /* hinge: a warp per row (100 columns is 3 or 4 loads a lane: a block
                           * per row left 96 of 128 threads idle and paid two barriers a row) */
@@ -110,24 +110,10 @@ static inline __device__ float stable_sigmoid(float z) {
     return z >= 0.0f ? positive : e * positive;
 }
 
-/* (maximum, log-sum-exp) of row x[0..cols), reduced over the block; every thread gets them. */
-static inline __device__ float row_logsumexp(const float *x, int64_t cols) {
-    float top = -INFINITY;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) top = nan_max(top, x[j]);
-    top = block_max(top);
-    float total = 0.0f;
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += expf(x[j] - top);
-    return top + logf(block_sum(total));
-}
-
 __device__ float mse_term(float pred, float target);
 __device__ float mse_backward_element(float pred, float target, float two_over_n);
 __device__ float bce_term(float z, float t);
 __device__ float bce_backward_element(float z, float t, float n);
-__global__ void cross_entropy_terms_kernel(const float *logits, const int64_t *labels, float *terms,
-                                           int64_t cols);
-__global__ void cross_entropy_backward_kernel(const float *logits, const int64_t *labels,
-                                              float *grad, int64_t rows, int64_t cols);
 __global__ void hinge_sum_kernel(const float *scores, const int64_t *labels, float margin,
                                  double *partials, int64_t rows, int64_t cols);
 __global__ void hinge_backward_kernel(const float *scores, const int64_t *labels, float margin,
@@ -190,45 +176,20 @@ __device__ float bce_backward_element(float z, float t, float n) {
     // END SOLUTION
 }
 
+/* Cross-entropy: rung 5 of the softmax ladder (softmax/05_cross_entropy.cu) computes each row's
+ * term and, when grad is not NULL, the gradient (softmax(logits) - one_hot(labels)) / rows in the
+ * same passes over the logits; the forward then adds the terms into the mean. */
 extern "C" int s2c_cuda_cross_entropy_loss(const float *logits, const int64_t *labels, float *terms,
-                                           float *loss, int64_t rows, int64_t cols)
+                                           float *loss, float *grad, int64_t rows, int64_t cols)
 {
-    // BEGIN SOLUTION week 14, task cross_entropy_loss
-    cross_entropy_terms_kernel<<<rows, ROW_THREADS>>>(logits, labels, terms, cols);
-    LAUNCH_CHECK("cross_entropy_terms_kernel");
-    return launch_mean(terms, loss, rows);
-}
-
-/* terms[row] = log-sum-exp(logits[row]) - logits[row][label]: a block per row. */
-__global__ void cross_entropy_terms_kernel(const float *logits, const int64_t *labels, float *terms,
-                                           int64_t cols)
-{
-    const float *row = logits + blockIdx.x * cols;
-    float lse = row_logsumexp(row, cols);
-    if (threadIdx.x == 0) terms[blockIdx.x] = lse - row[labels[blockIdx.x]];
-    // END SOLUTION
+    int status = s2c_cuda_softmax_cross_entropy(logits, labels, terms, grad, rows, cols);
+    return status == S2C_CUDA_OK ? launch_mean(terms, loss, rows) : status;
 }
 
 extern "C" int s2c_cuda_cross_entropy_loss_backward(const float *logits, const int64_t *labels,
                                                     float *grad, int64_t rows, int64_t cols)
 {
-    // BEGIN SOLUTION week 14, task cross_entropy_loss_backward
-    cross_entropy_backward_kernel<<<rows, ROW_THREADS>>>(logits, labels, grad, rows, cols);
-    LAUNCH_CHECK("cross_entropy_backward_kernel");
-    return S2C_CUDA_OK;
-}
-
-/* (softmax(logits) - one_hot(labels)) / rows, a block per row. */
-__global__ void cross_entropy_backward_kernel(const float *logits, const int64_t *labels,
-                                              float *grad, int64_t rows, int64_t cols)
-{
-    int64_t offset = blockIdx.x * cols, label = labels[blockIdx.x];
-    float lse = row_logsumexp(logits + offset, cols);
-    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-        float hot = j == label ? 1.0f : 0.0f;
-        grad[offset + j] = (expf(logits[offset + j] - lse) - hot) / (float)rows;
-    }
-    // END SOLUTION
+    return s2c_cuda_softmax_cross_entropy(logits, labels, NULL, grad, rows, cols);
 }
 
 extern "C" int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin,

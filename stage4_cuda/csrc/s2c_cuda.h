@@ -27,8 +27,20 @@ int s2c_cuda_sigmoid_backward(const float *y, const float *dy, float *dx, int64_
 int s2c_cuda_tanh(const float *x, float *y, int64_t n);
 int s2c_cuda_tanh_backward(const float *y, const float *dy, float *dx, int64_t n);
 
-/* softmax.cu: row-wise over x [rows, cols]; log picks log_softmax */
-int s2c_cuda_softmax(const float *x, float *y, int64_t rows, int64_t cols, int log);
+/* softmax/: the softmax ladder, row-wise over x [rows, cols], log picks log_softmax; scratch
+ * holds 2 * rows floats for three_pass and is NULL for the others (softmax/softmax.cuh) */
+int s2c_cuda_softmax_three_pass(const float *x, float *y, float *scratch, int64_t rows,
+                                int64_t cols, int log);
+int s2c_cuda_softmax_tree(const float *x, float *y, float *scratch, int64_t rows, int64_t cols,
+                          int log);
+int s2c_cuda_softmax_shuffle(const float *x, float *y, float *scratch, int64_t rows, int64_t cols,
+                             int log);
+int s2c_cuda_softmax_online(const float *x, float *y, float *scratch, int64_t rows, int64_t cols,
+                            int log);
+/* rung 5, fused cross-entropy: terms [rows] (the loss per row) unless NULL, and the gradient
+ * grad [rows, cols] unless NULL, from logits [rows, cols] and labels [rows] */
+int s2c_cuda_softmax_cross_entropy(const float *logits, const int64_t *labels, float *terms,
+                                   float *grad, int64_t rows, int64_t cols);
 int s2c_cuda_softmax_backward(const float *y, const float *dy, float *dx, int64_t rows,
                               int64_t cols, int log);
 
@@ -71,7 +83,8 @@ int s2c_cuda_linear_backward(const float *x, const float *w, const float *dy, fl
 
 /* losses.cu: a forward writes the mean into loss[0] (one float on the device), using scratch:
  * cross-entropy `terms` (one float per row), the others `partials` (S2C_CUDA_MEAN_BLOCKS
- * doubles: the partial sums of a two-level mean); labels are int64 and already checked in range */
+ * doubles: the partial sums of a two-level mean); labels are int64 and already checked in range;
+ * cross_entropy_loss also writes its gradient into grad unless it is NULL */
 enum { S2C_CUDA_MEAN_BLOCKS = 1024 };
 int s2c_cuda_mse_loss(const float *pred, const float *target, double *partials, float *loss,
                       int64_t n);
@@ -81,7 +94,7 @@ int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets, dou
 int s2c_cuda_bce_with_logits_loss_backward(const float *logits, const float *targets, float *grad,
                                            int64_t n);
 int s2c_cuda_cross_entropy_loss(const float *logits, const int64_t *labels, float *terms,
-                                float *loss, int64_t rows, int64_t cols);
+                                float *loss, float *grad, int64_t rows, int64_t cols);
 int s2c_cuda_cross_entropy_loss_backward(const float *logits, const int64_t *labels, float *grad,
                                          int64_t rows, int64_t cols);
 int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin,

@@ -25,6 +25,7 @@ from ..numba_impl import DeviceScalar, empty, from_numpy, synchronize, to_numpy
 from ..numba_impl._device import SIMULATOR
 from . import _library
 from .activations import (
+    SOFTMAX_KERNELS,
     leaky_relu,
     leaky_relu_backward,
     log_softmax,
@@ -48,6 +49,7 @@ from .losses import (
     bce_with_logits_loss,
     bce_with_logits_loss_backward,
     cross_entropy_loss,
+    cross_entropy_loss_and_grad,
     cross_entropy_loss_backward,
     hinge_loss,
     hinge_loss_backward,
@@ -85,6 +87,7 @@ def available():
 __all__ = [
     "MATMUL_KERNELS",
     "NAME",
+    "SOFTMAX_KERNELS",
     "DeviceScalar",
     "adam_step",
     "add",
@@ -103,6 +106,7 @@ __all__ = [
     "copy_into",
     "correct_count",
     "cross_entropy_loss",
+    "cross_entropy_loss_and_grad",
     "cross_entropy_loss_backward",
     "dropout_backward",
     "dropout_forward",

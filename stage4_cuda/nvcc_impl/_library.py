@@ -48,8 +48,7 @@ EXERCISES = {
     "s2c_cuda_sigmoid_backward": (14, "sigmoid_backward", "activations.cu"),
     "s2c_cuda_tanh": (14, "tanh", "activations.cu"),
     "s2c_cuda_tanh_backward": (14, "tanh_backward", "activations.cu"),
-    "s2c_cuda_softmax": (14, "softmax", "softmax.cu"),
-    "s2c_cuda_softmax_backward": (14, "softmax_backward", "softmax.cu"),
+    "s2c_cuda_softmax_backward": (14, "softmax_backward", "softmax/backward.cu"),
     "s2c_cuda_add": (14, "add", "linalg.cu"),
     "s2c_cuda_mul": (14, "mul", "linalg.cu"),
     "s2c_cuda_scale": (14, "scale", "linalg.cu"),
@@ -65,8 +64,6 @@ EXERCISES = {
     "s2c_cuda_mse_loss_backward": (14, "mse_loss_backward", "losses.cu"),
     "s2c_cuda_bce_with_logits_loss": (14, "bce_with_logits_loss", "losses.cu"),
     "s2c_cuda_bce_with_logits_loss_backward": (14, "bce_with_logits_loss_backward", "losses.cu"),
-    "s2c_cuda_cross_entropy_loss": (14, "cross_entropy_loss", "losses.cu"),
-    "s2c_cuda_cross_entropy_loss_backward": (14, "cross_entropy_loss_backward", "losses.cu"),
     "s2c_cuda_hinge_loss": (14, "hinge_loss", "losses.cu"),
     "s2c_cuda_hinge_loss_backward": (14, "hinge_loss_backward", "losses.cu"),
     "s2c_cuda_sgd_step": (14, "sgd_step", "optim.cu"),
@@ -87,6 +84,15 @@ EXERCISES = {
     "s2c_cuda_conv2d_backward": (16, "conv2d_backward", "conv.cu"),
     "s2c_cuda_batchnorm_forward": (16, "batchnorm_forward", "norm.cu"),
     "s2c_cuda_batchnorm_backward": (16, "batchnorm_backward", "norm.cu"),
+    # The softmax ladder (csrc/softmax/): a task per rung; cross-entropy is rung 5.
+    "s2c_cuda_softmax_three_pass": (14, "softmax_three_pass", "softmax/01_three_pass.cu"),
+    "s2c_cuda_softmax_tree": (14, "softmax_tree", "softmax/02_tree.cu"),
+    "s2c_cuda_softmax_shuffle": (14, "softmax_shuffle", "softmax/03_shuffle.cu"),
+    "s2c_cuda_softmax_online": (14, "softmax_online", "softmax/04_online.cu"),
+    **dict.fromkeys(
+        ["s2c_cuda_softmax_cross_entropy", "s2c_cuda_cross_entropy_loss",
+         "s2c_cuda_cross_entropy_loss_backward"],
+        (14, "cross_entropy_loss", "softmax/05_cross_entropy.cu")),
 }
 # Functions that return the status of a helper they call: a stub there is named too.
 CALLS = {
@@ -107,6 +113,10 @@ CALLS = {
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
     "s2c_cuda_conv2d_forward": "tasks im2col in conv.cu and matmul in matmul.cu",
     "s2c_cuda_conv2d_backward": "tasks im2col, col2im in conv.cu and matmul in matmul.cu",
+    **dict.fromkeys(
+        ["s2c_cuda_softmax_online", "s2c_cuda_softmax_cross_entropy",
+         "s2c_cuda_cross_entropy_loss", "s2c_cuda_cross_entropy_loss_backward"],
+        "task softmax_online in softmax/softmax.cuh"),
 }  # fmt: skip
 
 

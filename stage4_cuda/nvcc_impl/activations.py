@@ -1,10 +1,15 @@
-"""Activations and their gradients (csrc/activations.cu: elementwise; csrc/softmax.cu: a block
-per row with warp shuffles), week 14. Each wrapper checks its arguments (argcheck, through the
+"""Activations and their gradients (csrc/activations.cu: elementwise; csrc/softmax/: the softmax
+ladder and the backwards), week 14. Each wrapper checks its arguments (argcheck, through the
 numba variant's adapter), allocates the output through the hook `_device.empty` and launches."""
 
-from ..numba_impl import _device
+from ..numba_impl import _checks, _device
 from ..numba_impl._checks import checks
 from ._library import call
+
+# The rungs of the softmax ladder (csrc/softmax/0N_NAME.cu, s2c_cuda_softmax_NAME), slowest first;
+# rung 5, the fused cross-entropy, is what losses.cross_entropy_loss runs.
+SOFTMAX_KERNELS = ("three_pass", "tree", "shuffle", "online")
+BEST_SOFTMAX = "online"  # the fastest measured (curriculum/results/softmax-cuda-h100.md)
 
 
 def _unary(function, x, *scalars):
@@ -61,10 +66,13 @@ def tanh_backward(y, dy):
     return _binary("s2c_cuda_tanh_backward", *checks.tanh_backward(y, dy))
 
 
-def _rowwise(x, log):
-    """softmax or log_softmax of the checked x [N, C]."""
+def _rowwise(op, x, kernel, log):
+    """softmax or log_softmax of the checked x [N, C] by rung `kernel` of SOFTMAX_KERNELS."""
+    name = _checks.kernel_name(op, kernel, SOFTMAX_KERNELS, BEST_SOFTMAX)
+    rows, cols = x.shape
+    scratch = _device.scratch(2 * rows) if name == "three_pass" else None  # rows' max and sum
     y = _device.empty(x.shape)
-    call("s2c_cuda_softmax", x, y, *x.shape, log)
+    call(f"s2c_cuda_softmax_{name}", x, y, scratch, rows, cols, log)
     return y
 
 
@@ -75,14 +83,19 @@ def _rowwise_backward(y, dy, log):
     return dx
 
 
-def softmax(x):
-    """Row-wise softmax of x [N, C], stable (the row maximum is subtracted first)."""
-    return _rowwise(checks.softmax(x), False)
+def softmax(x, kernel="best"):
+    """Row-wise softmax of x [N, C], stable (the row maximum is subtracted first).
+
+    `kernel` picks a rung of the ladder (SOFTMAX_KERNELS), by name or number 1-4: "three_pass",
+    "tree", "shuffle", "online"; "best" is the fastest.
+    """
+    return _rowwise("softmax", checks.softmax(x), kernel, False)
 
 
-def log_softmax(x):
-    """Row-wise log(softmax(x)) of x [N, C], as x - max - log(sum(exp(x - max)))."""
-    return _rowwise(checks.log_softmax(x), True)
+def log_softmax(x, kernel="best"):
+    """Row-wise log(softmax(x)) of x [N, C], as x - max - log(sum(exp(x - max))); `kernel` as
+    for softmax."""
+    return _rowwise("log_softmax", checks.log_softmax(x), kernel, True)
 
 
 def softmax_backward(y, dy):

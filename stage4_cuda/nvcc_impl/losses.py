@@ -3,7 +3,9 @@ GPU until `float(loss)` reads it (stage4_cuda/README.md). Means are added in dou
 order: cross-entropy writes its terms, one per row, into a scratch array that one block adds up;
 mse, bce and hinge add theirs in two levels (a grid of blocks into a scratch array of partial
 sums, then one block). Each `*_backward` takes the forward's arguments and returns the gradient
-w.r.t. the first.
+w.r.t. the first. Cross-entropy is rung 5 of the softmax ladder (csrc/softmax/05_cross_entropy.cu),
+which gives the loss and its gradient from the same passes over the logits:
+`cross_entropy_loss_and_grad`.
 
 The library's functions take the checked arguments, the scratch, the output, then the sizes: (n,)
 for the elementwise losses, (rows, columns) for those with labels, the first size also being the
@@ -59,19 +61,41 @@ def bce_with_logits_loss_backward(logits, targets):
     return _gradient("s2c_cuda_bce_with_logits_loss_backward", (logits, targets), (logits.size,))
 
 
+def _cross_entropy(op, logits, labels, loss, grad):
+    """Rung 5 on the checked logits [N, C] and labels [N]: the mean into `loss` unless it is None,
+    the gradient into `grad` unless it is None."""
+    labels = int64_indices(op, "labels", labels)
+    rows, cols = logits.shape
+    if loss is None:
+        call("s2c_cuda_cross_entropy_loss_backward", logits, labels, grad, rows, cols)
+    else:
+        call("s2c_cuda_cross_entropy_loss", logits, labels, _device.scratch(rows), loss, grad,
+             rows, cols)  # fmt: skip
+
+
 def cross_entropy_loss(logits, labels):
     """Mean over the batch of -log_softmax(logits)[i, labels[i]]; logits [N, C], labels [N]."""
     logits, labels = checks.cross_entropy_loss(logits, labels)
-    labels = int64_indices("cross_entropy_loss", "labels", labels)
-    return _loss("s2c_cuda_cross_entropy_loss", (logits, labels), logits.shape,
-                 _device.scratch(logits.shape[0]))
+    loss = _device.empty((1,))
+    _cross_entropy("cross_entropy_loss", logits, labels, loss, None)
+    return _device.DeviceScalar(loss)
 
 
 def cross_entropy_loss_backward(logits, labels):
     """(softmax(logits) - one_hot(labels)) / N, [N, C]."""
     logits, labels = checks.cross_entropy_loss_backward(logits, labels)
-    labels = int64_indices("cross_entropy_loss_backward", "labels", labels)
-    return _gradient("s2c_cuda_cross_entropy_loss_backward", (logits, labels), logits.shape)
+    grad = _device.empty(logits.shape)
+    _cross_entropy("cross_entropy_loss_backward", logits, labels, None, grad)
+    return grad
+
+
+def cross_entropy_loss_and_grad(logits, labels):
+    """(cross_entropy_loss, cross_entropy_loss_backward) of logits [N, C] and labels [N] from the
+    same passes over the logits: read once from device memory (not a contract op: a fused step)."""
+    logits, labels = checks.cross_entropy_loss(logits, labels)
+    loss, grad = _device.empty((1,)), _device.empty(logits.shape)
+    _cross_entropy("cross_entropy_loss", logits, labels, loss, grad)
+    return _device.DeviceScalar(loss), grad
 
 
 def hinge_loss(scores, labels, margin=1.0):
