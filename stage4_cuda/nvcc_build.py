@@ -35,6 +35,7 @@ GENCODE = [
     "-gencode=arch=compute_90,code=compute_90",  # PTX: newer GPUs compile it when loading
 ]
 FLAGS = ["-O3", "-shared", "-Xcompiler=-fPIC", "-std=c++17", *GENCODE]
+LIBRARIES = ["-ldl"]  # dlopen: cuFFT is loaded at run time (csrc/conv/cufft_runtime.h says why)
 DEFINES_MAIN = re.compile(r"^\s*int\s+main\s*\(", re.MULTILINE)
 
 
@@ -70,7 +71,7 @@ def stale_reason():
 def command(compiler, output):
     """The nvcc command line that builds the library into `output`."""
     include = ["-I", str(CSRC), "-I", str(PACKAGE_DIR.parent / "stage3_c" / "csrc")]
-    return [compiler, *FLAGS, *include, "-o", str(output), *map(str, sources())]
+    return [compiler, *FLAGS, *include, "-o", str(output), *map(str, sources()), *LIBRARIES]
 
 
 def build(compiler, verbose=False):

@@ -38,7 +38,7 @@ from .activations import (
     tanh,
     tanh_backward,
 )
-from .conv import col2im, conv2d_backward, conv2d_forward, im2col
+from .conv import CONV_KERNELS, col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
 from .init import he_normal, xavier_uniform
 from .linalg import add, matmul, mul, scale, sum_rows, transpose
@@ -80,6 +80,7 @@ def available():
 
 
 __all__ = [
+    "CONV_KERNELS",
     "NAME",
     "DeviceScalar",
     "adam_step",

@@ -1,0 +1,56 @@
+/* conv.cuh -- what the rungs of the conv2d ladder (week 16) share.
+ *
+ * Every forward rung computes the same cross-correlation of the contract,
+ *
+ *     y[n, k, oh, ow] = b[k] + sum over c, r, s of w[k, c, r, s] * x[n, c, oh*stride + r - padding,
+ *                                                                     ow*stride + s - padding]
+ *
+ * (x read as zero outside the image), from x [N, C, H, W], w [K, C, R, S], b [K] into
+ * y [N, K, OH, OW], and exports the same launcher on the default stream:
+ *
+ *     extern "C" int s2c_cuda_conv2d_<name>(const float *x, const float *w, const float *b,
+ *                                           float *y, float *scratch, const conv_geometry *g);
+ *
+ * `scratch` is the caller's device memory of s2c_cuda_conv2d_scratch(g, rung) floats (NULL when
+ * that is 0). The rungs, in ladder order, and the files that hold them:
+ *
+ *     1 direct         01_direct.cu         a thread per output, the definition
+ *     2 im2col         02_im2col_gemm.cu    im2col into scratch, then the SGEMM ladder's best rung
+ *     3 implicit_gemm  03_implicit_gemm.cu  the same product, its loads gathering from x directly
+ *     4 winograd       04_winograd.cu       F(2x2, 3x3): 16 products instead of 36 per 2x2 tile
+ *     5 fft            05_fft.cu            products of spectra, through cuFFT (loaded at run time)
+ *
+ * backward.cu holds the backward (dx, dw, db), as implicit products too. */
+#ifndef S2C_CONV_CUH
+#define S2C_CONV_CUH
+
+#include "../common.h"
+
+typedef struct s2c_conv_geometry conv_geometry;
+
+/* The rungs' numbers (s2c_cuda_conv2d_scratch's `rung`); 0 is the backward's scratch. */
+enum conv_rung {
+    CONV_BACKWARD = 0,
+    CONV_DIRECT = 1,
+    CONV_IM2COL = 2,
+    CONV_IMPLICIT_GEMM = 3,
+    CONV_WINOGRAD = 4,
+    CONV_FFT = 5
+};
+
+static inline __host__ __device__ int64_t conv_rows(const conv_geometry &g)
+{
+    return g.channels * g.kh * g.kw; /* C*R*S: the depth of the forward's product */
+}
+static inline __host__ __device__ int64_t conv_positions(const conv_geometry &g)
+{
+    return g.out_height * g.out_width; /* OH*OW */
+}
+
+/* The scratch floats each rung needs (defined by the rung's file; 0 for none). */
+int64_t conv_im2col_scratch(const conv_geometry &g);
+int64_t conv_winograd_scratch(const conv_geometry &g);
+int64_t conv_fft_scratch(const conv_geometry &g);
+int64_t conv_backward_scratch(const conv_geometry &g);
+
+#endif
