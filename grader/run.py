@@ -65,6 +65,11 @@ def selected_ops(options):
     return names
 
 
+# The ops whose tiers may have a ladder of kernels (`op(..., kernel=NAME)`), and the session info
+# that lists the rungs (the tier's MATMUL_KERNELS, CONV_KERNELS).
+LADDERS = {"matmul": "matmul_kernels", "conv2d_forward": "conv_kernels"}
+
+
 def plan_grade(options, info, results):
     """Correctness (and agreement with the learner's earlier tier, --against-impl), NaN,
     gradient and distribution checks per op (and determinism on a GPU), then the speed ladder
@@ -76,8 +81,9 @@ def plan_grade(options, info, results):
     for name in names:
         op = OPS[name]
         tasks.append(Task("correct", name))
-        if name == "matmul":  # each rung of a matmul ladder on its own (a stub hides no other)
-            tasks += [Task("correct", name, kernel=kernel) for kernel in info["matmul_kernels"]]
+        if name in LADDERS:  # each rung of a kernel ladder on its own (a stub hides no other)
+            kernels = info.get(LADDERS[name], ())
+            tasks += [Task("correct", name, kernel=kernel) for kernel in kernels]
         if info["own"] and info["own"]["ok"]:
             tasks.append(Task("agree", name))
         if propagation.has_float_inputs(op):

@@ -74,7 +74,8 @@ def layer_inputs(layer, batch, seed):
     def normal(*shape):
         return torch.randn(*shape, device="cuda", generator=generator)
 
-    x, w, b, dy = normal(batch, c, hw, hw), normal(k, c, size, size), normal(k), normal(batch, k, out, out)
+    x, w = normal(batch, c, hw, hw), normal(k, c, size, size)
+    b, dy = normal(k), normal(batch, k, out, out)
     return (x, w, b, dy), tuple(t.double() for t in (x, w, b, dy))
 
 
@@ -105,8 +106,10 @@ def bench_layer(layer, batch, kernels, repeats, seed):
         bound = conv_accuracy.forward_bound(kernel, x64, w64, b64, stride, padding)
         excess = worst_excess(received, expected, bound)
         scratch = conv._scratch(shape, gpu.CONV_KERNELS.index(kernel) + 1)
-        launcher = f"s2c_cuda_conv2d_{kernel}"
-        micros = cuda_time(lambda: _library.call(launcher, x, w, b, y, scratch, shape), repeats)
+        def launch(launcher=f"s2c_cuda_conv2d_{kernel}", scratch=scratch):
+            _library.call(launcher, x, w, b, y, scratch, shape)
+
+        micros = cuda_time(launch, repeats)
         rows.append({"layer": name, "batch": batch, "pass": "forward", "kernel": kernel,
                      "us": micros, "cudnn_us": cudnn, "gflops": flops / micros / 1e3,
                      "error_over_bound": excess, "ok": excess <= 1})  # fmt: skip
@@ -118,8 +121,8 @@ def bench_layer(layer, batch, kernels, repeats, seed):
     with poisoned_allocations(gpu):
         received_grads = gpu.conv2d_backward(x, w, dy, stride, padding, need_dx=need_dx)
     bounds = conv_accuracy.backward_bound(x64, w64, dy64, stride, padding)
-    excess = max(worst_excess(got, want, bound)
-                 for got, want, bound in zip(received_grads, expected_grads, bounds) if want is not None)  # fmt: skip
+    pairs = zip(received_grads, expected_grads, bounds, strict=True)
+    excess = max(worst_excess(got, want, bound) for got, want, bound in pairs if want is not None)
     dx = torch.empty_like(x) if need_dx else None
     dw, db = torch.empty_like(w), torch.empty_like(b)
     scratch = conv._scratch(shape, conv.BACKWARD_SCRATCH)
@@ -128,7 +131,8 @@ def bench_layer(layer, batch, kernels, repeats, seed):
     cudnn = cuda_time(lambda: torch.ops.aten.convolution_backward(
         dy, x, w, [k], [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1, dx_mask), repeats)
     passes = 2 if need_dx else 1
-    rows.append({"layer": name, "batch": batch, "pass": "backward" + ("" if need_dx else " (no dx)"),
+    backward = "backward" if need_dx else "backward (no dx)"
+    rows.append({"layer": name, "batch": batch, "pass": backward,
                  "kernel": "backward", "us": micros, "cudnn_us": cudnn,
                  "gflops": passes * flops / micros / 1e3, "error_over_bound": excess,
                  "ok": excess <= 1})  # fmt: skip
@@ -205,7 +209,8 @@ def main(argv=None):
                 rows.append(row)
                 print(f"{row['layer']:18} {row['batch']:4} {row['pass']:19} {row['kernel']:14} "
                       f"{row['us']:9.1f} us {row['gflops']:7.0f} GFLOP/s  cuDNN "
-                      f"{row['cudnn_us']:8.1f} us  {'ok' if row['ok'] else 'FAILED'}", flush=True)  # fmt: skip
+                      f"{row['cudnn_us']:8.1f} us  {'ok' if row['ok'] else 'FAILED'}",
+                      flush=True)  # fmt: skip
     record = {"device": torch.cuda.get_device_name(), "torch": f"PyTorch {torch.__version__}",
               "cudnn": torch.backends.cudnn.version(), "best_rule": conv.BEST_RULE, "rows": rows,
               "verdicts": verdicts(rows)}  # fmt: skip

@@ -329,7 +329,8 @@ def test_each_conv_rung_within_its_error_bound_and_stage_3(gpu, rng, kernel, sha
     exact = torch.nn.functional.conv2d(x64, w64, b64, stride, padding)
     bound = conv_accuracy.forward_bound(ran, x64, w64, b64, stride, padding)
     _close_to_exact(y, exact, bound, kernel)
-    stage3 = load_tier("c").conv2d_forward(x, w, b, stride, padding)
+    s3 = load_tier("c")
+    stage3 = s3.to_numpy(s3.conv2d_forward(*map(s3.from_numpy, (x, w, b)), stride, padding))
     _close_to_exact(y, torch.from_numpy(np.asarray(stage3, np.float64)), 2 * bound,
                     f"{kernel} against stage 3")
 
@@ -349,11 +350,13 @@ def test_conv_backward_within_its_error_bound_and_stage_3(gpu, rng, shape):
         dy64, x64, w64, [w.shape[0]], [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1,
         [True, True, True])
     bounds = conv_accuracy.backward_bound(x64, w64, dy64, stride, padding)
-    stage3 = load_tier("c").conv2d_backward(x, w, dy, stride, padding)
-    for name, got, want, bound, theirs in zip("dx dw db".split(), grads, exact, bounds, stage3):
+    s3 = load_tier("c")
+    stage3 = s3.conv2d_backward(*map(s3.from_numpy, (x, w, dy)), stride, padding)
+    results = zip("dx dw db".split(), grads, exact, bounds, stage3, strict=True)
+    for name, got, want, bound, theirs in results:
         _close_to_exact(gpu.to_numpy(got), want, bound, name)
-        _close_to_exact(gpu.to_numpy(got), torch.from_numpy(np.asarray(theirs, np.float64)),
-                        2 * bound, f"{name} against stage 3")
+        theirs = torch.from_numpy(np.asarray(s3.to_numpy(theirs), np.float64))
+        _close_to_exact(gpu.to_numpy(got), theirs, 2 * bound, f"{name} against stage 3")
 
 
 @pytest.mark.parametrize("kernel", nvcc.CONV_KERNELS)
@@ -363,7 +366,7 @@ def test_conv_rungs_and_backward_are_deterministic(gpu, rng, kernel):
     runs = [gpu.to_numpy(gpu.conv2d_forward(x, w, b, kernel=kernel)) for _ in range(2)]
     np.testing.assert_array_equal(*runs)
     first, second = (tuple(map(gpu.to_numpy, gpu.conv2d_backward(x, w, dy))) for _ in range(2))
-    for a, b_ in zip(first, second):
+    for a, b_ in zip(first, second, strict=True):
         np.testing.assert_array_equal(a, b_)
 
 
