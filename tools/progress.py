@@ -77,11 +77,12 @@ def grade_tier(tier, impl, ops):
 
 
 def checks_of(exercise, results):
-    """The results that grade `exercise` alone: its op's, or its matmul rung's."""
+    """The results that grade `exercise` alone: its op's, or its ladder rung's."""
     if exercise.op:
         return [r for r in results if r.op == exercise.op and not r.size.startswith("kernel ")]
     if exercise.rung:
-        return [r for r in results if r.op == "matmul" and r.size == f"kernel {exercise.rung}"]
+        rung = f"kernel {exercise.rung}"
+        return [r for r in results if r.op == exercise.ladder and r.size == rung]
     return []
 
 
@@ -130,7 +131,7 @@ def progress(impl, stages=None):
             statuses.update({exercise: (UNCHECKED, reason) for exercise in written})
             continue
         ops = {exercise.op for exercise in written if exercise.op}
-        ops |= {"matmul" for exercise in written if exercise.rung}
+        ops |= {exercise.ladder for exercise in written if exercise.ladder}
         results = grade_tier(tier, impl, ops) if ops else []
         for result in results:
             if result.op == "import":  # the tier does not build or import, or is unavailable
