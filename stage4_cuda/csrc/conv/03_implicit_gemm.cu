@@ -37,7 +37,9 @@ struct FilterRows {
     __device__ float operator()(int, int k, int j) const { return __ldg(w + (int64_t)k * depth + j); }
 };
 
-/* B(j, col) = x's pixel under weight j = (c, r, s) of the window at col = (n, oh, ow). */
+/* B(j, col) = x's pixel under weight j = (c, r, s) of the window at col = (n, oh, ow); the kernel
+ * size KH x KW known at compile time, or read from kh, kw when 0 (with_kernel_size). */
+template <int KH, int KW>
 struct WindowColumns {
     const float *x;
     int channels, height, width, kh, kw, stride, padding, out_width, positions;
@@ -53,7 +55,8 @@ struct WindowColumns {
     }
     __device__ float operator()(const Column &at, int j) const
     {
-        int c = j / (kh * kw), rs = j % (kh * kw), h = at.top + rs / kw, w = at.left + rs % kw;
+        const int taps_wide = KW ? KW : kw, taps = KH ? KH * KW : kh * kw;
+        int c = j / taps, rs = j % taps, h = at.top + rs / taps_wide, w = at.left + rs % taps_wide;
         bool inside = 0 <= h && h < height && 0 <= w && w < width;
         return inside ? __ldg(at.image + (c * height + h) * width + w) : 0.0f;
     }
@@ -76,10 +79,13 @@ static int implicit_gemm(const float *x, const float *w, const float *b, float *
 {
     int positions = (int)conv_positions(g);
     FilterRows filters = {w, (int)conv_rows(g)};
-    WindowColumns windows = {x, (int)g.channels, (int)g.height, (int)g.width, (int)g.kh,
-                             (int)g.kw, (int)g.stride, (int)g.padding, (int)g.out_width, positions};
     OutputPlusBias output = {y, b, (int)g.filters, positions};
-    return launch_tiled_product("conv implicit_gemm tiled_product_kernel", filters, windows, output,
-                                g.filters, g.n * positions, conv_rows(g), 1, 0);
+    return with_kernel_size(g, [&](auto kh, auto kw) {
+        WindowColumns<kh.value, kw.value> windows = {
+            x, (int)g.channels, (int)g.height, (int)g.width, (int)g.kh, (int)g.kw, (int)g.stride,
+            (int)g.padding, (int)g.out_width, positions};
+        return launch_tiled_product("conv implicit_gemm tiled_product_kernel", filters, windows,
+                                    output, g.filters, g.n * positions, conv_rows(g), 1, 0);
+    });
     // END SOLUTION
 }

@@ -65,12 +65,15 @@ extern "C" int s2c_cuda_conv2d_backward(const float *x, const float *w, const fl
     return input_gradient(w, dy, dx, *g);
 }
 
-/* A(c, j) = w[k, c, r, s] for j = (k, r, s): the weights transposed where they lie. */
+/* A(c, j) = w[k, c, r, s] for j = (k, r, s): the weights transposed where they lie. KH x KW:
+ * the kernel size at compile time, or 0 x 0 for kh, kw at run time (with_kernel_size). */
+template <int KH, int KW>
 struct TransposedFilters {
     const float *w;
-    int channels, taps; /* taps = R*S */
+    int channels, taps_run_time; /* R*S */
     __device__ float operator()(int, int c, int j) const
     {
+        const int taps = KH ? KH * KW : taps_run_time;
         int k = j / taps, rs = j % taps;
         return __ldg(w + ((int64_t)k * channels + c) * taps + rs);
     }
@@ -78,6 +81,7 @@ struct TransposedFilters {
 
 /* B(j, col) = dy[n, k, oh, ow] for j = (k, r, s) and the input pixel col = (n, h, w), where
  * oh*stride + r - padding = h (and likewise for w); zero when no such oh, ow exists. */
+template <int KH, int KW>
 struct GradientWindows {
     const float *dy;
     int filters, kh, kw, stride, padding, height, width, out_height, out_width;
@@ -93,9 +97,14 @@ struct GradientWindows {
     }
     __device__ float operator()(const Column &at, int j) const
     {
-        int k = j / (kh * kw), rs = j % (kh * kw), top = at.h - rs / kw, left = at.w - rs % kw;
-        if (top < 0 || left < 0 || top % stride != 0 || left % stride != 0) return 0.0f;
-        int oh = top / stride, ow = left / stride;
+        const int taps_wide = KW ? KW : kw, taps = KH ? KH * KW : kh * kw;
+        int k = j / taps, rs = j % taps, top = at.h - rs / taps_wide, left = at.w - rs % taps_wide;
+        if (top < 0 || left < 0) return 0.0f;
+        int oh = top, ow = left;
+        if (stride != 1) { /* the usual case skips two divisions */
+            if (top % stride != 0 || left % stride != 0) return 0.0f;
+            oh = top / stride, ow = left / stride;
+        }
         if (oh >= out_height || ow >= out_width) return 0.0f;
         return __ldg(at.image + (k * out_height + oh) * out_width + ow);
     }
@@ -115,13 +124,15 @@ struct InputPixels {
 static int input_gradient(const float *w, const float *dy, float *dx, const conv_geometry &g)
 {
     int taps = (int)(g.kh * g.kw), pixels = (int)(g.height * g.width);
-    TransposedFilters filters = {w, (int)g.channels, taps};
-    GradientWindows windows = {dy, (int)g.filters, (int)g.kh, (int)g.kw, (int)g.stride,
-                               (int)g.padding, (int)g.height, (int)g.width, (int)g.out_height,
-                               (int)g.out_width};
     InputPixels output = {dx, (int)g.channels, pixels};
-    return launch_tiled_product("conv backward (dx) tiled_product_kernel", filters, windows, output,
-                                g.channels, g.n * pixels, g.filters * taps, 1, 0);
+    return with_kernel_size(g, [&](auto kh, auto kw) {
+        TransposedFilters<kh.value, kw.value> filters = {w, (int)g.channels, taps};
+        GradientWindows<kh.value, kw.value> windows = {
+            dy, (int)g.filters, (int)g.kh, (int)g.kw, (int)g.stride, (int)g.padding,
+            (int)g.height, (int)g.width, (int)g.out_height, (int)g.out_width};
+        return launch_tiled_product("conv backward (dx) tiled_product_kernel", filters, windows,
+                                    output, g.channels, g.n * pixels, g.filters * taps, 1, 0);
+    });
 }
 
 /* A(k, j) = dy[n, k, p] for j = (n, p): the whole batch along the depth. */

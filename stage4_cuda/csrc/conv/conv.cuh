@@ -24,6 +24,8 @@
 #ifndef S2C_CONV_CUH
 #define S2C_CONV_CUH
 
+#include <type_traits>
+
 #include "../common.h"
 
 typedef struct s2c_conv_geometry conv_geometry;
@@ -45,6 +47,20 @@ static inline __host__ __device__ int64_t conv_rows(const conv_geometry &g)
 static inline __host__ __device__ int64_t conv_positions(const conv_geometry &g)
 {
     return g.out_height * g.out_width; /* OH*OW */
+}
+
+/* Call f(KH, KW) with the layer's kernel size as compile-time constants (std::integral_constant)
+ * for the curriculum's 3x3 and 5x5 layers, else with 0, 0 (the loaders then read it at run time).
+ * The loaders split an index of C*R*S into (c, r, s) for every element they load: a division by
+ * a variable costs about 20 instructions, as many as the FMAs that element feeds; by a constant
+ * the compiler makes it a multiplication and a shift. */
+template <class F>
+static int with_kernel_size(const conv_geometry &g, F f)
+{
+    using std::integral_constant;
+    if (g.kh == 3 && g.kw == 3) return f(integral_constant<int, 3>(), integral_constant<int, 3>());
+    if (g.kh == 5 && g.kw == 5) return f(integral_constant<int, 5>(), integral_constant<int, 5>());
+    return f(integral_constant<int, 0>(), integral_constant<int, 0>());
 }
 
 /* The scratch floats each rung needs (defined by the rung's file; 0 for none). */
