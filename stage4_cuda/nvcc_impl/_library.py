@@ -98,7 +98,7 @@ CALLS = {
         "task zip in elementwise.cuh"),
     "s2c_cuda_linear_forward": "task matmul in matmul.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
-    "s2c_cuda_conv2d_im2col": "task im2col in conv.cu",
+    "s2c_cuda_conv2d_im2col": "tasks im2col in conv.cu and sgemm_cp_async in sgemm/08_cp_async.cu",
 }  # fmt: skip
 
 
