@@ -139,9 +139,10 @@ static int input_gradient(const float *w, const float *dy, float *dx, const conv
 struct GradientRows {
     const float *dy;
     int filters, positions;
+    fast_divider by_positions;
     __device__ float operator()(int, int k, int j) const
     {
-        int n = j / positions, p = j % positions;
+        int n = by_positions.quotient(j), p = j - n * positions;
         return __ldg(dy + ((int64_t)n * filters + k) * positions + p);
     }
 };
@@ -151,6 +152,7 @@ struct GradientRows {
 struct InputTaps {
     const float *x;
     int channels, height, width, kh, kw, stride, padding, out_width, positions;
+    fast_divider by_positions, by_out_width;
     struct Column {
         const float *plane; /* channel c of image 0 */
         int r, s;           /* the tap, minus the padding */
@@ -165,8 +167,9 @@ struct InputTaps {
     __device__ float operator()(const Column &at, int j) const
     {
         if (at.ones) return 1.0f;
-        int n = j / positions, p = j % positions;
-        int h = p / out_width * stride + at.r, w = p % out_width * stride + at.s;
+        int n = by_positions.quotient(j), p = j - n * positions;
+        int oh = by_out_width.quotient(p), ow = p - oh * out_width;
+        int h = oh * stride + at.r, w = ow * stride + at.s;
         bool inside = 0 <= h && h < height && 0 <= w && w < width;
         return inside ? __ldg(at.plane + (int64_t)n * channels * height * width + h * width + w)
                       : 0.0f;
@@ -189,9 +192,11 @@ static int weight_gradient(const float *x, const float *dy, float *dw, float *db
     int64_t pieces, piece, columns = conv_rows(g) + 1;
     weight_split(g, &pieces, &piece);
     int positions = (int)conv_positions(g);
-    GradientRows rows = {dy, (int)g.filters, positions};
+    fast_divider by_positions(positions), by_out_width((int)g.out_width);
+    GradientRows rows = {dy, (int)g.filters, positions, by_positions};
     InputTaps taps = {x, (int)g.channels, (int)g.height, (int)g.width, (int)g.kh, (int)g.kw,
-                      (int)g.stride, (int)g.padding, (int)g.out_width, positions};
+                      (int)g.stride, (int)g.padding, (int)g.out_width, positions, by_positions,
+                      by_out_width};
     PieceSums sums = {partial, (int)g.filters, (int)columns};
     int status = launch_tiled_product("conv backward (dw) tiled_product_kernel", rows, taps, sums,
                                       g.filters, columns, g.n * positions, pieces, piece);

@@ -63,6 +63,28 @@ static int with_kernel_size(const conv_geometry &g, F f)
     return f(integral_constant<int, 0>(), integral_constant<int, 0>());
 }
 
+/* n / divisor for 0 <= n < 2^31, the divisor fixed for a whole launch, as a multiplication and a
+ * shift (Granlund and Montgomery, 1994; CUTLASS's FastDivmod): with m = ceil(2^p / divisor) for
+ * p = 31 + ceil(log2 divisor), n / divisor = (n * m) >> p. The weight gradient's loaders split
+ * every index they load into (image, row, column) by the layer's sizes, which no template fixes. */
+struct fast_divider {
+    int divisor;
+    unsigned multiplier, shift;
+    fast_divider(int d) : divisor(d), multiplier(0), shift(0)
+    {
+        int log = 0;
+        while ((1u << log) < (unsigned)d) log++;
+        if (d > 1) {
+            multiplier = (unsigned)(((1ull << (31 + log)) + d - 1) / d);
+            shift = log - 1; /* p - 32 */
+        }
+    }
+    __device__ int quotient(int n) const
+    {
+        return divisor == 1 ? n : (int)(__umulhi((unsigned)n, multiplier) >> shift);
+    }
+};
+
 /* The scratch floats each rung needs (defined by the rung's file; 0 for none). */
 int64_t conv_im2col_scratch(const conv_geometry &g);
 int64_t conv_winograd_scratch(const conv_geometry &g);

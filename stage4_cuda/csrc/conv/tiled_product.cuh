@@ -136,10 +136,12 @@ static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, St
     if (rows == 0 || cols == 0 || z_count == 0)
         return S2C_CUDA_OK;
     int r = (int)rows, c = (int)cols, d = (int)depth, split = (int)split_depth;
-#define PRODUCT(BM, BN)                                                                       \
-    tiled_product_kernel<BM, BN><<<dim3((unsigned)ceil_div(cols, BN), (unsigned)ceil_div(rows, BM), \
-                                        (unsigned)z_count),                                     \
-                                   PRODUCT_THREADS>>>(load_a, load_b, store, r, c, d, split)
+    auto grid = [&](int bm, int bn) {
+        return dim3((unsigned)ceil_div(cols, bn), (unsigned)ceil_div(rows, bm), (unsigned)z_count);
+    };
+#define PRODUCT(BM, BN)                                                                          \
+    tiled_product_kernel<BM, BN, LoadA, LoadB, Store><<<grid(BM, BN), PRODUCT_THREADS>>>(        \
+        load_a, load_b, store, r, c, d, split)
     bool large = rows > 64 &&
                  ceil_div(rows, 128) * ceil_div(cols, 64) * z_count >= 2 * product_multiprocessors();
     bool narrow = cols <= 32;
