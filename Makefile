@@ -37,7 +37,7 @@ VARIANT_ARG = $(if $(VARIANT),--variant $(VARIANT))  # stage 4: numba or nvcc (d
 # PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
 
-.PHONY: help setup build data test portability grade results bench train exercises exercises-index progress notebooks asan sanitize lint clean
+.PHONY: help setup build data test portability grade results bench train race speedrun exercises exercises-index progress notebooks asan sanitize lint clean
 
 help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
@@ -86,15 +86,17 @@ grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7]
 	$(NO_STAGE_IN_ARGS)
 	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(if $(AGAINST),--against-impl $(AGAINST)) $(ARGS)
 
-results: setup ## rewrite the committed grader records of the repository's tier: make results STAGE=3
+results: setup ## rewrite the committed grader records of the repository's tier (stage 4: and every op against PyTorch): make results STAGE=3
 	$(NO_AGAINST)
 	$(PY) -m grader --stage $(STAGE) --results
 	$(PY) -m grader bench --stage $(STAGE) --results
+	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench --results)
 
-bench: setup ## benchmark a tier: ops and matmul ladder, then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
+bench: setup ## benchmark a tier: ops and matmul ladder (stage 4: every op against PyTorch's too), then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
 	$(PY) -m grader bench --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)))
 	@if $(PY) -c "import torch" 2>/dev/null; then \
 		$(PY) -m nn.bench $(NN_BENCH) \
 			$(if $(IMPL),--impl $(IMPL)) --output $(if $(IMPL),$(IMPL)/results,curriculum/results)/nn-bench-stage$(STAGE); \
@@ -104,6 +106,12 @@ train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
 	S2C_NN=$(NN_IMPL) $(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+
+race: setup ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (nn/race.py); runs/race.{json,md}
+	$(PY) -m nn.race --output runs/race $(ARGS)
+
+speedrun: setup ## GPU: MNIST to 99% test accuracy on the nvcc variant, 5 seeds, timed (nn/speedrun.py); runs/speedrun.{json,md}
+	$(PY) -m nn.speedrun --output runs/speedrun $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
 	$(PY) -m tools.exercises --out $(WORKSPACE) $(ARGS)

@@ -28,6 +28,7 @@ from .records import FAILED, PASSED, SKIPPED, Result, TierError
 from .roofline import floor_problem, roofline
 from .timing import measure, measure_in_turn
 from .tolerance import tolerance
+from .torch_ops import TORCH_OPS, tensors
 
 
 @dataclass
@@ -55,7 +56,8 @@ def library_baseline(op_name, args, tier_class, bench):
     """The best library for this op on this machine, or None.
 
     CPU: NumPy's OpenBLAS for matmul and linear; PyTorch for conv2d in `bench` when installed.
-    GPU: PyTorch on CUDA (cuBLAS, cuDNN) when installed with CUDA.
+    GPU: PyTorch on CUDA (cuBLAS, cuDNN) when installed with CUDA. (PyTorch beside every op:
+    `python -m grader.library_bench`.)
     """
     torch = None
     if bench or tier_class == "gpu":
@@ -64,35 +66,21 @@ def library_baseline(op_name, args, tier_class, bench):
         except ImportError:
             torch = None
     if tier_class == "gpu":
-        if torch is None or not torch.cuda.is_available() or op_name not in TORCH_OPS:
+        if torch is None or not torch.cuda.is_available() or op_name not in LIBRARY_OPS:
             return None
         torch.backends.cuda.matmul.allow_tf32 = False  # FP32 against FP32: no tensor cores
         torch.backends.cudnn.allow_tf32 = False
-        tensors = {
-            n: torch.from_numpy(v).cuda() for n, v in args.items() if isinstance(v, np.ndarray)
-        }
-        return Baseline(
-            "PyTorch CUDA", TORCH_OPS[op_name](torch, tensors, args), torch.cuda.synchronize
-        )
+        call = TORCH_OPS[op_name].call(torch, tensors(torch, args, "cuda"), args, "cuda")
+        return Baseline("PyTorch CUDA", call, torch.cuda.synchronize)
     if op_name in ("matmul", "linear_forward"):
         return Baseline("NumPy/OpenBLAS", lambda: numpy_evaluation(op_name, args, np.float32))
-    if torch is not None and op_name in TORCH_OPS:
-        tensors = {n: torch.from_numpy(v) for n, v in args.items() if isinstance(v, np.ndarray)}
-        return Baseline("PyTorch CPU", TORCH_OPS[op_name](torch, tensors, args))
+    if torch is not None and op_name in LIBRARY_OPS:
+        call = TORCH_OPS[op_name].call(torch, tensors(torch, args, "cpu"), args, "cpu")
+        return Baseline("PyTorch CPU", call)
     return None
 
 
-TORCH_OPS = {  # (torch, tensors, args) -> a call doing the op's work
-    "matmul": lambda torch, t, a: lambda: t["a"] @ t["b"],
-    "linear_forward": lambda torch, t, a: (
-        lambda: torch.nn.functional.linear(t["x"], t["w"], t["b"])
-    ),
-    "conv2d_forward": lambda torch, t, a: (
-        lambda: torch.nn.functional.conv2d(
-            t["x"], t["w"], t["b"], stride=a["stride"], padding=a["padding"]
-        )
-    ),
-}
+LIBRARY_OPS = ("matmul", "linear_forward", "conv2d_forward")  # a library beside their speed check
 
 
 def time_op(session, tier, op, args, role):

@@ -59,11 +59,21 @@ def to_torch(model, torch):
     return torch.nn.Sequential(*modules)
 
 
+def torch_optimizer(torch, net, recipe):
+    """PyTorch's optimizer for `recipe`: Adam, or SGD with momentum (recipe.optimizer 'adam' or
+    'momentum')."""
+    if recipe.optimizer == "momentum":
+        return torch.optim.SGD(net.parameters(), lr=recipe.lr, momentum=recipe.momentum)
+    if recipe.optimizer == "adam":
+        return torch.optim.Adam(net.parameters(), lr=recipe.lr)
+    raise ValueError(f"no PyTorch translation of optimizer {recipe.optimizer!r}")
+
+
 def torch_epoch(torch, net, data, recipe, device="cpu"):
     """Seconds for one epoch of `net` on the batches the nn trainer uses (same order), on
     `device`; on a GPU the training set is uploaded first, outside the timed part."""
     net = net.to(device)
-    optimizer = torch.optim.Adam(net.parameters(), lr=recipe.lr)
+    optimizer = torch_optimizer(torch, net, recipe)
     order = np.random.default_rng([recipe.seed, 0]).permutation(len(data.train))
     inputs = torch.from_numpy(data.normalizer(data.train.inputs)).to(device)
     labels = torch.from_numpy(data.train.labels.astype(np.int64)).to(device)
@@ -81,11 +91,13 @@ def torch_epoch(torch, net, data, recipe, device="cpu"):
     return time.perf_counter() - started
 
 
-def tier_epoch(model, data, recipe):
-    """Seconds for one epoch of the nn trainer on the model's tier (the training steps only)."""
-    trainer = Trainer(model, data, recipe, run_dir="/nonexistent", progress_bar=False)
+def tier_epoch(model, data, recipe, **steps):
+    """Seconds for one epoch of the nn trainer on the model's tier (the training steps only);
+    `steps`: the Trainer's `recorded` and `graph`."""
+    trainer = Trainer(model, data, recipe, run_dir="/nonexistent", progress_bar=False, **steps)
     started = time.perf_counter()
     trainer.train_epoch()
+    model.tier.synchronize()
     return time.perf_counter() - started
 
 

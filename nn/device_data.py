@@ -74,8 +74,14 @@ class DeviceData:
         """(inputs, targets, labels) of batch `index` of this epoch, all on the device."""
         start = index * self.recipe.batch_size
         chosen = self.order[start : start + self.recipe.batch_size]
+        offsets = [rows_or_cols[start : start + chosen.shape[0]]
+                   for rows_or_cols in self.offsets or ()]  # fmt: skip
+        return self.gather(chosen, *offsets)
+
+    def gather(self, chosen, rows=None, cols=None):
+        """(inputs, targets, labels) of the examples at device indices `chosen`, each image
+        shifted by (rows, cols) when given."""
         inputs = self.tier.take(self.inputs, chosen)
-        if self.offsets is not None:
-            rows, cols = (offsets[start : start + chosen.shape[0]] for offsets in self.offsets)
+        if rows is not None:
             inputs = self.tier.shift_images(inputs, rows, cols, self.recipe.shift, self.fill)
         return inputs, self.tier.take(self.targets, chosen), self.tier.take(self.labels, chosen)

@@ -32,3 +32,12 @@ def load_tier(stage, impl=None, variant=None):
 def runs_on_gpu(stage, variant=None):
     """Whether the tier of `stage` (`variant`) runs on a GPU (or its simulator)."""
     return tiers.find(stage, variant).gpu
+
+
+def nvcc_tier(purpose):
+    """Stage 4's nvcc variant, for `purpose` (e.g. "the race", which needs a GPU); TierError
+    saying so when it cannot run here."""
+    try:
+        return load_tier(4, None, "nvcc")
+    except TierError as error:
+        raise TierError(f"{purpose} runs on a GPU with the nvcc variant built: {error}") from None

@@ -71,6 +71,12 @@ def parse_args(argv=None):
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--threads", type=int,
                         help="BLAS threads (default: the library's, usually one per core)")
+    steps = parser.add_mutually_exclusive_group()
+    steps.add_argument("--graph", action="store_true",
+                       help="stage 4, nvcc: launch each training step as one CUDA graph")
+    steps.add_argument("--op-by-op", action="store_true",
+                       help="stage 4, nvcc: run every step through the layers (by default the "
+                       "first step is recorded and later steps launch its recording)")
     return parser.parse_args(argv)
 
 
@@ -174,7 +180,8 @@ def train(args, tier):
         "input_shape": list(data.input_shape),
         "num_classes": data.num_classes,
     }
-    trainer = Trainer(model, data, recipe, run_dir, record, progress_bar=not args.no_progress)
+    trainer = Trainer(model, data, recipe, run_dir, record, progress_bar=not args.no_progress,
+                      recorded=not args.op_by_op, graph=args.graph)
     if checkpoint:
         trainer.resume(checkpoint)
         print(f"resumed from {checkpoint}: {trainer.progress.epoch} epochs and "

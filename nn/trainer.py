@@ -29,6 +29,8 @@ from nn.checkpoint import (
 from nn.device_data import device_data
 from nn.interrupts import DeferredInterrupt, Interrupted
 from nn.optimizers import make_optimizer
+from nn.recorded_steps import HOOKS as RECORDING_HOOKS
+from nn.recorded_steps import RecordedSteps, why_not_recorded
 from nn.schedules import Schedule
 from nn.values import is_int, is_number
 
@@ -99,7 +101,8 @@ class Trainer:
     set's name, class names, normalizer) so prediction can rebuild everything from a checkpoint.
     """
 
-    def __init__(self, model, data, recipe, run_dir, record=None, progress_bar=True, echo=print):
+    def __init__(self, model, data, recipe, run_dir, record=None, progress_bar=True, echo=print,
+                 recorded=True, graph=False):
         self.model = model
         self.tier = model.tier
         self.data = data
@@ -131,6 +134,16 @@ class Trainer:
         # step's loss and correct count stay there (pending) until they are logged or saved.
         self.device_data = device_data(self.tier, data, model.loss, recipe)
         self.pending = []
+        # On a tier that records steps (stage 4): each step after the first launches the first
+        # one's recording, or its CUDA graph (nn/recorded_steps.py).
+        self.recorded = None
+        why_not = why_not_recorded(self.tier, model, recipe, self.device_data, graph)
+        if graph and why_not:
+            raise ValueError(f"--graph: steps cannot be recorded here: {why_not}")
+        if recorded and not why_not:
+            self.recorded = RecordedSteps(self, graph)
+        elif recorded and all(hasattr(self.tier, hook) for hook in RECORDING_HOOKS):
+            echo(f"training op by op: {why_not}")
         # True while a step (or an epoch's end) changes the state: a checkpoint then would mix two
         self.mid_update = False
 
@@ -192,6 +205,8 @@ class Trainer:
         order = np.random.default_rng([recipe.seed, progress.epoch]).permutation(len(train))
         if self.device_data:
             self.device_data.start_epoch(progress.epoch, order)
+        if self.recorded:
+            self.recorded.start_epoch(self.steps_per_epoch)
         self.model.train()
         bar = tqdm(
             total=self.steps_per_epoch,
@@ -263,15 +278,27 @@ class Trainer:
 
     def _device_step(self):
         """train_step with the batch gathered on the device; nothing comes back to the host."""
-        progress, tier, model = self.progress, self.tier, self.model
-        inputs, targets, labels = self.device_data.batch(progress.batch)
+        progress = self.progress
+        lr = self.schedule(progress.step)
+        if self.recorded:
+            loss, correct = self.recorded.step(progress.batch, lr)
+            count = min(self.recipe.batch_size, len(self.data.train) - progress.batch
+                        * self.recipe.batch_size)  # fmt: skip
+        else:
+            inputs, targets, labels = self.device_data.batch(progress.batch)
+            loss, correct = self.device_step_on(inputs, targets, labels, lr)
+            count = labels.shape[0]
+        self.pending.append((progress.step + 1, loss, correct, count))
+        return 0.0, 0
+
+    def device_step_on(self, inputs, targets, labels, lr):
+        """One step on a batch on the device: (loss, correct count), both left on the device."""
+        tier, model = self.tier, self.model
         logits = model.forward(inputs)
         loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
         model.backward(dlogits)
-        self.optimizer.step(self.schedule(progress.step))
-        count = labels.shape[0]
-        self.pending.append((progress.step + 1, loss, tier.correct_count(logits, labels), count))
-        return 0.0, 0
+        self.optimizer.step(lr)
+        return loss, tier.correct_count(logits, labels)
 
     def settle(self):
         """Read the pending steps' losses and correct counts from the device into the progress

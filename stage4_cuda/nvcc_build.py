@@ -5,7 +5,8 @@
     python -m stage4_cuda.nvcc_build --if-stale   (only when a source is newer than the library)
 
 Every csrc/**/*.cu file is compiled into one library, except a file defining `main` (a benchmark
-program, such as the SGEMM ladder's in csrc/sgemm/). Flags: -O3, position-independent code,
+program, such as the SGEMM ladder's in csrc/sgemm/). Flags: -O3, position-independent code, each
+host thread's own default stream (`--default-stream per-thread`, which CUDA graphs can capture),
 machine code for sm_80 (A100) and sm_90 (H100), and compute_90 PTX that the driver compiles for a
 newer GPU at load time. The library is loaded with cffi in ABI mode (nvcc_impl/_library.py), so
 no Python extension is compiled. No GPU is needed to build, only nvcc (the CUDA toolkit).
@@ -34,7 +35,10 @@ GENCODE = [
     "-gencode=arch=compute_90,code=sm_90",
     "-gencode=arch=compute_90,code=compute_90",  # PTX: newer GPUs compile it when loading
 ]
-FLAGS = ["-O3", "-shared", "-Xcompiler=-fPIC", "-std=c++17", *GENCODE]
+# --default-stream per-thread: kernels go to the calling thread's default stream, which CUDA graphs
+# can capture (csrc/graph.cu)
+FLAGS = ["-O3", "-shared", "-Xcompiler=-fPIC", "-std=c++17", "--default-stream", "per-thread",
+         *GENCODE]
 LIBRARIES = ["-ldl"]  # dlopen: cuFFT is loaded at run time (csrc/conv/cufft_runtime.h says why)
 DEFINES_MAIN = re.compile(r"^\s*int\s+main\s*\(", re.MULTILINE)
 

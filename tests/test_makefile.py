@@ -94,13 +94,14 @@ def test_make_refuses_a_stage_inside_ARGS(target):
     assert "give the stage as STAGE=N" in done.stdout, done.stdout
 
 
+@pytest.mark.parametrize("stage", [3, 4])  # stage 4's bench also runs grader.library_bench
 @pytest.mark.parametrize("target", ["grade", "train", "bench"])
-def test_IMPL_reaches_every_command_of_grade_train_and_bench(target):
+def test_IMPL_reaches_every_command_of_grade_train_and_bench(target, stage):
     """IMPL=dir: every Python command of the target takes dir's tier; IMPL= none of them."""
 
     def commands(impl):
         done = subprocess.run(
-            ["make", "-n", "-o", "setup", target, "STAGE=3", f"IMPL={impl}"],
+            ["make", "-n", "-o", "setup", target, f"STAGE={stage}", f"IMPL={impl}"],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -111,6 +112,8 @@ def test_IMPL_reaches_every_command_of_grade_train_and_bench(target):
 
     chosen = commands("mine")
     assert chosen and all("--impl mine" in line for line in chosen), chosen
+    if target == "bench":
+        assert any("grader.library_bench" in line for line in chosen) == (stage == 4), chosen
     assert not any("--impl" in line for line in commands(""))
 
 

@@ -16,6 +16,7 @@ and against stage 3, and repeated runs bit-identical.
 """
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -36,9 +37,11 @@ from stage4_ops import (
     run_both,
 )
 
+import stage2_numpy as reference
 import stage4_cuda.nvcc_impl as nvcc
 import tiers
 from grader import inputs
+from grader.ops import OPS
 from stage4_cuda import nvcc_build
 from stage4_cuda.nvcc_impl import _library
 from tools.exercises import plan_tier
@@ -147,13 +150,13 @@ def test_the_variant_has_every_op_of_the_contract():
 
 
 def test_the_exercise_table_names_each_region_of_the_sources():
-    regions = {(region.task, region.path.removeprefix("stage4_cuda/csrc/")): region.week
+    regions = {(region.task, str(Path(region.path).relative_to("stage4_cuda/csrc"))): region.week
                for region in plan_tier(REPO, "stage4_cuda")[1]
                if region.path.startswith("stage4_cuda/csrc/")}  # fmt: skip
     for function, (week, task, file) in _library.EXERCISES.items():
         found = regions.get((task, file))
         assert found == week, f"{function}: no region of week {week}, task {task} in {file}"
-    exported = set(re.findall(r"\bint (s2c_cuda_\w+)\(", (CSRC / "s2c_cuda.h").read_text()))
+    exported = set(re.findall(r"\bint (s2c_\w+)\(", (CSRC / "s2c_cuda.h").read_text()))
     assert set(_library.EXERCISES) <= exported
 
 
@@ -170,9 +173,12 @@ def test_the_workspace_stubs_compile_and_each_names_its_week_and_task(tmp_path):
     spec.loader.exec_module(library)
     lib = library.library()
     for function, (week, task, file) in library.EXERCISES.items():
-        # Every stub returns before its first CUDA call: pointers NULL, every size 1.
-        kinds = [argument.kind for argument in library._ffi.typeof(getattr(lib, function)).args]
-        args = [None if kind == "pointer" else 1 for kind in kinds]
+        # Every stub returns before its first CUDA call, so pointers that point nowhere do (the
+        # SGEMM launchers refuse NULL for a matrix that is not empty before their region), every
+        # size 1.
+        kinds = [argument.kind for argument in library.ffi.typeof(getattr(lib, function)).args]
+        nowhere = library.ffi.cast("void *", 256)
+        args = [nowhere if kind == "pointer" else 1 for kind in kinds]
         expected = rf"^week {week}, task {task}: not implemented yet \(stage4_cuda/csrc/{file}"
         with pytest.raises(NotImplementedError, match=expected):
             library.call(function, *args)
@@ -195,6 +201,18 @@ def test_a_status_the_wrapper_should_have_prevented_is_a_value_error():
         pytest.skip(_library.unavailable_reason())
     with pytest.raises(ValueError, match="s2c_cuda_gemm rejected its arguments"):
         _library.call("s2c_cuda_gemm", None, None, None, None, 2**22, 1, 1, 0, 0)
+
+
+def test_the_range_of_indices_is_found_over_several_blocks():
+    """The range check of labels and argmax (numba_impl/_checks.py) reduces over a grid of blocks,
+    then one: under the simulator, 3000 values make 4 blocks of the first level."""
+    from stage4_cuda.numba_impl import _checks, _device
+
+    if not _device.SIMULATOR and not _device.cuda.is_available():
+        pytest.skip("needs numba's CUDA simulator or a GPU")
+    values = np.random.default_rng(3).integers(-10**12, 10**12, 3000)
+    values[2999], values[1234] = -10**15, 10**15  # the extremes in the last and a middle block
+    assert _checks.TIER.index_range(_device.cuda.to_device(values)) == (-10**15, 10**15)
 
 
 # --- on a GPU -------------------------------------------------------------------------------------
@@ -380,3 +398,167 @@ def test_a_conv_rung_is_named_or_numbered(gpu, rng):
         by_number, gpu.to_numpy(gpu.conv2d_forward(x, w, b, 1, 1, kernel="implicit_gemm")))
     with pytest.raises(ValueError, match="conv2d_forward: kernel must be 'best', one of"):
         gpu.conv2d_forward(x, w, b, 1, 1, kernel="cudnn")
+
+
+# --- recorded steps and CUDA graphs ---------------------------------------------------------------
+
+
+def _trained_parameters(tier, data, recipe, **steps):
+    """The parameters of LeNet-5 after one epoch of `recipe` on `data`, trained on `tier` by nn's
+    trainer with `steps` (recorded, graph)."""
+    from nn.models import build_model
+    from nn.trainer import Trainer
+
+    model = build_model("lenet5", data.input_shape, data.num_classes).build(tier, recipe.seed)
+    trainer = Trainer(model, data, recipe, "/nonexistent", progress_bar=False, **steps)
+    trainer.train_epoch()
+    return {name: tier.to_numpy(param.value) for name, param in model.parameters().items()}
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["recorded", "graph"])
+def test_recorded_steps_train_exactly_as_op_by_op(gpu, graph):
+    # The same kernels on the same batches in the same order: identical weights, bit for bit,
+    # with a learning rate that changes at every step (cosine) and shifted images, and a last
+    # batch of another size (100 examples in batches of 32: a recording for 32, one for 4).
+    from nn.data import load_data
+    from nn.recipes import Recipe
+
+    recipe = Recipe(epochs=1, batch_size=32, optimizer="nesterov", lr=0.05, schedule="cosine",
+                    shift=1, val_size=0, seed=7)  # fmt: skip
+    data = load_data("mnist", val_size=0, train_size=100)
+    expected = _trained_parameters(gpu, data, recipe, recorded=False)
+    received = _trained_parameters(gpu, data, recipe, graph=graph)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(received[name], value, err_msg=name)
+
+
+def test_a_step_that_launches_another_kernel_is_refused_while_recording(gpu, rng):
+    from stage4_cuda import numba_impl
+
+    x = gpu.from_numpy(inputs.normal(rng, (4, 4)))
+    with pytest.raises(RuntimeError, match="not a function of the nvcc library"):
+        gpu.record_step(lambda: numba_impl.sum_rows(x))
+
+
+# --- the memory-bound kernels' paths (on a GPU) ------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(1000, 100), (317, 331)])  # several blocks: float4, then floats
+@pytest.mark.parametrize("op_name", ["mse_loss", "bce_with_logits_loss"])
+def test_a_mean_over_several_blocks(gpu, rng, op_name, size):
+    """100,000 terms: 25 blocks of the first level, then the second; 317 x 331: odd, no float4."""
+    args = OPS[op_name].build(rng, (size, 1.0))
+    received, expected, _ = run_both(gpu, op_name, args)
+    assert_close(op_name, received, expected, args, f" {size}")
+
+
+@pytest.mark.parametrize("op_name", ["hinge_loss", "hinge_loss_backward"])
+def test_hinge_over_many_rows(gpu, rng, op_name):
+    """3000 rows of 37 scores: a warp a row, several blocks of the mean, columns past one warp."""
+    forward = OPS["hinge_loss"]
+    args = forward.build(rng, (3000, 37, 1.0))
+    received, expected, _ = run_both(gpu, op_name, args)
+    assert_close(op_name, received, expected, args)
+
+
+def test_a_mean_is_the_same_on_every_run(gpu, rng):
+    x = gpu.from_numpy(inputs.normal(rng, (2048, 1024)))
+    t = gpu.from_numpy(inputs.normal(rng, (2048, 1024)))
+    assert len({float(gpu.mse_loss(x, t)) for _ in range(5)}) == 1
+
+
+# (n, c, h, w, k, stride): overlapping windows, a stride past the window, rows left over
+POOL_GEOMETRIES = [(2, 3, 9, 7, 3, 2), (2, 2, 10, 11, 2, 3), (1, 2, 7, 9, 2, 2), (3, 2, 8, 8, 2, 2)]
+
+
+@pytest.mark.parametrize("geometry", POOL_GEOMETRIES)
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pooling_backward_gathers_over_any_geometry(gpu, rng, kind, geometry):
+    n, c, h, w, k, stride = geometry
+    forward = f"{kind}pool2d_forward"
+    x = inputs.distinct(rng, (n, c, h, w))
+    outputs = getattr(reference, forward)(x, k, stride)
+    y = outputs[0] if kind == "max" else outputs
+    args = {"dy": inputs.normal(rng, y.shape)}
+    if kind == "max":
+        args["argmax"] = outputs[1]
+    args.update(x_shape=x.shape, k=k, stride=stride)
+    op_name = f"{kind}pool2d_backward"
+    received, expected, _ = run_both(gpu, op_name, args)
+    assert_close(op_name, received, expected, args, f" {geometry}")
+
+
+def test_max_pooling_keeps_a_nan_and_routes_its_gradient(gpu, rng):
+    x = inputs.distinct(rng, (1, 1, 4, 4))
+    x[0, 0, 2, 3] = np.nan  # in window (1, 1) of k = stride = 2
+    y, argmax = gpu.maxpool2d_forward(gpu.from_numpy(x), 2, 2)
+    y, argmax = gpu.to_numpy(y), gpu.to_numpy(argmax)
+    assert np.isnan(y[0, 0, 1, 1]) and np.isfinite(np.delete(y.ravel(), 3)).all()
+    assert argmax[0, 0, 1, 1] == 2 * 4 + 3
+    dy = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2)
+    dx = gpu.to_numpy(gpu.maxpool2d_backward(gpu.from_numpy(dy), gpu.from_numpy(argmax),
+                                             x.shape, 2, 2))  # fmt: skip
+    assert dx[0, 0, 2, 3] == 4.0 and dx.sum() == dy.sum()
+
+
+@pytest.mark.parametrize("shape", [(32, 4, 16, 16), (64, 3, 9, 9), (5000, 3)])
+def test_batchnorm_over_several_blocks_a_channel(gpu, rng, shape):
+    """8192 and 5184 values a channel (2 blocks each; float4 runs, then runs of 81 floats), and
+    an [N, C] batch of runs of one float."""
+    forward = OPS["batchnorm_forward"]
+    args = forward.build(rng, (shape, True, 0.1))
+    received, expected, natives = run_both(gpu, "batchnorm_forward", args)
+    assert_close("batchnorm_forward", received, expected, args, f" {shape}")
+    backward = {"dy": inputs.normal(rng, shape), "x": args["x"], "gamma": args["gamma"],
+                "saved": expected[1]}  # fmt: skip
+    received, expected, _ = run_both(gpu, "batchnorm_backward", backward)
+    assert_close("batchnorm_backward", received, expected, backward, f" {shape}")
+
+
+@pytest.mark.parametrize("size", [4096, 4099])  # float4, then a last partial quad
+@pytest.mark.parametrize("op_name", ["sgd_step", "momentum_step", "rmsprop_step", "adam_step",
+                                     "dropout_forward"])  # fmt: skip
+def test_four_elements_a_thread_with_a_partial_last_quad(gpu, rng, op_name, size):
+    op = OPS[op_name]
+    args = op.build(rng, (((size,), 0.5) if op_name == "dropout_forward" else ((size,), 0)))
+    received, expected, natives = run_both(gpu, op_name, args)
+    reference_args = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
+    getattr(reference, op_name)(*reference_args.values())  # stage 2 updates its copies in place
+    for name in op.inplace:
+        assert_close(op_name, gpu.to_numpy(natives[name]), reference_args[name], args, f" {name}")
+    if op.outputs:
+        assert_close(op_name, received, expected, args)
+
+
+def test_the_fused_bias_relu_equals_add_then_relu(gpu, rng):
+    x, b = inputs.normal(rng, (33, 12)), inputs.normal(rng, (12,))
+    x[3, 4] = np.nan
+    fused = gpu.to_numpy(gpu.bias_relu(gpu.from_numpy(x), gpu.from_numpy(b)))
+    np.testing.assert_array_equal(fused, np.maximum(x + b, 0))  # the NaN too, in its place
+    wrong = gpu.from_numpy(np.ones(5, np.float32))
+    with pytest.raises(ValueError, match=r"bias_relu: b must have shape \[M=12\] \(M: x's col"):
+        gpu.bias_relu(gpu.from_numpy(x), wrong)
+
+
+# --- the memory benchmark's table (no GPU) -------------------------------------------------------
+
+
+def test_the_memory_benchmark_prints_the_table_of_a_record(tmp_path, capsys):
+    from grader.timing import Timing
+    from stage4_cuda import memory_bench
+
+    def row(op, seconds):  # 1 GB in `seconds`, against a copy of 2000 GB/s
+        return memory_bench._row(op, "[4096x4096]", 10**9, Timing(seconds, seconds, seconds,
+                                 seconds, seconds, 5, 1, 1e-5), 2e12)  # fmt: skip
+
+    epilogue = [row("add + relu (two ops)", 2e-3), row("bias_relu (fused)", 1e-3)]
+    record = {"device": "a GPU", "copy_bandwidth_gb_per_s": 2000.0, "target_of_copy": 0.9,
+              "command": "python -m stage4_cuda.memory_bench --write",
+              "rows": [row("relu", 1e-3)], "epilogue": epilogue}  # fmt: skip
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record))
+    assert memory_bench.main(["--table", str(path)]) == 0
+    page = capsys.readouterr().out
+    assert "# Memory-bound ops of the nvcc variant on a GPU" in page
+    assert "| relu | [4096x4096] | 1000.0 us | 1000 MB | 1000 | 50.0% |" in page
+    assert "The fused kernel takes 0.50x the two ops' time." in page

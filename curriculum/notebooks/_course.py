@@ -30,12 +30,14 @@ WORKSPACE = REPOSITORY / "workspace"
 
 
 def grader_records():
-    """{file name: record} of the grader's committed records (grade-*.json, bench-*.json)."""
-    return {
+    """{file name: record} of the grader's committed records (grade-*.json, bench-*.json; not
+    the library bench's bench-stage4-libraries.json, a record of another kind)."""
+    records = {
         path.name: json.loads(path.read_text())
         for path in sorted(RESULTS.glob("*.json"))
         if path.name.startswith(("grade-", "bench-"))
     }
+    return {name: record for name, record in records.items() if "runs" in record}
 
 
 def machine_name(machine):

@@ -63,6 +63,16 @@ static inline int64_t blocks_for(int64_t n, int64_t threads)
     return n > 0 ? ceil_div(n, threads) : 1;
 }
 
+/* a / b for indices a >= 0, b > 0: in 32 bits when a fits, as it almost always does. A 64-bit
+ * division is a software routine of dozens of instructions, and a memory-bound kernel that splits
+ * a flat index into coordinates with it for every element runs out of instructions before it runs
+ * out of bandwidth (the pooling backwards did: 1.6 ms where 0.3 ms of memory traffic was due). */
+static inline __device__ int64_t index_div(int64_t a, int64_t b)
+{
+    if (a <= UINT32_MAX && b <= UINT32_MAX) return (uint32_t)a / (uint32_t)b;
+    return a / b;
+}
+
 /* max(a, b) that keeps a NaN, as PyTorch does (fmaxf would drop it). */
 static inline __device__ float nan_max(float a, float b) { return (a > b || a != a) ? a : b; }
 

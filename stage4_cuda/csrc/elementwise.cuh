@@ -24,6 +24,13 @@ typedef float (*zip_function)(float a, float b, float s);
 /* Whether a pointer may be read or written as float4 (16-byte aligned). */
 static inline bool aligned16(const void *pointer) { return (uintptr_t)pointer % 16 == 0; }
 
+/* Element i's index in b, of b_n elements: i itself, or i % b_n for a row repeated along a (in
+ * 32 bits where i fits: a 64-bit % for every element made add's broadcast compute-bound). */
+static inline __device__ int64_t broadcast_index(int64_t i, int64_t n, int64_t b_n)
+{
+    return b_n == n ? i : i - index_div(i, b_n) * b_n;
+}
+
 template <map_function F>
 __global__ void map_kernel(const float *x, float *y, int64_t n, float s);
 template <map_function F>
@@ -106,7 +113,7 @@ __global__ void zip_kernel(const float *a, const float *b, float *y, int64_t n, 
         int64_t i = first + e * grid;
         if (i < n) {
             a_values[e] = a[i];
-            b_values[e] = b[b_n == n ? i : i % b_n];
+            b_values[e] = b[broadcast_index(i, n, b_n)];
         }
     }
     for (int e = 0; e < PER_THREAD; e++) {
@@ -121,7 +128,7 @@ __global__ void zip_kernel_float4(const float4 *a, const float4 *b, float4 *y, i
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < quads) {
-        float4 u = a[i], v = b[b_quads == quads ? i : i % b_quads];
+        float4 u = a[i], v = b[broadcast_index(i, quads, b_quads)];
         y[i] = make_float4(F(u.x, v.x, s), F(u.y, v.y, s), F(u.z, v.z, s), F(u.w, v.w, s));
     }
     // END SOLUTION

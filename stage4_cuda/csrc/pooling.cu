@@ -1,57 +1,125 @@
 /* pooling.cu -- max and average pooling over k x k windows, no padding (week 16), on N*C planes.
  *
- * Forwards: one thread per output. Backwards: one thread per input element, which gathers from
- * the windows that cover it, instead of each window scattering into its inputs: overlapping
- * windows would then need atomic additions, whose order (and so the float rounding) changes from
- * run to run. */
+ * Forwards: one thread per output, which reads its window (k*k floats) and writes the result
+ * (and maxpool's int64 argmax). At k = stride = 2: 4 + 4 bytes an output for avgpool (x read once,
+ * y written), 4 + 12 for maxpool.
+ *
+ * Backwards: gathering, never scattering: each input element is written by one thread, which adds
+ * the dy of the windows covering it, instead of each window adding into its inputs (overlapping
+ * windows would then need atomic additions, whose order, and so the float rounding, changes from
+ * run to run). A thread takes a cell of stride x stride inputs (cell (ch, cw) holds rows
+ * ch*stride ... ch*stride + stride - 1, likewise columns): the windows covering an input of the
+ * cell are the cell's own window and those before it that still reach it, found by walking back
+ * from window (ch, cw), with no division. The first version used a thread per input and found
+ * its windows by 64-bit divisions (a software routine on the GPU): the instructions, not the
+ * memory, set its speed (avgpool2d_backward 1.6 ms where the traffic takes 0.25). Bytes at
+ * k = stride = 2: dy read once (the 4 inputs of a window are one thread's), dx written, and for
+ * maxpool the argmax read once: 1 + 4 (+ 2) floats' worth per window.
+ *
+ * Index arithmetic is 32-bit where the sizes allow: index_div (common.h) splits a flat index,
+ * and coordinates within a plane are ints (the Index of each kernel). */
 #include "common.h"
 
 #define POOL_THREADS 256
 
 typedef struct s2c_pool_geometry pool_geometry;
 
-/* The outputs whose windows cover input `position` along one axis: [*first, *last). */
-static inline __device__ void covering(int64_t position, int64_t k, int64_t stride, int64_t outputs,
-                                int64_t *first, int64_t *last)
-{
-    int64_t from = (position - k + stride) / stride; /* ceil((position - k + 1) / stride) */
-    *first = position - k + stride >= 0 ? from : 0;  /* C division rounds toward zero */
-    *last = position / stride + 1 < outputs ? position / stride + 1 : outputs;
-}
-
+/* Each kernel computes coordinates within a plane as Index: int (32 bits) when a plane's
+ * indices fit, as they do at any realistic size, else int64_t. 32-bit arithmetic is one
+ * instruction where 64-bit takes two to four, and these kernels do several per element. */
+template <typename Index>
 __global__ void maxpool_kernel(const float *x, float *y, int64_t *argmax, pool_geometry g);
+template <typename Index>
 __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, float *dx,
                                         pool_geometry g);
+template <typename Index>
 __global__ void avgpool_kernel(const float *x, float *y, pool_geometry g);
+template <typename Index>
 __global__ void avgpool_backward_kernel(const float *dy, float *dx, pool_geometry g);
 
 static inline int64_t outputs(const pool_geometry *g)
 {
     return g->planes * g->out_height * g->out_width;
 }
-static inline int64_t inputs(const pool_geometry *g) { return g->planes * g->height * g->width; }
+
+/* The backward's cells: stride x stride inputs each, ceil(H / stride) x ceil(W / stride) of
+ * them a plane. */
+static inline __host__ __device__ int64_t cells(const pool_geometry *g)
+{
+    return g->planes * ceil_div(g->height, g->stride) * ceil_div(g->width, g->stride);
+}
+
+/* Whether coordinates within a plane fit in an int: h * W + w, and a cell's last input. */
+static inline bool plane_fits_int(const pool_geometry *g)
+{
+    int64_t rows = ceil_div(g->height, g->stride) * g->stride + g->k;
+    int64_t cols = ceil_div(g->width, g->stride) * g->stride + g->k;
+    return rows * cols <= INT32_MAX;
+}
+
+/* Launch kernel<int> or kernel<int64_t> (plane_fits_int) on `threads` threads, then check it. */
+#define LAUNCH_POOL(kernel, threads, g, ...)                                                    \
+    do {                                                                                        \
+        int64_t blocks_ = blocks_for(threads, POOL_THREADS);                                   \
+        if (plane_fits_int(g))                                                                  \
+            kernel<int><<<blocks_, POOL_THREADS>>>(__VA_ARGS__, *(g));                         \
+        else                                                                                    \
+            kernel<int64_t><<<blocks_, POOL_THREADS>>>(__VA_ARGS__, *(g));                     \
+        LAUNCH_CHECK(#kernel);                                                                  \
+    } while (0)
+
+/* Output (or cell) i of planes of rows x cols as (plane, row, col): two divisions, 32-bit ones
+ * where i fits. */
+static inline __device__ void split(int64_t i, int64_t rows, int64_t cols, int64_t *plane,
+                                    int64_t *row, int64_t *col)
+{
+    int64_t flat_row = index_div(i, cols); /* plane * rows + row */
+    *col = i - flat_row * cols;
+    *plane = index_div(flat_row, rows);
+    *row = flat_row - *plane * rows;
+}
+
+/* A backward thread's cell: its plane, its first input row and column (ch * stride, cw * stride),
+ * and the last window along each axis that can cover one of its inputs, min(ch, OH - 1) and
+ * min(cw, OW - 1) (a window starting after the cell's first row starts after its last). */
+template <typename Index>
+struct pool_cell {
+    int64_t plane;
+    Index top, left, last_oh, last_ow;
+};
+
+template <typename Index>
+static inline __device__ pool_cell<Index> cell_of(int64_t i, const pool_geometry &g)
+{
+    int64_t plane, ch, cw;
+    split(i, ceil_div(g.height, g.stride), ceil_div(g.width, g.stride), &plane, &ch, &cw);
+    return {plane, (Index)(ch * g.stride), (Index)(cw * g.stride),
+            (Index)(ch < g.out_height ? ch : g.out_height - 1),
+            (Index)(cw < g.out_width ? cw : g.out_width - 1)};
+}
 
 extern "C" int s2c_cuda_maxpool2d_forward(const float *x, float *y, int64_t *argmax,
                                           const pool_geometry *g)
 {
     // BEGIN SOLUTION week 16, task maxpool2d_forward
-    maxpool_kernel<<<blocks_for(outputs(g), POOL_THREADS), POOL_THREADS>>>(x, y, argmax, *g);
-    LAUNCH_CHECK("maxpool_kernel");
+    LAUNCH_POOL(maxpool_kernel, outputs(g), g, x, y, argmax);
     return S2C_CUDA_OK;
 }
 
 /* Thread i: output i = (plane, oh, ow); ties keep the first maximum, and a NaN wins (torch). */
+template <typename Index>
 __global__ void maxpool_kernel(const float *x, float *y, int64_t *argmax, pool_geometry g) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.planes * g.out_height * g.out_width) return;
-    int64_t plane = i / (g.out_height * g.out_width);
-    int64_t oh = i / g.out_width % g.out_height, ow = i % g.out_width;
+    int64_t plane, out_row, out_col;
+    split(i, g.out_height, g.out_width, &plane, &out_row, &out_col);
     const float *in = x + plane * g.height * g.width;
-    int64_t best_index = oh * g.stride * g.width + ow * g.stride;
+    Index width = g.width, k = g.k, top = out_row * g.stride, left = out_col * g.stride;
+    Index best_index = top * width + left;
     float best = in[best_index];
-    for (int64_t di = 0; di < g.k; di++)
-        for (int64_t dj = 0; dj < g.k; dj++) {
-            int64_t index = (oh * g.stride + di) * g.width + ow * g.stride + dj;
+    for (Index di = 0; di < k; di++)
+        for (Index dj = 0; dj < k; dj++) {
+            Index index = (top + di) * width + left + dj;
             float value = in[index];
             if (value > best || (value != value && best == best)) {
                 best = value;
@@ -67,72 +135,82 @@ extern "C" int s2c_cuda_maxpool2d_backward(const float *dy, const int64_t *argma
                                            const pool_geometry *g)
 {
     // BEGIN SOLUTION week 16, task maxpool2d_backward
-    maxpool_backward_kernel<<<blocks_for(inputs(g), POOL_THREADS), POOL_THREADS>>>(dy, argmax, dx,
-                                                                                   *g);
-    LAUNCH_CHECK("maxpool_backward_kernel");
+    LAUNCH_POOL(maxpool_backward_kernel, cells(g), g, dy, argmax, dx);
     return S2C_CUDA_OK;
 }
 
-/* Thread i: input i = (plane, h, w) adds the dy of every covering window whose argmax it is. */
+/* Thread i: cell i = (plane, ch, cw). Each input (h, w) of the cell adds the dy of every window
+ * covering it whose argmax it is: windows oh <= ch (a window starts at or before the cell) with
+ * oh * stride + k > h, walked back from min(ch, OH - 1); likewise ow. */
+template <typename Index>
 __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, float *dx,
                                         pool_geometry g)
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i >= g.planes * g.height * g.width) return;
-    int64_t plane = i / (g.height * g.width), h = i / g.width % g.height, w = i % g.width;
-    int64_t first_h, last_h, first_w, last_w;
-    covering(h, g.k, g.stride, g.out_height, &first_h, &last_h);
-    covering(w, g.k, g.stride, g.out_width, &first_w, &last_w);
-    int64_t offset = plane * g.out_height * g.out_width;
-    float total = 0.0f;
-    for (int64_t oh = first_h; oh < last_h; oh++)
-        for (int64_t ow = first_w; ow < last_w; ow++)
-            if (argmax[offset + oh * g.out_width + ow] == h * g.width + w)
-                total += dy[offset + oh * g.out_width + ow];
-    dx[i] = total;
+    if (i >= cells(&g)) return;
+    pool_cell<Index> cell = cell_of<Index>(i, g);
+    int64_t windows = g.out_height * g.out_width;
+    const float *plane_dy = dy + cell.plane * windows;
+    const int64_t *plane_argmax = argmax + cell.plane * windows;
+    float *plane_dx = dx + cell.plane * g.height * g.width;
+    Index height = g.height, width = g.width, out_width = g.out_width, k = g.k, s = g.stride;
+    for (Index h = cell.top; h < cell.top + s && h < height; h++)
+        for (Index w = cell.left; w < cell.left + s && w < width; w++) {
+            float total = 0.0f;
+            for (Index oh = cell.last_oh; oh >= 0 && oh * s + k > h; oh--)
+                for (Index ow = cell.last_ow; ow >= 0 && ow * s + k > w; ow--) {
+                    Index window = oh * out_width + ow;
+                    if (plane_argmax[window] == h * width + w) total += plane_dy[window];
+                }
+            plane_dx[h * width + w] = total;
+        }
     // END SOLUTION
 }
 
 extern "C" int s2c_cuda_avgpool2d_forward(const float *x, float *y, const pool_geometry *g) {
     // BEGIN SOLUTION week 16, task avgpool2d_forward
-    avgpool_kernel<<<blocks_for(outputs(g), POOL_THREADS), POOL_THREADS>>>(x, y, *g);
-    LAUNCH_CHECK("avgpool_kernel");
+    LAUNCH_POOL(avgpool_kernel, outputs(g), g, x, y);
     return S2C_CUDA_OK;
 }
 
+template <typename Index>
 __global__ void avgpool_kernel(const float *x, float *y, pool_geometry g) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.planes * g.out_height * g.out_width) return;
-    int64_t plane = i / (g.out_height * g.out_width);
-    int64_t oh = i / g.out_width % g.out_height, ow = i % g.out_width;
+    int64_t plane, out_row, out_col;
+    split(i, g.out_height, g.out_width, &plane, &out_row, &out_col);
     const float *in = x + plane * g.height * g.width;
+    Index width = g.width, k = g.k, top = out_row * g.stride, left = out_col * g.stride;
     float total = 0.0f;
-    for (int64_t di = 0; di < g.k; di++)
-        for (int64_t dj = 0; dj < g.k; dj++)
-            total += in[(oh * g.stride + di) * g.width + ow * g.stride + dj];
+    for (Index di = 0; di < k; di++)
+        for (Index dj = 0; dj < k; dj++) total += in[(top + di) * width + left + dj];
     y[i] = total / (float)(g.k * g.k);
     // END SOLUTION
 }
 
 extern "C" int s2c_cuda_avgpool2d_backward(const float *dy, float *dx, const pool_geometry *g) {
     // BEGIN SOLUTION week 16, task avgpool2d_backward
-    avgpool_backward_kernel<<<blocks_for(inputs(g), POOL_THREADS), POOL_THREADS>>>(dy, dx, *g);
-    LAUNCH_CHECK("avgpool_backward_kernel");
+    LAUNCH_POOL(avgpool_backward_kernel, cells(g), g, dy, dx);
     return S2C_CUDA_OK;
 }
 
-/* Thread i: input i = (plane, h, w) adds dy / k^2 of every window covering it. */
+/* Thread i: cell i = (plane, ch, cw); each input of the cell adds dy / k^2 of every window
+ * covering it (found as in maxpool_backward_kernel). */
+template <typename Index>
 __global__ void avgpool_backward_kernel(const float *dy, float *dx, pool_geometry g) {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i >= g.planes * g.height * g.width) return;
-    int64_t plane = i / (g.height * g.width), h = i / g.width % g.height, w = i % g.width;
-    int64_t first_h, last_h, first_w, last_w;
-    covering(h, g.k, g.stride, g.out_height, &first_h, &last_h);
-    covering(w, g.k, g.stride, g.out_width, &first_w, &last_w);
-    int64_t offset = plane * g.out_height * g.out_width;
-    float total = 0.0f;
-    for (int64_t oh = first_h; oh < last_h; oh++)
-        for (int64_t ow = first_w; ow < last_w; ow++) total += dy[offset + oh * g.out_width + ow];
-    dx[i] = total / (float)(g.k * g.k);
+    if (i >= cells(&g)) return;
+    pool_cell<Index> cell = cell_of<Index>(i, g);
+    const float *plane_dy = dy + cell.plane * g.out_height * g.out_width;
+    float *plane_dx = dx + cell.plane * g.height * g.width;
+    Index height = g.height, width = g.width, out_width = g.out_width, k = g.k, s = g.stride;
+    for (Index h = cell.top; h < cell.top + s && h < height; h++)
+        for (Index w = cell.left; w < cell.left + s && w < width; w++) {
+            float total = 0.0f;
+            for (Index oh = cell.last_oh; oh >= 0 && oh * s + k > h; oh--)
+                for (Index ow = cell.last_ow; ow >= 0 && ow * s + k > w; ow--)
+                    total += plane_dy[oh * out_width + ow];
+            plane_dx[h * width + w] = total / (float)(g.k * g.k);
+        }
     // END SOLUTION
 }

@@ -1,8 +1,8 @@
 /* s2c_cuda.h -- every function the nvcc variant's library exports, in C.
  *
  * Pointers are device pointers (float32 data, int64 labels); sizes are int64 element counts. Each
- * function launches its kernels on the default stream and returns a status (common.h) without
- * waiting for them. The wrapper (stage4_cuda/nvcc_impl/_library.py) reads this file as cffi's
+ * function launches its kernels on the calling thread's default stream (graph.cu says why) and
+ * returns a status (common.h) without waiting for them. The wrapper (stage4_cuda/nvcc_impl/_library.py) reads this file as cffi's
  * declarations, skipping the preprocessor lines and the C++ guard: one list of functions, not two.
  * The ops follow grader/CONTRACT.md; the Python wrappers give their shapes. */
 #ifndef S2C_CUDA_H
@@ -39,6 +39,9 @@ int s2c_cuda_scale(const float *a, float *out, int64_t n, float s);
 int s2c_cuda_transpose(const float *a, float *out, int64_t rows, int64_t cols);
 int s2c_cuda_sum_rows(const float *x, float *out, int64_t rows, int64_t cols);
 
+/* epilogue.cu (an extra, not a contract op): y [rows, cols] = relu(x + bias), bias [cols] */
+int s2c_cuda_bias_relu(const float *x, const float *bias, float *y, int64_t rows, int64_t cols);
+
 /* matmul.cu: c [n, m] = op(a) @ op(b) (+ bias [m] on every row when bias is not NULL), where
  * op(a) is a [n, k], or a stored [k, n] and transposed when transpose_a; op(b) is b [k, m], or b
  * stored [m, k] when transpose_b */
@@ -46,17 +49,34 @@ int s2c_cuda_matmul(const float *a, const float *b, float *c, int64_t n, int64_t
 int s2c_cuda_gemm(const float *a, const float *b, const float *bias, float *c, int64_t n,
                   int64_t k, int64_t m, int transpose_a, int transpose_b);
 
+/* sgemm/: the SGEMM ladder (week 16), rungs 1-8: c [n, m] = a [n, k] @ b [k, m], any sizes
+ * (sgemm/README.md); nvcc_impl's matmul(a, b, kernel=...) runs one of them */
+int s2c_sgemm_naive(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+int s2c_sgemm_coalesced(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+int s2c_sgemm_shared_tiles(const float *a, const float *b, float *c, int64_t n, int64_t k,
+                           int64_t m);
+int s2c_sgemm_register_1d(const float *a, const float *b, float *c, int64_t n, int64_t k,
+                          int64_t m);
+int s2c_sgemm_register_2d(const float *a, const float *b, float *c, int64_t n, int64_t k,
+                          int64_t m);
+int s2c_sgemm_vectorized(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+int s2c_sgemm_warp_tiles(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+int s2c_sgemm_cp_async(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
+
 /* dense.cu: x [n, in], w [out, in], b [out] */
 int s2c_cuda_linear_forward(const float *x, const float *w, const float *b, float *y, int64_t n,
                             int64_t in, int64_t out);
 int s2c_cuda_linear_backward(const float *x, const float *w, const float *dy, float *dx,
                              float *dw, float *db, int64_t n, int64_t in, int64_t out);
 
-/* losses.cu: a forward writes the mean into loss[0] (one float on the device), using `terms`
- * (one float per element or row) as scratch; labels are int64 and already checked in range */
-int s2c_cuda_mse_loss(const float *pred, const float *target, float *terms, float *loss, int64_t n);
+/* losses.cu: a forward writes the mean into loss[0] (one float on the device), using scratch:
+ * cross-entropy `terms` (one float per row), the others `partials` (S2C_CUDA_MEAN_BLOCKS
+ * doubles: the partial sums of a two-level mean); labels are int64 and already checked in range */
+enum { S2C_CUDA_MEAN_BLOCKS = 1024 };
+int s2c_cuda_mse_loss(const float *pred, const float *target, double *partials, float *loss,
+                      int64_t n);
 int s2c_cuda_mse_loss_backward(const float *pred, const float *target, float *grad, int64_t n);
-int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets, float *terms,
+int s2c_cuda_bce_with_logits_loss(const float *logits, const float *targets, double *partials,
                                   float *loss, int64_t n);
 int s2c_cuda_bce_with_logits_loss_backward(const float *logits, const float *targets, float *grad,
                                            int64_t n);
@@ -64,8 +84,8 @@ int s2c_cuda_cross_entropy_loss(const float *logits, const int64_t *labels, floa
                                 float *loss, int64_t rows, int64_t cols);
 int s2c_cuda_cross_entropy_loss_backward(const float *logits, const int64_t *labels, float *grad,
                                          int64_t rows, int64_t cols);
-int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin, float *terms,
-                        float *loss, int64_t rows, int64_t cols);
+int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, float margin,
+                        double *partials, float *loss, int64_t rows, int64_t cols);
 int s2c_cuda_hinge_loss_backward(const float *scores, const int64_t *labels, float margin,
                                  float *grad, int64_t rows, int64_t cols);
 
@@ -131,14 +151,37 @@ int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, fl
                              float *db, float *scratch, const struct s2c_conv_geometry *g);
 
 /* norm.cu: x seen as [n, channels, length] (length = H*W, or 1 for [N, C]); per channel mean and
- * invstd (saved for the backward) and, in training, the running statistics updated in place */
+ * invstd (saved for the backward) and, in training, the running statistics updated in place.
+ * `partials` is scratch for 2 * S2C_CUDA_BATCHNORM_BLOCKS * channels doubles (the per-block sums
+ * of the two-level reductions); the forward reads it only in training (else it may be NULL). */
+enum { S2C_CUDA_BATCHNORM_BLOCKS = 64 };
 int s2c_cuda_batchnorm_forward(const float *x, const float *gamma, const float *beta,
                                float *running_mean, float *running_var, float *y, float *mean,
-                               float *invstd, int64_t n, int64_t channels, int64_t length,
-                               int training, float momentum, float eps);
+                               float *invstd, double *partials, int64_t n, int64_t channels,
+                               int64_t length, int training, float momentum, float eps);
 int s2c_cuda_batchnorm_backward(const float *dy, const float *x, const float *gamma,
                                 const float *mean, const float *invstd, float *dx, float *dgamma,
-                                float *dbeta, int64_t n, int64_t channels, int64_t length);
+                                float *dbeta, double *partials, int64_t n, int64_t channels,
+                                int64_t length);
+
+/* device_data.cu: the device-data hooks (not ops of the contract; indices already checked) */
+int s2c_cuda_take(const float *x, const int64_t *indices, float *y, int64_t count,
+                  int64_t row_size);
+int s2c_cuda_take_int64(const int64_t *x, const int64_t *indices, int64_t *y, int64_t count,
+                        int64_t row_size);
+int s2c_cuda_shift_images(const float *x, const int64_t *rows, const int64_t *cols,
+                          const float *fill, float *y, int64_t images, int64_t channels,
+                          int64_t height, int64_t width, int64_t max_shift);
+int s2c_cuda_correct_count(const float *logits, const int64_t *labels, float *count, int64_t rows,
+                           int64_t cols);
+
+/* graph.cu: capture this thread's launches into a CUDA graph, run it, and a device-to-device copy
+ * in stream order */
+int s2c_cuda_capture_begin(void);
+int s2c_cuda_capture_end(void **graph_exec);
+int s2c_cuda_graph_launch(void *graph_exec);
+int s2c_cuda_graph_destroy(void *graph_exec);
+int s2c_cuda_copy(void *destination, const void *source, int64_t bytes);
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,7 @@ from .losses import (
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
 from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .recording import copy_into, record_step
 from .regularization import dropout_backward, dropout_forward
 
 NAME = "numba"
@@ -120,6 +121,7 @@ __all__ = [
     "col2im",
     "conv2d_backward",
     "conv2d_forward",
+    "copy_into",
     "correct_count",
     "cross_entropy_loss",
     "cross_entropy_loss_backward",
@@ -144,6 +146,7 @@ __all__ = [
     "mse_loss",
     "mse_loss_backward",
     "mul",
+    "record_step",
     "relu",
     "relu_backward",
     "rmsprop_step",

@@ -17,27 +17,41 @@ from numba import cuda
 import argcheck
 from argcheck import arrays
 
-from ._device import as_device, launch, scratch
+from ._device import BLOCK, SIMULATOR, as_device, blocks_for, launch, scratch
+
+MIN_MAX_BLOCKS = 4 if SIMULATOR else 1024  # the first level's blocks, at most
 
 
 @cuda.jit
-def _min_max(values, out):
-    """out[0] = min(values), out[1] = max(values), by one block striding over the array."""
-    low = cuda.shared.array(32, np.int64)
-    high = cuda.shared.array(32, np.int64)
+def _min_max(low_in, high_in, out):
+    """out[0, block] = the min of low_in, out[1, block] = the max of high_in, over the block's
+    share (a grid-stride loop), then a shared-memory tree. Launched twice: on the values (low_in
+    and high_in both the values), then as one block on the first launch's out[0] and out[1].
+
+    One block alone (the first version) cannot stream: it runs on one multiprocessor, and the
+    check of maxpool2d_backward's 33 million argmax indices took 119 ms of the op's time."""
+    low = cuda.shared.array(BLOCK, np.int64)
+    high = cuda.shared.array(BLOCK, np.int64)
     t = cuda.threadIdx.x
-    low[t] = values[0]
-    high[t] = values[0]
-    for i in range(t, values.size, 32):
-        low[t] = min(low[t], values[i])
-        high[t] = max(high[t], values[i])
+    lowest, highest = low_in[0], high_in[0]
+    for i in range(cuda.grid(1), low_in.size, cuda.gridsize(1)):
+        lowest = min(lowest, low_in[i])
+        highest = max(highest, high_in[i])
+    low[t], high[t] = lowest, highest
     cuda.syncthreads()
+    step = cuda.blockDim.x // 2
+    while step > 0:
+        if t < step:
+            low[t] = min(low[t], low[t + step])
+            high[t] = max(high[t], high[t + step])
+        cuda.syncthreads()
+        step //= 2
     if t == 0:
-        for i in range(1, 32):
-            low[0] = min(low[0], low[i])
-            high[0] = max(high[0], high[i])
-        out[0] = low[0]
-        out[1] = high[0]
+        out[0, cuda.blockIdx.x] = low[0]
+        out[1, cuda.blockIdx.x] = high[0]
+
+
+range_kernel = _min_max  # the one kernel a check launches (recording.py does not record it)
 
 
 class DeviceArrays:
@@ -67,9 +81,12 @@ class DeviceArrays:
     def index_range(x):
         """(lowest, highest) value, from one small kernel: two ints come back, which waits for
         the GPU (the one sync such an op makes)."""
-        extremes = scratch(2, np.int64)
-        launch(_min_max, 1, 32, x.reshape(x.size), extremes)
-        low, high = (int(v) for v in extremes.copy_to_host())
+        values = x.reshape(x.size)
+        blocks = min(blocks_for(values.size, BLOCK * 16), MIN_MAX_BLOCKS)  # 16 values a thread
+        partial, extremes = scratch((2, blocks), np.int64), scratch((2, 1), np.int64)
+        launch(_min_max, blocks, BLOCK, values, values, partial)
+        launch(_min_max, 1, BLOCK, partial[0], partial[1], extremes)
+        low, high = (int(v) for v in extremes.copy_to_host()[:, 0])
         return low, high
 
 

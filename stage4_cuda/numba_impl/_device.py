@@ -95,20 +95,32 @@ def _stub_message(kernel):
     return _STUB_MESSAGES[kernel]
 
 
+# Called with (kernel, blocks, threads, args) after each launch, when set: a step's recording
+# (recording.py).
+recorder = None
+
+
 def launch(kernel, blocks, threads, *args):
     """kernel[blocks, threads](*args), after checking that the kernel is not an exercise stub."""
     message = _stub_message(kernel)
     if message is not None:
         raise NotImplementedError(message)
+    run(kernel[blocks, threads], *args)
+    if recorder is not None:
+        recorder(kernel, blocks, threads, args)
+
+
+def run(configured, *args):
+    """A configured kernel (kernel[blocks, threads]) on `args`."""
     if not SIMULATOR:
-        kernel[blocks, threads](*args)
+        configured(*args)
         return
     # The simulator computes with NumPy scalars, which warn where the GPU silently wraps (the
     # random stream's uint64 products) or overflows to inf (exp of a large float32): as on the GPU,
     # those are not errors.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
-        kernel[blocks, threads](*args)
+        configured(*args)
 
 
 def launch_elementwise(kernel, n, *args):

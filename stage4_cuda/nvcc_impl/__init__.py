@@ -40,8 +40,10 @@ from .activations import (
 )
 from .conv import CONV_KERNELS, col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
+from .device_data import correct_count, shift_images, take
+from .epilogue import bias_relu
 from .init import he_normal, xavier_uniform
-from .linalg import add, matmul, mul, scale, sum_rows, transpose
+from .linalg import MATMUL_KERNELS, add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
     bce_with_logits_loss,
     bce_with_logits_loss_backward,
@@ -55,6 +57,7 @@ from .losses import (
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
 from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .recording import capture_graph, copy_into, record_step
 from .regularization import dropout_backward, dropout_forward
 
 NAME = "nvcc"
@@ -81,6 +84,7 @@ def available():
 
 __all__ = [
     "CONV_KERNELS",
+    "MATMUL_KERNELS",
     "NAME",
     "DeviceScalar",
     "adam_step",
@@ -92,9 +96,13 @@ __all__ = [
     "batchnorm_forward",
     "bce_with_logits_loss",
     "bce_with_logits_loss_backward",
+    "bias_relu",
+    "capture_graph",
     "col2im",
     "conv2d_backward",
     "conv2d_forward",
+    "copy_into",
+    "correct_count",
     "cross_entropy_loss",
     "cross_entropy_loss_backward",
     "dropout_backward",
@@ -118,10 +126,12 @@ __all__ = [
     "mse_loss",
     "mse_loss_backward",
     "mul",
+    "record_step",
     "relu",
     "relu_backward",
     "rmsprop_step",
     "scale",
+    "shift_images",
     "sgd_step",
     "sigmoid",
     "sigmoid_backward",
@@ -129,6 +139,7 @@ __all__ = [
     "softmax_backward",
     "sum_rows",
     "synchronize",
+    "take",
     "tanh",
     "tanh_backward",
     "to_numpy",

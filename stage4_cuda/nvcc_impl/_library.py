@@ -15,6 +15,7 @@ CUDA call or launch failed) a RuntimeError with the library's message, which nam
 CUDA's error. The kernels run on the default stream, in order with numba's kernels and copies.
 """
 
+import re
 from pathlib import Path
 
 import cffi
@@ -30,6 +31,10 @@ NOT_BUILT = "the nvcc library is not built: run `make build` (needs nvcc, the CU
 
 # The status codes of csrc/common.h.
 OK, NOT_IMPLEMENTED, BAD_ARGUMENT, OUT_OF_MEMORY, CUDA_ERROR = 0, 1, 2, 3, 4
+
+# The SGEMM ladder of csrc/sgemm/, slowest first: rung i is s2c_sgemm_<name> in sgemm/0i_<name>.cu.
+SGEMM_RUNGS = ("naive", "coalesced", "shared_tiles", "register_1d", "register_2d", "vectorized",
+               "warp_tiles", "cp_async")  # fmt: skip
 
 # Each function holding an exercise: (week, task, file). The exercise tool replaces its region
 # by `return S2C_CUDA_NOT_IMPLEMENTED;`, and this table names the exercise in the resulting
@@ -51,6 +56,8 @@ EXERCISES = {
     "s2c_cuda_transpose": (14, "transpose", "linalg.cu"),
     "s2c_cuda_sum_rows": (14, "sum_rows", "linalg.cu"),
     "s2c_cuda_matmul": (15, "matmul", "matmul.cu"),
+    **{f"s2c_sgemm_{name}": (16, f"sgemm_{name}", f"sgemm/{number:02}_{name}.cu")
+       for number, name in enumerate(SGEMM_RUNGS, 1)},
     "s2c_cuda_gemm": (15, "matmul", "matmul.cu"),
     "s2c_cuda_linear_forward": (15, "linear_forward", "dense.cu"),
     "s2c_cuda_linear_backward": (15, "linear_backward", "dense.cu"),
@@ -94,8 +101,13 @@ CALLS = {
         "task map in elementwise.cuh"),
     **dict.fromkeys(
         ["s2c_cuda_relu_backward", "s2c_cuda_leaky_relu_backward", "s2c_cuda_sigmoid_backward",
-         "s2c_cuda_tanh_backward", "s2c_cuda_add", "s2c_cuda_mul"],
+         "s2c_cuda_tanh_backward", "s2c_cuda_add", "s2c_cuda_mul", "s2c_cuda_mse_loss_backward",
+         "s2c_cuda_bce_with_logits_loss_backward", "s2c_cuda_dropout_backward"],
         "task zip in elementwise.cuh"),
+    **dict.fromkeys(
+        ["s2c_cuda_sgd_step", "s2c_cuda_momentum_step", "s2c_cuda_rmsprop_step",
+         "s2c_cuda_adam_step"],
+        "task step in optim.cu"),
     "s2c_cuda_linear_forward": "task matmul in matmul.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
     "s2c_cuda_conv2d_im2col": "tasks im2col in conv.cu and sgemm_cp_async in sgemm/08_cp_async.cu",
@@ -116,10 +128,23 @@ def declarations():
     return "\n".join(lines)
 
 
-_ffi = cffi.FFI()
-_ffi.cdef(declarations())
+def parameter_names():
+    """{function: [its parameters' names]} from s2c_cuda.h (a recording replaces a scalar by
+    name: recording.py)."""
+    found = re.findall(r"\b(s2c_\w+)\(([^)]*)\);", declarations())
+    return {function: [re.findall(r"\w+", parameter)[-1] for parameter in parameters.split(",")
+                       if parameter.strip() not in ("", "void")]
+            for function, parameters in found}  # fmt: skip
+
+
+ffi = cffi.FFI()
+ffi.cdef(declarations())
+PARAMETERS = parameter_names()
 _lib = None
 LOAD_ERROR = ""
+# Called with (function, C arguments, arguments) after each successful call, when set: a step's
+# recording (recording.py).
+recorder = None
 
 
 def library():
@@ -129,7 +154,7 @@ def library():
         if not LIBRARY.exists():
             raise RuntimeError(NOT_BUILT)
         try:
-            _lib = _ffi.dlopen(str(LIBRARY))
+            _lib = ffi.dlopen(str(LIBRARY))
         except OSError as error:  # built for another machine, or a missing system library
             LOAD_ERROR = f"the nvcc library {LIBRARY.name} does not load: {error}"
             raise RuntimeError(LOAD_ERROR) from error
@@ -160,7 +185,7 @@ def check_status(function, status):
     if status == OUT_OF_MEMORY:
         raise MemoryError(f"{function}: out of device memory")
     if status == CUDA_ERROR:
-        message = _ffi.string(library().s2c_cuda_error_message()).decode()
+        message = ffi.string(library().s2c_cuda_error_message()).decode()
         raise RuntimeError(f"{function} failed: {message}")
     raise RuntimeError(f"{function} returned the unknown status {status}")
 
@@ -169,13 +194,19 @@ def _argument(value):
     """A device array as its device pointer, None as NULL, a bool as an int; a number or a
     geometry (cffi data) as it is."""
     if value is None:
-        return _ffi.NULL
+        return ffi.NULL
     interface = getattr(value, "__cuda_array_interface__", None)
     if interface is not None:
-        return _ffi.cast("void *", interface["data"][0])
+        return ffi.cast("void *", interface["data"][0])
     if isinstance(value, bool):
         return int(value)
     return value
+
+
+def pointer(array):
+    """The device address of `array`'s first element, as a `char *` (so that adding n moves n
+    bytes)."""
+    return ffi.cast("char *", array.__cuda_array_interface__["data"][0])
 
 
 def int64_indices(op, name, indices):
@@ -191,11 +222,14 @@ def int64_indices(op, name, indices):
 def geometry(kind, **sizes):
     """A `struct s2c_<kind>_geometry` of s2c_cuda.h filled with `sizes` (a host pointer the
     library reads its sizes through): kind "pool" or "conv"."""
-    return _ffi.new(f"struct s2c_{kind}_geometry *", sizes)
+    return ffi.new(f"struct s2c_{kind}_geometry *", sizes)
 
 
 def call(function, *args):
     """Call library function `function` (a name such as "s2c_cuda_relu") on `args` (device
     arrays, None, numbers) and check its status."""
-    status = getattr(library(), function)(*map(_argument, args))
+    c_arguments = [_argument(arg) for arg in args]
+    status = getattr(library(), function)(*c_arguments)
     check_status(function, status)
+    if recorder is not None:
+        recorder(function, c_arguments, args)

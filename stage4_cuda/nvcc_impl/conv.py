@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..numba_impl import _checks, _device
 from ..numba_impl._checks import checks
-from ._library import _ffi, call, geometry
+from ._library import call, ffi, geometry
 
 CONV_KERNELS = ("direct", "im2col", "implicit_gemm", "winograd", "fft")
 BACKWARD_SCRATCH = 0  # the rung number s2c_cuda_conv2d_scratch takes for the backward
@@ -60,7 +60,7 @@ def _scratch(shape, rung):
     """The shared scratch buffer, at least as large as rung `rung` needs for `shape` (a
     geometry), as a view of exactly that many floats; None when it needs none."""
     global _scratch_buffer
-    floats = _ffi.new("int64_t *")
+    floats = ffi.new("int64_t *")
     call("s2c_cuda_conv2d_scratch", shape, rung, floats)
     if floats[0] == 0:
         return None

@@ -1,18 +1,23 @@
-"""Linear algebra (csrc/linalg.cu, csrc/matmul.cu; weeks 14 and 15): matmul on the shared-memory
-tiled kernel, transpose, the elementwise add, mul and scale (with add's row broadcasting), and
-column sums."""
+"""Linear algebra (csrc/linalg.cu, csrc/sgemm/; weeks 14 and 16): matmul through the SGEMM ladder,
+transpose, the elementwise add, mul and scale (with add's row broadcasting), and column sums."""
 
-from ..numba_impl import _device
+from ..numba_impl import _checks, _device
 from ..numba_impl._checks import checks
-from ._library import call
+from ._library import SGEMM_RUNGS, call
+
+# The SGEMM ladder of csrc/sgemm/ (README.md there), slowest first: `matmul(a, b, kernel=...)`
+# takes a name or its number 1..8.
+MATMUL_KERNELS = SGEMM_RUNGS
+BEST_MATMUL = "cp_async"  # the fastest on an H100: curriculum/results/sgemm-cuda-h100.json
 
 
-def matmul(a, b):
-    """a [N, K] @ b [K, M] -> [N, M]."""
+def matmul(a, b, kernel="best"):
+    """a [N, K] @ b [K, M] -> [N, M], by rung `kernel` of the SGEMM ladder (MATMUL_KERNELS)."""
     a, b = checks.matmul(a, b)
+    name = _checks.kernel_name("matmul", kernel, MATMUL_KERNELS, BEST_MATMUL)
     (n, k), m = a.shape, b.shape[1]
     c = _device.empty((n, m))
-    call("s2c_cuda_matmul", a, b, c, n, k, m)
+    call(f"s2c_sgemm_{name}", a, b, c, n, k, m)
     return c
 
 

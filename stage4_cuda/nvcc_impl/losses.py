@@ -1,22 +1,31 @@
 """Losses (csrc/losses.cu, week 14). Each forward returns a `DeviceScalar`: the mean stays on the
-GPU until `float(loss)` reads it (stage4_cuda/README.md). A forward's kernels write one term per
-element or row into a scratch array, then add the terms in one block, in double, in a fixed order.
-Each `*_backward` takes the forward's arguments and returns the gradient w.r.t. the first.
+GPU until `float(loss)` reads it (stage4_cuda/README.md). Means are added in double, in a fixed
+order: cross-entropy writes its terms, one per row, into a scratch array that one block adds up;
+mse, bce and hinge add theirs in two levels (a grid of blocks into a scratch array of partial
+sums, then one block). Each `*_backward` takes the forward's arguments and returns the gradient
+w.r.t. the first.
 
-The library's functions take the checked arguments, then the outputs, then the sizes: (n,) for
-the elementwise losses, (rows, columns) for those with labels, the first size also being the
+The library's functions take the checked arguments, the scratch, the output, then the sizes: (n,)
+for the elementwise losses, (rows, columns) for those with labels, the first size also being the
 number of terms."""
+
+import numpy as np
 
 from ..numba_impl import _device
 from ..numba_impl._checks import checks
-from ._library import call, int64_indices
+from ._library import call, int64_indices, library
 
 
-def _loss(function, arguments, sizes):
+def _loss(function, arguments, sizes, scratch):
     """The mean computed by library function `function`, as a DeviceScalar."""
     loss = _device.empty((1,))
-    call(function, *arguments, _device.scratch(sizes[0]), loss, *sizes)
+    call(function, *arguments, scratch, loss, *sizes)
     return _device.DeviceScalar(loss)
+
+
+def _partials():
+    """Scratch for a two-level mean's partial sums."""
+    return _device.scratch((library().S2C_CUDA_MEAN_BLOCKS,), np.float64)
 
 
 def _gradient(function, arguments, sizes):
@@ -29,7 +38,7 @@ def _gradient(function, arguments, sizes):
 def mse_loss(pred, target):
     """Mean over all elements of (pred - target)^2; pred and target have one shape."""
     pred, target = checks.mse_loss(pred, target)
-    return _loss("s2c_cuda_mse_loss", (pred, target), (pred.size,))
+    return _loss("s2c_cuda_mse_loss", (pred, target), (pred.size,), _partials())
 
 
 def mse_loss_backward(pred, target):
@@ -41,7 +50,7 @@ def mse_loss_backward(pred, target):
 def bce_with_logits_loss(logits, targets):
     """Mean over all elements of the binary cross-entropy of sigmoid(logits) against targets."""
     logits, targets = checks.bce_with_logits_loss(logits, targets)
-    return _loss("s2c_cuda_bce_with_logits_loss", (logits, targets), (logits.size,))
+    return _loss("s2c_cuda_bce_with_logits_loss", (logits, targets), (logits.size,), _partials())
 
 
 def bce_with_logits_loss_backward(logits, targets):
@@ -54,7 +63,8 @@ def cross_entropy_loss(logits, labels):
     """Mean over the batch of -log_softmax(logits)[i, labels[i]]; logits [N, C], labels [N]."""
     logits, labels = checks.cross_entropy_loss(logits, labels)
     labels = int64_indices("cross_entropy_loss", "labels", labels)
-    return _loss("s2c_cuda_cross_entropy_loss", (logits, labels), logits.shape)
+    return _loss("s2c_cuda_cross_entropy_loss", (logits, labels), logits.shape,
+                 _device.scratch(logits.shape[0]))
 
 
 def cross_entropy_loss_backward(logits, labels):
@@ -68,7 +78,7 @@ def hinge_loss(scores, labels, margin=1.0):
     """Mean over the batch of sum_{j != y} max(0, s_j - s_y + margin); scores [N, C]."""
     scores, labels, margin = checks.hinge_loss(scores, labels, margin)
     labels = int64_indices("hinge_loss", "labels", labels)
-    return _loss("s2c_cuda_hinge_loss", (scores, labels, margin), scores.shape)
+    return _loss("s2c_cuda_hinge_loss", (scores, labels, margin), scores.shape, _partials())
 
 
 def hinge_loss_backward(scores, labels, margin=1.0):

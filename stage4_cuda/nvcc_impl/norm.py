@@ -1,15 +1,23 @@
-"""Batch normalization (csrc/norm.cu, week 16) over x [N, C] or [N, C, H, W], per channel: a block
-per channel reduces, then a thread per element applies the per-channel result."""
+"""Batch normalization (csrc/norm.cu, week 16) over x [N, C] or [N, C, H, W], per channel: blocks
+of each channel add partial sums (in double, into a scratch array), a thread per channel adds
+those, then a thread per element (or float4) applies the per-channel result."""
+
+import numpy as np
 
 from ..numba_impl import _device
 from ..numba_impl._checks import checks
-from ._library import call
+from ._library import call, library
 
 
 def _sizes(x):
     """(N, C, L) of x seen as [N, C, L], L = H*W (1 for [N, C])."""
     n, c = x.shape[0], x.shape[1]
     return n, c, x.size // (n * c)
+
+
+def _partials(channels):
+    """Scratch for the library's per-block sums: 2 doubles for each of its blocks per channel."""
+    return _device.scratch((2 * library().S2C_CUDA_BATCHNORM_BLOCKS * channels,), np.float64)
 
 
 def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momentum=0.1,
@@ -25,8 +33,9 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
                                  eps))  # fmt: skip
     c = x.shape[1]
     y, mean, invstd = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
+    partials = _partials(c) if training else None  # evaluation reads the running statistics
     call("s2c_cuda_batchnorm_forward", x, gamma, beta, running_mean, running_var, y, mean, invstd,
-         *_sizes(x), training, momentum, eps)
+         partials, *_sizes(x), training, momentum, eps)
     return y, (mean, invstd)
 
 
@@ -38,5 +47,6 @@ def batchnorm_backward(dy, x, gamma, saved):
     dy, x, gamma, (mean, invstd) = checks.batchnorm_backward(dy, x, gamma, saved)
     c = x.shape[1]
     dx, dgamma, dbeta = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
-    call("s2c_cuda_batchnorm_backward", dy, x, gamma, mean, invstd, dx, dgamma, dbeta, *_sizes(x))
+    call("s2c_cuda_batchnorm_backward", dy, x, gamma, mean, invstd, dx, dgamma, dbeta,
+         _partials(c), *_sizes(x))
     return dx, dgamma, dbeta

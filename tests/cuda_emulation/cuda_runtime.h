@@ -60,6 +60,7 @@ typedef enum { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 
     cudaStreamCaptureStatus;
 typedef std::chrono::steady_clock::time_point *cudaEvent_t;
 typedef void *cudaStream_t;
+#define cudaStreamPerThread ((cudaStream_t)0x2)
 
 namespace emulate {
 inline thread_local std::barrier<> *block_barrier;

@@ -1,6 +1,6 @@
 /* A stand-in for cuFFT on the CPU (tests/test_conv_cuda.py): cufftPlanMany for 2-D transforms in
- * cuFFT's default layouts, cufftExecR2C and cufftExecC2R as direct DFTs in double precision, with
- * cuFFT's conventions: the forward transform e^{-2 pi i f x / n}, the inverse e^{+2 pi i}, neither
+ * cuFFT's default layouts, cufftSetStream doing nothing, cufftExecR2C and cufftExecC2R as direct
+ * DFTs in double precision, with cuFFT's conventions: the forward transform e^{-2 pi i f x / n}, the inverse e^{+2 pi i}, neither
  * normalized, a real plane's spectrum [n0][n1/2 + 1] (the rest is its conjugate mirror). Slow
  * (n^4 per plane), exact enough to check what conv/05_fft.cu does around the transforms. */
 #include <cmath>
@@ -24,6 +24,8 @@ extern "C" int cufftPlanMany(int *plan, int rank, int *n, int *, int, int, int *
     plans[*plan] = {n[0], n[1], batch};
     return 0;
 }
+
+extern "C" int cufftSetStream(int, void *) { return 0; }
 
 extern "C" int cufftExecR2C(int plan, float *in, float *out)
 {

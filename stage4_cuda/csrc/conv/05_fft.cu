@@ -57,7 +57,8 @@ extern "C" int s2c_cuda_load_cufft(const char *path)
         cufft.plan_many = (decltype(cufft.plan_many))dlsym(library, "cufftPlanMany");
         cufft.exec_r2c = (decltype(cufft.exec_r2c))dlsym(library, "cufftExecR2C");
         cufft.exec_c2r = (decltype(cufft.exec_c2r))dlsym(library, "cufftExecC2R");
-        cufft_loaded = cufft.plan_many && cufft.exec_r2c && cufft.exec_c2r;
+        cufft.set_stream = (decltype(cufft.set_stream))dlsym(library, "cufftSetStream");
+        cufft_loaded = cufft.plan_many && cufft.exec_r2c && cufft.exec_c2r && cufft.set_stream;
     }
     if (!cufft_loaded) {
         static char what[400];
@@ -153,7 +154,8 @@ extern "C" int s2c_cuda_conv2d_fft(const float *x, const float *w, const float *
     return S2C_CUDA_OK;
 }
 
-/* Run a batch of 2-D transforms of fh x fw on the default stream, with a plan made once per
+/* Run a batch of 2-D transforms of fh x fw on the calling thread's default stream (where the
+ * library's kernels run: nvcc_build.py's --default-stream per-thread), with a plan made once per
  * (size, direction, batch) and kept. */
 static int transform(int64_t fh, int64_t fw, cufftType type, int64_t batch, void *in, void *out)
 {
@@ -168,6 +170,7 @@ static int transform(int64_t fh, int64_t fw, cufftType type, int64_t batch, void
             int sizes[2] = {(int)fh, (int)fw};
             cufftResult made = cufft.plan_many(&plan, 2, sizes, NULL, 1, 0, NULL, 1, 0, type,
                                                (int)batch);
+            if (made == 0) made = cufft.set_stream(plan, cudaStreamPerThread);
             if (made != 0) {
                 s2c_cuda_set_error("cufftPlanMany (conv2d rung 5)", cudaErrorUnknown);
                 return S2C_CUDA_ERROR;

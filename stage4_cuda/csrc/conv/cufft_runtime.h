@@ -21,6 +21,7 @@ struct cufft_functions {
                              int batch);                                   /* cufftPlanMany */
     cufftResult (*exec_r2c)(cufftHandle plan, float *in, cufftComplex *out); /* cufftExecR2C */
     cufftResult (*exec_c2r)(cufftHandle plan, cufftComplex *in, float *out); /* cufftExecC2R */
+    cufftResult (*set_stream)(cufftHandle plan, cudaStream_t stream);        /* cufftSetStream */
 };
 
 #endif

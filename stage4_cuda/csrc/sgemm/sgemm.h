@@ -56,10 +56,9 @@ static inline bool sgemm_whole_tiles(const float *a, const float *b, const float
            sgemm_aligned16(b) && sgemm_aligned16(c);
 }
 
-/* The rungs, for bench.cu: each launcher and the kernel it would run for given sizes. */
-#define SGEMM_RUNG(name)                                                                        \
-    extern "C" int s2c_sgemm_##name(const float *a, const float *b, float *c, int64_t n,       \
-                                    int64_t k, int64_t m);                                      \
+/* The kernel each rung's launcher would run for given sizes, for bench.cu (the launchers
+ * themselves are declared in ../s2c_cuda.h, with the library's other functions). */
+#define SGEMM_RUNG(name) \
     extern "C" const void *s2c_sgemm_##name##_kernel(int64_t n, int64_t k, int64_t m);
 SGEMM_RUNG(naive)
 SGEMM_RUNG(coalesced)

@@ -1,0 +1,113 @@
+"""Training steps recorded once and launched again, on a tier that records them (stage 4: the hooks
+record_step and copy_into, and in the nvcc variant capture_graph; CONTRACT.md, "Recorded steps").
+
+With the training set on the device (nn/device_data.py), every step makes the same op calls on
+arrays of the same shapes. So the first step of each batch size runs through the layers as usual,
+recorded; later steps launch the recording: the same kernels on the same buffers (every buffer
+allocated once), without the Python work between them. Before each launch, the batch's indices
+(and shift offsets) are copied into the buffers the recording reads; the learning rate of the
+step replaces the recorded one by name. With `graph` (the nvcc variant), the recording is
+captured as a CUDA graph and each step is one launch (stage4_cuda/csrc/graph.cu).
+
+What a recording cannot follow makes the trainer train op by op instead, saying why
+(`why_not_recorded`): a step that changes other scalars at every step (Adam's bias corrections,
+dropout's seeds).
+"""
+
+import numpy as np
+
+from nn.layers.dropout import Dropout
+
+HOOKS = ("record_step", "copy_into")
+RECORDABLE_OPTIMIZERS = ("sgd", "momentum", "nesterov", "rmsprop")
+
+
+def why_not_recorded(tier, model, recipe, device_data, graph=False):
+    """'' when training steps on `tier` can be recorded (as CUDA graphs with `graph`), else why
+    not."""
+    if not all(hasattr(tier, hook) for hook in HOOKS):
+        return f"the {tier.NAME} tier does not record steps (stage 4's variants do)"
+    if graph and not hasattr(tier, "capture_graph"):
+        return f"the {tier.NAME} tier does not capture CUDA graphs (stage 4's nvcc variant does)"
+    if device_data is None:
+        return "the training set is not on the device"
+    if recipe.optimizer not in RECORDABLE_OPTIMIZERS:
+        return (f"{recipe.optimizer} changes its scalars at every step (one of "
+                f"{', '.join(RECORDABLE_OPTIMIZERS)} can be recorded)")  # fmt: skip
+    if any(isinstance(layer, Dropout) for layer in _layers(model.net)):
+        return "dropout draws its mask from a new seed at every step"
+    return ""
+
+
+def _layers(layer):
+    """`layer` and every layer inside it."""
+    yield layer
+    for child in layer.children().values():
+        yield from _layers(child)
+
+
+class RecordedSteps:
+    """Steps of `trainer` (whose training set is on the device) launched from recordings."""
+
+    def __init__(self, trainer, graph=False):
+        self.trainer, self.graph = trainer, graph
+        self.tier = trainer.tier
+        self.launchers = {}  # batch size -> (Recording or Graph, loss, correct count)
+        self.buffers = {}  # batch size -> the arrays a recording reads its batch from
+        self.history = self.on_host = None  # {"loss", "correct": [steps of the epoch]}
+
+    def start_epoch(self, steps):
+        """Per-step losses and correct counts of the coming epoch stay on the device."""
+        self.history = {name: self.tier.from_numpy(np.zeros(steps, np.float32))
+                        for name in ("loss", "correct")}  # fmt: skip
+        self.on_host = None
+
+    def step(self, index, lr):
+        """Batch `index` of this epoch, at learning rate lr: (loss, correct count) on the device."""
+        trainer, tier = self.trainer, self.tier
+        data = trainer.device_data
+        start = index * trainer.recipe.batch_size
+        count = min(trainer.recipe.batch_size, data.size - start)
+        buffers = self._buffers(count)
+        tier.copy_into(buffers[0], data.order, start=start, count=count)
+        for buffer, offsets in zip(buffers[1:], data.offsets or (), strict=True):
+            tier.copy_into(buffer, offsets, start=start, count=count)
+        if count in self.launchers:
+            launcher, loss, correct = self.launchers[count]
+            launcher.launch(lr=lr)
+            trainer.optimizer.steps += 1  # as the recorded step's optimizer.step counted
+        else:  # the first step of this size: run it through the layers, recorded
+            (loss, correct), recording = tier.record_step(
+                lambda: trainer.device_step_on(*data.gather(*buffers), lr))
+            launcher = tier.capture_graph(recording) if self.graph else recording
+            self.launchers[count] = launcher, loss, correct
+        tier.copy_into(self.history["loss"], loss.array, at=index)
+        tier.copy_into(self.history["correct"], correct.array, at=index)
+        self.on_host = None
+        return StepValue(self, "loss", index), StepValue(self, "correct", index)
+
+    def read(self, name, index):
+        """history[name][index], from one copy of the epoch's histories to the host (made at the
+        first read after a step, so that reading a whole epoch's values waits once)."""
+        if self.on_host is None:
+            self.on_host = {key: self.tier.to_numpy(values) for key, values in self.history.items()}
+        return self.on_host[name][index]
+
+    def _buffers(self, count):
+        """(indices, [shift rows, shift cols]) for batches of `count`, allocated once."""
+        if count not in self.buffers:
+            shifted = self.trainer.device_data.offsets is not None
+            self.buffers[count] = tuple(
+                self.tier.from_numpy(np.zeros(count, np.int64)) for _ in range(3 if shifted else 1)
+            )
+        return self.buffers[count]
+
+
+class StepValue:
+    """A recorded step's loss or correct count, read by `float()` (as a DeviceScalar is)."""
+
+    def __init__(self, steps, name, index):
+        self.steps, self.name, self.index = steps, name, index
+
+    def __float__(self):
+        return float(self.steps.read(self.name, self.index))

@@ -1,0 +1,19 @@
+"""The fused bias + activation epilogue (csrc/epilogue.cu): an extra of the nvcc variant, not an
+op of the contract. `bias_relu(x, b)` equals `relu(add(x, b))` and reads and writes the matrix
+once instead of twice (`python -m stage4_cuda.memory_bench` times both)."""
+
+from argcheck import arrays
+
+from ..numba_impl import _device
+from ..numba_impl._checks import TIER
+from ._library import call
+
+
+def bias_relu(x, b):
+    """relu(x + b) for x [N, M] and b [M] (added to every row) -> [N, M]."""
+    op = "bias_relu"
+    x, (n, m) = arrays.array(TIER, op, "x", x, "N, M")
+    b = arrays.array(TIER, op, "b", b, "M", hint=" (M: x's columns)", M=m)[0]
+    y = _device.empty((n, m))
+    call("s2c_cuda_bias_relu", x, b, y, n, m)
+    return y

@@ -1,0 +1,211 @@
+"""Stage 4, nvcc variant: the memory-bound kernels (pooling, dropout, the epilogue, the losses,
+batchnorm, the optimizer steps) run on the CPU, through the emulation of CUDA in
+tests/cuda_emulation/ (a block's threads are real threads, __syncthreads a barrier, warp shuffles
+a barrier of the warp's 32 threads: warp_shuffle.h), against stage 2. No GPU needed: this checks
+what the kernels compute (indices, edges, the float4 and scalar paths, the two-level reductions),
+not their speed, which tests/test_stage4_nvcc.py and memory_bench.py measure on a GPU.
+
+The sources are compiled by g++ into a shared library whose exported functions take host
+pointers (the emulation's "device" memory is the host's), called through ctypes."""
+
+import ctypes
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stage2_numpy as reference
+
+REPO = Path(__file__).resolve().parent.parent
+CSRC = REPO / "stage4_cuda" / "csrc"
+EMULATION = REPO / "tests" / "cuda_emulation"
+SOURCES = ["pooling.cu", "dropout.cu", "epilogue.cu", "losses.cu", "norm.cu", "optim.cu",
+           "errors.cu"]  # fmt: skip
+# `kernel<<<grid, block>>>(arguments)` -> `emulate::Launch(grid, block).run(kernel, arguments)`
+LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
+
+V, I64, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
+SIGNATURES = {
+    "maxpool2d_forward": [V, V, V, V], "maxpool2d_backward": [V, V, V, V],
+    "avgpool2d_forward": [V, V, V], "avgpool2d_backward": [V, V, V],
+    "dropout_forward": [V, V, V, I64, ctypes.c_double, ctypes.c_uint64],
+    "dropout_backward": [V, V, V, I64, ctypes.c_double], "bias_relu": [V, V, V, I64, I64],
+    "mse_loss": [V, V, V, V, I64], "mse_loss_backward": [V, V, V, I64],
+    "bce_with_logits_loss": [V, V, V, V, I64], "bce_with_logits_loss_backward": [V, V, V, I64],
+    "hinge_loss": [V, V, F32, V, V, I64, I64], "hinge_loss_backward": [V, V, F32, V, I64, I64],
+    "batchnorm_forward": [V] * 9 + [I64, I64, I64, ctypes.c_int, F32, F32],
+    "batchnorm_backward": [V] * 9 + [I64, I64, I64],
+    "sgd_step": [V, V, I64, F32, F32], "momentum_step": [V, V, V, I64, F32, F32, ctypes.c_int, F32],
+    "rmsprop_step": [V, V, V, I64, F32, F32, F32, F32], "adam_step": [V, V, V, V, I64] + [F32] * 7,
+}  # fmt: skip
+
+
+class Geometry(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int64) for name in
+                "planes height width out_height out_width k stride".split()]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed here")
+    folder = tmp_path_factory.mktemp("emulated")
+    for path in CSRC.glob("*.cu*"):
+        text = LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", path.read_text())
+        (folder / path.name).write_text(text)
+    for header in CSRC.glob("*.h"):
+        shutil.copy(header, folder)
+    library = folder / "libemulated.so"
+    # math.h: CUDA declares expf, sqrtf, INFINITY ... without an include
+    command = ["g++", "-std=c++20", "-O1", "-pthread", "-fno-strict-aliasing", "-shared", "-fPIC",
+               "-I", EMULATION, "-I", folder, "-include", "math.h", "-include", "cuda_runtime.h",
+               "-include", "warp_shuffle.h", "-x", "c++", *[folder / name for name in SOURCES],
+               "-o", library]  # fmt: skip
+    built = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
+    loaded = ctypes.CDLL(str(library))
+    for name, arguments in SIGNATURES.items():
+        getattr(loaded, f"s2c_cuda_{name}").argtypes = arguments
+    return loaded
+
+
+def call(lib, name, *args):
+    """Call s2c_cuda_<name> with NumPy arrays as their pointers; the status must be OK."""
+    pointers = [a.ctypes.data_as(V) if isinstance(a, np.ndarray) else a for a in args]
+    assert getattr(lib, f"s2c_cuda_{name}")(*pointers) == 0
+
+
+def empty(shape, dtype=np.float32):
+    """An output filled with NaN (integers: -7), so that an unwritten element shows."""
+    return np.full(shape, -7 if np.dtype(dtype).kind == "i" else np.nan, dtype)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(5)
+
+
+# (n, c, h, w, k, stride): overlapping windows, a stride past the window, rows left over, a window
+# the size of the plane
+POOLS = [(2, 3, 9, 7, 3, 2), (2, 2, 10, 11, 2, 3), (1, 2, 7, 9, 2, 2), (3, 2, 8, 8, 2, 2),
+         (1, 1, 5, 5, 5, 1), (2, 2, 7, 5, 1, 3)]  # fmt: skip
+
+
+@pytest.mark.parametrize("pool", POOLS)
+def test_pooling_forward_and_backward(lib, rng, pool):
+    n, c, h, w, k, stride = pool
+    oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
+    geometry = ctypes.byref(Geometry(n * c, h, w, oh, ow, k, stride))
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    x[0, 0, h // 2, w // 2] = np.nan  # max pooling keeps it
+    y, argmax = empty((n, c, oh, ow)), empty((n, c, oh, ow), np.int64)
+    call(lib, "maxpool2d_forward", x, y, argmax, geometry)
+    expected_y, expected_argmax = reference.maxpool2d_forward(x, k, stride)
+    np.testing.assert_array_equal(y, expected_y)
+    np.testing.assert_array_equal(argmax, expected_argmax)
+    dy, dx = rng.standard_normal((n, c, oh, ow)).astype(np.float32), empty(x.shape)
+    call(lib, "maxpool2d_backward", dy, argmax, dx, geometry)
+    expected = reference.maxpool2d_backward(dy, expected_argmax, x.shape, k, stride)
+    np.testing.assert_allclose(dx, expected, rtol=1e-6, atol=1e-6)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    y, dx = empty((n, c, oh, ow)), empty(x.shape)
+    call(lib, "avgpool2d_forward", x, y, geometry)
+    np.testing.assert_allclose(y, reference.avgpool2d_forward(x, k, stride), rtol=1e-6, atol=1e-6)
+    call(lib, "avgpool2d_backward", dy, dx, geometry)
+    expected = reference.avgpool2d_backward(dy, x.shape, k, stride)
+    np.testing.assert_allclose(dx, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("size", [4096, 4099, 13])  # float4, then a partial last quad
+def test_dropout_and_the_fused_epilogue(lib, rng, size):
+    x, y, mask = rng.standard_normal(size).astype(np.float32), empty(size), empty(size)
+    call(lib, "dropout_forward", x, y, mask, size, 0.3, 12345)
+    expected_y, expected_mask = reference.dropout_forward(x, 0.3, 12345)
+    np.testing.assert_array_equal(mask, expected_mask)  # the shared stream, exactly
+    np.testing.assert_allclose(y, expected_y, rtol=1e-6)
+    dx = empty(size)
+    call(lib, "dropout_backward", y, mask, dx, size, 0.3)
+    np.testing.assert_allclose(dx, reference.dropout_backward(y, mask, 0.3), rtol=1e-6)
+    rows, cols = 3, size // 3
+    x, y = np.ascontiguousarray(x[: rows * cols].reshape(rows, cols)), empty((rows, cols))
+    bias = rng.standard_normal(cols).astype(np.float32)
+    call(lib, "bias_relu", x, bias, y, rows, cols)
+    np.testing.assert_array_equal(y, np.maximum(x + bias, 0))
+
+
+@pytest.mark.parametrize("shape", [(1000, 100), (317, 331), (3, 5)])  # 25 blocks; no float4
+@pytest.mark.parametrize("loss", ["mse_loss", "bce_with_logits_loss"])
+def test_a_two_level_mean_and_its_gradient(lib, rng, loss, shape):
+    a = rng.standard_normal(shape).astype(np.float32)
+    b = rng.random(shape).astype(np.float32)
+    partials, result = empty(1024, np.float64), empty(1)
+    call(lib, loss, a, b, partials, result, a.size)
+    np.testing.assert_allclose(result[0], getattr(reference, loss)(a, b), rtol=1e-5)
+    grad = empty(shape)
+    call(lib, f"{loss}_backward", a, b, grad, a.size)
+    np.testing.assert_allclose(grad, getattr(reference, f"{loss}_backward")(a, b), rtol=1e-5,
+                               atol=1e-9)  # fmt: skip
+
+
+@pytest.mark.parametrize("rows, cols", [(3000, 37), (5, 10), (70, 100)])
+def test_hinge_a_warp_a_row(lib, rng, rows, cols):
+    scores = rng.standard_normal((rows, cols)).astype(np.float32)
+    labels = rng.integers(0, cols, rows).astype(np.int64)
+    partials, result, grad = empty(1024, np.float64), empty(1), empty((rows, cols))
+    call(lib, "hinge_loss", scores, labels, 1.0, partials, result, rows, cols)
+    np.testing.assert_allclose(result[0], reference.hinge_loss(scores, labels, 1.0), rtol=1e-5)
+    call(lib, "hinge_loss_backward", scores, labels, 1.0, grad, rows, cols)
+    np.testing.assert_allclose(grad, reference.hinge_loss_backward(scores, labels, 1.0))
+
+
+@pytest.mark.parametrize("shape", [(32, 4, 16, 16), (64, 3, 9, 9), (5000, 3), (2, 3, 4, 5)])
+def test_batchnorm_over_blocks_of_a_channel(lib, rng, shape):
+    """2 blocks a channel of float4 runs; of runs of 81 floats; [N, C]; one block."""
+    n, c = shape[:2]
+    length = int(np.prod(shape)) // (n * c)
+    x = (rng.standard_normal(shape) * 2 + 1.5).astype(np.float32)
+    gamma, beta = (rng.standard_normal(c).astype(np.float32) for _ in range(2))
+    running = [rng.standard_normal(c).astype(np.float32), rng.uniform(0.5, 2, c).astype(np.float32)]
+    expected_running = [r.copy() for r in running]
+    y, mean, invstd, partials = empty(shape), empty(c), empty(c), empty(2 * 64 * c, np.float64)
+    call(lib, "batchnorm_forward", x, gamma, beta, *running, y, mean, invstd, partials, n, c,
+         length, 1, 0.1, 1e-5)  # fmt: skip
+    expected_y, saved = reference.batchnorm_forward(x, gamma, beta, *expected_running, True, 0.1,
+                                                    1e-5)  # fmt: skip
+    np.testing.assert_allclose(y, expected_y, rtol=1e-4, atol=1e-4)
+    for got, want in zip([mean, invstd, *running], [*saved, *expected_running], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    dy = rng.standard_normal(shape).astype(np.float32)
+    dx, dgamma, dbeta = empty(shape), empty(c), empty(c)
+    call(lib, "batchnorm_backward", dy, x, gamma, *saved, dx, dgamma, dbeta, partials, n, c,
+         length)  # fmt: skip
+    for got, want in zip([dx, dgamma, dbeta], reference.batchnorm_backward(dy, x, gamma, saved),
+                         strict=True):  # fmt: skip
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+    y = empty(shape)  # evaluation: the running statistics, no partial sums (NULL)
+    call(lib, "batchnorm_forward", x, gamma, beta, *running, y, mean, invstd, None, n, c, length,
+         0, 0.1, 1e-5)  # fmt: skip
+    expected_y, _ = reference.batchnorm_forward(x, gamma, beta, *running, False, 0.1, 1e-5)
+    np.testing.assert_allclose(y, expected_y, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("size", [4096, 4099, 7])  # float4, then a partial last quad
+def test_the_optimizer_steps_four_parameters_a_thread(lib, rng, size):
+    p, g, m = (rng.standard_normal(size).astype(np.float32) for _ in range(3))
+    v = rng.random(size).astype(np.float32)
+    steps = {  # name: (the library's arguments after the arrays, stage 2's after the arrays)
+        "sgd_step": ((0.1, 0.01), (0.1, 0.01), [p]),
+        "momentum_step": ((0.1, 0.9, 1, 0.0), (0.1, 0.9, True, 0.0), [p, v]),
+        "rmsprop_step": ((0.01, 0.99, 1e-8, 0.0), (0.01, 0.99, 1e-8, 0.0), [p, v]),
+        "adam_step": ((0.01, 0.9, 0.999, 1e-8, 0.01, 1 - 0.9**3, 1 - 0.999**3),
+                      (3, 0.01, 0.9, 0.999, 1e-8, 0.01), [p, m, v]),
+    }  # fmt: skip
+    for name, (library_scalars, reference_scalars, states) in steps.items():
+        ours, theirs = [s.copy() for s in states], [s.copy() for s in states]
+        call(lib, name, ours[0], g, *ours[1:], size, *library_scalars)
+        getattr(reference, name)(theirs[0], g.copy(), *theirs[1:], *reference_scalars)
+        for got, want in zip(ours, theirs, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
