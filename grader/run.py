@@ -65,15 +65,19 @@ def selected_ops(options):
     return names
 
 
+# The ops whose tiers may have a ladder of kernels (`op(..., kernel=NAME)`), and the session info
+# that lists the rungs (the tier's MATMUL_KERNELS, SOFTMAX_KERNELS, CONV_KERNELS).
+LADDERS = {"matmul": "matmul_kernels", "softmax": "softmax_kernels",
+           "log_softmax": "softmax_kernels", "conv2d_forward": "conv_kernels"}  # fmt: skip
+
+
 def rungs(info, tier, name):
-    """The rungs of op `name`'s ladder that are graded each on its own (a stub hides no other):
-    matmul's, and softmax's and log_softmax's except on the CUDA simulator (the numba variant's
-    `shuffle` rung needs warp shuffles, which the simulator lacks)."""
-    if name == "matmul":
-        return info["matmul_kernels"]
-    if name in ("softmax", "log_softmax") and not tier.simulated:
-        return info["softmax_kernels"]
-    return ()
+    """The rungs of op `name`'s ladder that are graded each on its own (a stub hides no other);
+    softmax's and log_softmax's not on the CUDA simulator (the numba variant's `shuffle` rung
+    needs warp shuffles, which the simulator lacks)."""
+    if name not in LADDERS or (name in ("softmax", "log_softmax") and tier.simulated):
+        return ()
+    return info.get(LADDERS[name], ())
 
 
 def plan_grade(options, info, results):

@@ -103,14 +103,15 @@ class Session:
             },
             "matmul_kernels": tuple(getattr(graded.module, "MATMUL_KERNELS", None) or ()),
             "softmax_kernels": tuple(getattr(graded.module, "SOFTMAX_KERNELS", None) or ()),
+            "conv_kernels": tuple(getattr(graded.module, "CONV_KERNELS", None) or ()),
         }
 
     # --- calling tiers --------------------------------------------------------------------
 
     def call(self, tier, op, args, role, kernel=None):
         """Run `op` on `tier` with `args` (NumPy values); returns {output name: NumPy value}.
-        `kernel` picks a rung of the tier's matmul or softmax ladder (`matmul(a, b, kernel=...)`,
-        `softmax(x, kernel=...)`).
+        `kernel` picks a rung of the tier's matmul, softmax or conv2d ladder (`matmul(a, b,
+        kernel=...)`, `softmax(x, kernel=...)`, `conv2d_forward(..., kernel=...)`).
 
         In-place arguments come back under their own names. For the graded tier, outputs it
         allocates are NaN-poisoned (grader/poison.py), its inputs must come back unchanged, and

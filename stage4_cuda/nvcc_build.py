@@ -39,6 +39,7 @@ GENCODE = [
 # can capture (csrc/graph.cu)
 FLAGS = ["-O3", "-shared", "-Xcompiler=-fPIC", "-std=c++17", "--default-stream", "per-thread",
          *GENCODE]
+LIBRARIES = ["-ldl"]  # dlopen: cuFFT is loaded at run time (csrc/conv/cufft_runtime.h says why)
 DEFINES_MAIN = re.compile(r"^\s*int\s+main\s*\(", re.MULTILINE)
 
 
@@ -74,7 +75,7 @@ def stale_reason():
 def command(compiler, output):
     """The nvcc command line that builds the library into `output`."""
     include = ["-I", str(CSRC), "-I", str(PACKAGE_DIR.parent / "stage3_c" / "csrc")]
-    return [compiler, *FLAGS, *include, "-o", str(output), *map(str, sources())]
+    return [compiler, *FLAGS, *include, "-o", str(output), *map(str, sources()), *LIBRARIES]
 
 
 def build(compiler, verbose=False):

@@ -13,7 +13,14 @@ import sys
 import pytest
 
 import tiers
-from tools.exercise_index import INDEX, collect, drift, enclosing_function, exercise_packages
+from tools.exercise_index import (
+    INDEX,
+    LADDER_KERNELS,
+    collect,
+    drift,
+    enclosing_function,
+    exercise_packages,
+)
 from tools.exercises import REPO_ROOT, SKIPPED_NAMES
 
 
@@ -94,15 +101,16 @@ def test_a_marker_the_contract_contradicts_stops_the_tool(copy_of_the_repository
 
 
 def test_every_rung_task_names_a_kernel_of_its_tiers_ladder():
-    """`matmul_NAME` is graded as `matmul(..., kernel=NAME)`: NAME must be in MATMUL_KERNELS (and
-    `softmax_NAME` in SOFTMAX_KERNELS)."""
+    """`matmul_NAME` is graded as `matmul(..., kernel=NAME)`, `softmax_NAME` as
+    `softmax(x, kernel=NAME)`, `conv_NAME` as `conv2d_forward(..., kernel=NAME)`: NAME must be in
+    the tier's MATMUL_KERNELS, SOFTMAX_KERNELS or CONV_KERNELS."""
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")  # import numba's kernels without a GPU
     rungs = [exercise for exercise in collect() if exercise.rung]
     assert {exercise.tier.stage for exercise in rungs} >= {3, 4}
-    assert {exercise.ladder for exercise in rungs} == {"matmul", "softmax"}
+    assert {exercise.ladder for exercise in rungs} == {"matmul", "softmax", "conv2d_forward"}
     for exercise in rungs:
         module = importlib.import_module(exercise.tier.module)
-        kernels = getattr(module, f"{exercise.ladder.upper()}_KERNELS")
+        kernels = getattr(module, LADDER_KERNELS[exercise.ladder])
         assert exercise.rung in kernels, (exercise.path, exercise.task, kernels)
 
 

@@ -10,7 +10,10 @@ refused launch touches no memory, so none of this needs a GPU.
 On a GPU (NUMBA_ENABLE_CUDASIM=0): every op the variant has is checked against stage 2 at small
 sizes with its outputs poisoned, both paths of the elementwise kernels (float4 and scalar), the
 broadcasting, the transposed operands of the product, each rung of the softmax ladder (and the
-fused cross-entropy) with rows at every 16-byte offset and NaN propagation, and the errors again.
+fused cross-entropy) with rows at every 16-byte offset and NaN propagation, and the errors again;
+every rung of the conv2d ladder and the backward against PyTorch in float64 within the rung's
+error bound (stage4_cuda/conv_accuracy.py, whose bounds are shown here, without a GPU, to catch a
+wrong tap) and against stage 3, and repeated runs bit-identical.
 """
 
 import importlib.util
@@ -355,6 +358,119 @@ def test_labels_of_another_integer_type_are_refused(gpu, rng):
     labels = cuda.to_device(np.array([0, 1, 2, 0], np.int32))
     with pytest.raises(TypeError, match="cross_entropy_loss: labels must hold int64 values"):
         gpu.cross_entropy_loss(logits, labels)
+
+
+# --- the conv2d ladder ----------------------------------------------------------------------------
+
+# (N, C, K, kernel size, stride, padding, H, W): the curriculum's layers at batch 2, odd sizes
+# (partial tiles, partial Winograd blocks), a stride of 2 and a non-square image.
+CONV_SHAPES = [
+    (2, 1, 6, 5, 1, 2, 28, 28),
+    (2, 6, 16, 5, 1, 0, 14, 14),
+    (2, 1, 64, 3, 1, 0, 28, 28),
+    (2, 64, 128, 3, 1, 0, 13, 13),
+    (3, 5, 7, 3, 1, 1, 9, 11),
+    (3, 4, 33, 3, 2, 1, 10, 7),
+]
+
+
+def _conv_inputs(rng, shape):
+    n, c, k, size, stride, padding, h, w = shape
+    out_h, out_w = (h + 2 * padding - size) // stride + 1, (w + 2 * padding - size) // stride + 1
+    return (inputs.normal(rng, (n, c, h, w)), inputs.normal(rng, (k, c, size, size)),
+            inputs.normal(rng, (k,)), inputs.normal(rng, (n, k, out_h, out_w)))  # fmt: skip
+
+
+def test_each_conv_bound_catches_a_wrong_tap(rng):
+    """The error bounds of stage4_cuda/conv_accuracy.py can fail: reading the neighbouring pixel
+    (the commonest indexing mistake) exceeds every rung's bound somewhere."""
+    torch = pytest.importorskip("torch")
+    from stage4_cuda import conv_accuracy
+
+    x, w, b, _ = (torch.from_numpy(a).double() for a in _conv_inputs(rng, CONV_SHAPES[3]))
+    exact = torch.nn.functional.conv2d(x, w, b)
+    shifted = torch.nn.functional.conv2d(torch.roll(x, 1, dims=3), w, b)
+    for kernel in nvcc.CONV_KERNELS:
+        bound = conv_accuracy.forward_bound(kernel, x, w, b, 1, 0)
+        assert ((shifted - exact).abs() > bound).any(), kernel
+
+
+def _close_to_exact(received, exact, bound, what):
+    received = np.asarray(received, np.float64)
+    assert np.isfinite(received).all(), f"{what}: NaN or inf (an unwritten output?)"
+    excess = np.abs(received - exact.numpy()) / bound.numpy()
+    assert excess.max() <= 1, f"{what}: error {excess.max():.3g} x its bound"
+
+
+@pytest.mark.parametrize("shape", CONV_SHAPES, ids=str)
+@pytest.mark.parametrize("kernel", nvcc.CONV_KERNELS)
+def test_each_conv_rung_within_its_error_bound_and_stage_3(gpu, rng, kernel, shape):
+    """Every rung against PyTorch in float64 within the rung's bound, and against stage 3
+    (both within the bound of the exact result: within twice it of each other)."""
+    torch = pytest.importorskip("torch")
+    from grader.poison import poisoned_allocations
+    from stage4_cuda import conv_accuracy
+    from stage4_cuda.nvcc_impl.conv import winograd_applies
+
+    stride, padding = shape[4], shape[5]
+    x, w, b, _ = _conv_inputs(rng, shape)
+    with poisoned_allocations(gpu):
+        y = gpu.to_numpy(gpu.conv2d_forward(gpu.from_numpy(x), gpu.from_numpy(w),
+                                            gpu.from_numpy(b), stride, padding, kernel=kernel))
+    ran = kernel if kernel != "winograd" or winograd_applies(shape[3], shape[3], stride) else (
+        "implicit_gemm")  # fmt: skip
+    x64, w64, b64 = (torch.from_numpy(a).double() for a in (x, w, b))
+    exact = torch.nn.functional.conv2d(x64, w64, b64, stride, padding)
+    bound = conv_accuracy.forward_bound(ran, x64, w64, b64, stride, padding)
+    _close_to_exact(y, exact, bound, kernel)
+    s3 = load_tier("c")
+    stage3 = s3.to_numpy(s3.conv2d_forward(*map(s3.from_numpy, (x, w, b)), stride, padding))
+    _close_to_exact(y, torch.from_numpy(np.asarray(stage3, np.float64)), 2 * bound,
+                    f"{kernel} against stage 3")
+
+
+@pytest.mark.parametrize("shape", CONV_SHAPES, ids=str)
+def test_conv_backward_within_its_error_bound_and_stage_3(gpu, rng, shape):
+    torch = pytest.importorskip("torch")
+    from grader.poison import poisoned_allocations
+    from stage4_cuda import conv_accuracy
+
+    stride, padding = shape[4], shape[5]
+    x, w, _, dy = _conv_inputs(rng, shape)
+    with poisoned_allocations(gpu):
+        grads = gpu.conv2d_backward(*map(gpu.from_numpy, (x, w, dy)), stride, padding)
+    x64, w64, dy64 = (torch.from_numpy(a).double() for a in (x, w, dy))
+    exact = torch.ops.aten.convolution_backward(
+        dy64, x64, w64, [w.shape[0]], [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1,
+        [True, True, True])
+    bounds = conv_accuracy.backward_bound(x64, w64, dy64, stride, padding)
+    s3 = load_tier("c")
+    stage3 = s3.conv2d_backward(*map(s3.from_numpy, (x, w, dy)), stride, padding)
+    results = zip("dx dw db".split(), grads, exact, bounds, stage3, strict=True)
+    for name, got, want, bound, theirs in results:
+        _close_to_exact(gpu.to_numpy(got), want, bound, name)
+        theirs = torch.from_numpy(np.asarray(s3.to_numpy(theirs), np.float64))
+        _close_to_exact(gpu.to_numpy(got), theirs, 2 * bound, f"{name} against stage 3")
+
+
+@pytest.mark.parametrize("kernel", nvcc.CONV_KERNELS)
+def test_conv_rungs_and_backward_are_deterministic(gpu, rng, kernel):
+    """Two runs on the same inputs give the same bits (the grader checks it too)."""
+    x, w, b, dy = map(gpu.from_numpy, _conv_inputs(rng, CONV_SHAPES[3]))
+    runs = [gpu.to_numpy(gpu.conv2d_forward(x, w, b, kernel=kernel)) for _ in range(2)]
+    np.testing.assert_array_equal(*runs)
+    first, second = (tuple(map(gpu.to_numpy, gpu.conv2d_backward(x, w, dy))) for _ in range(2))
+    for a, b_ in zip(first, second, strict=True):
+        np.testing.assert_array_equal(a, b_)
+
+
+def test_a_conv_rung_is_named_or_numbered(gpu, rng):
+    x, w, b, _ = map(gpu.from_numpy, _conv_inputs(rng, CONV_SHAPES[4]))
+    by_number = gpu.to_numpy(gpu.conv2d_forward(x, w, b, 1, 1, kernel=3))
+    np.testing.assert_array_equal(
+        by_number, gpu.to_numpy(gpu.conv2d_forward(x, w, b, 1, 1, kernel="implicit_gemm")))
+    with pytest.raises(ValueError, match="conv2d_forward: kernel must be 'best', one of"):
+        gpu.conv2d_forward(x, w, b, 1, 1, kernel="cudnn")
 
 
 # --- recorded steps and CUDA graphs ---------------------------------------------------------------

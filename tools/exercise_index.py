@@ -8,9 +8,10 @@ An exercise is one task of one file: its `BEGIN SOLUTION week N, task NAME` regi
 tools/exercises.py (the tool that stubs them). The contract (grader/ops.py, grader/weeks.py) says
 how the grader checks it: a task named after an op is that op's checks, `matmul_NAME` is the rung
 NAME of the tier's matmul ladder (`matmul(a, b, kernel=NAME)`), `softmax_NAME` a rung of its
-softmax ladder (`softmax(x, kernel=NAME)`), any other task has no check of its own. A tier's
-exercise is graded by `make grade STAGE=N WEEK=k`; an exercise outside the tiers (nn/) by its
-week's tests, `make test ARGS='-m weekNN'`. A marker whose week the contract
+softmax ladder (`softmax(x, kernel=NAME)`) and `conv_NAME` of its conv2d ladder
+(`conv2d_forward(..., kernel=NAME)`), any other task has no check of its own. A tier's exercise is
+graded by `make grade STAGE=N WEEK=k`; an exercise outside the tiers (nn/) by its week's tests,
+`make test ARGS='-m weekNN'`. A marker whose week the contract
 contradicts stops the tool, so the page cannot teach an op in the wrong week.
 """
 
@@ -30,7 +31,11 @@ from .exercises import LANGUAGE_OF_SUFFIX, REPO_ROOT, available_tiers, plan_tier
 INDEX = "EXERCISES.md"
 # Packages outside the tiers whose exercises the week's tests grade (`pytest -m weekNN`).
 OTHER_PACKAGES = ("nn",)
-LADDERS = ("matmul", "softmax")  # task OP_NAME is rung NAME of OP's ladder (`OP(..., kernel=NAME)`)
+# Task PREFIX + NAME is rung NAME of op OP's kernel ladder (`OP(..., kernel=NAME)`).
+LADDER_PREFIXES = {"matmul_": "matmul", "softmax_": "softmax", "conv_": "conv2d_forward"}
+# The tier attribute that lists each ladder's rungs.
+LADDER_KERNELS = {"matmul": "MATMUL_KERNELS", "softmax": "SOFTMAX_KERNELS",
+                  "conv2d_forward": "CONV_KERNELS"}  # fmt: skip
 
 # The line that opens the function around a region: a Python `def`, or a C definition, which
 # starts at column 0 with its return type (a statement inside a body is indented); in CUDA perhaps
@@ -59,15 +64,17 @@ class Exercise:
 
     @property
     def ladder(self):
-        """The op whose ladder it writes a rung of (`op(..., kernel=rung)`), or None."""
+        """The op whose kernel ladder it writes a rung of, or None."""
         if self.tier and self.task not in OPS:
-            return next((op for op in LADDERS if self.task.startswith(op + "_")), None)
+            for prefix, op in LADDER_PREFIXES.items():
+                if self.task.startswith(prefix):
+                    return op
         return None
 
     @property
     def rung(self):
-        """The ladder rung it writes, or None."""
-        return self.task[len(self.ladder) + 1 :] if self.ladder else None
+        """The ladder rung it writes (`ladder(..., kernel=rung)`), or None."""
+        return self.task.split("_", 1)[1] if self.ladder else None
 
     @property
     def op(self):

@@ -1,31 +1,41 @@
-/* conv.cu -- convolution (week 16) as im2col and one matrix product (matmul.cu's gemm).
+/* conv.cu -- im2col and col2im (week 16), and the scratch each rung of the conv2d ladder needs.
  *
  * im2col copies every receptive field into a column, so that convolving is a matrix product. The
- * op im2col returns the contract's layout [N, C*kh*kw, OH*OW]; conv2d uses the same kernel with
- * the batch moved last, [C*kh*kw, N*OH*OW], so that the whole batch is ONE product with the
- * weights seen as [K, C*kh*kw]: a big product fills the GPU, where N small ones would not. A
- * layout reaches the kernels as the strides of its batch and row indices; the position index
- * p = oh*OW + ow always has stride 1 within an image's block.
+ * op im2col returns the contract's layout [N, C*kh*kw, OH*OW]; the ladder's rung 2
+ * (conv/02_im2col_gemm.cu) uses the same kernel with the batch moved last, [C*kh*kw, N*OH*OW], so
+ * that the whole batch is ONE product with the weights seen as [K, C*kh*kw]: a big product fills
+ * the GPU, where N small ones would not. A layout reaches the kernels as the strides of its batch
+ * and row indices; the position index p = oh*OW + ow always has stride 1 within an image's block.
  *
  * col2im, the adjoint, gathers: one thread per input pixel adds the column entries that came
- * from it (deterministic, unlike a scatter with atomic additions). The backward's products read
- * the columns and the weights transposed where they lie (gemm's transpose flags). */
-#include "reduce.cuh"
+ * from it (deterministic, unlike a scatter with atomic additions).
+ *
+ * The conv2d rungs themselves are in conv/, one file each (conv/conv.cuh lists them). */
+#include "conv/conv.cuh"
 
 #define CONV_THREADS 256
-#define BIAS_THREADS 128
 
-typedef struct s2c_conv_geometry conv_geometry;
+extern "C" int s2c_cuda_conv2d_scratch(const conv_geometry *g, int rung, int64_t *floats)
+{
+    switch (rung) {
+    case CONV_BACKWARD: *floats = conv_backward_scratch(*g); break;
+    case CONV_IM2COL: *floats = conv_im2col_scratch(*g); break;
+    case CONV_WINOGRAD: *floats = conv_winograd_scratch(*g); break;
+    case CONV_FFT: *floats = conv_fft_scratch(*g); break;
+    case CONV_DIRECT:
+    case CONV_IMPLICIT_GEMM: *floats = 0; break;
+    default: return S2C_CUDA_BAD_ARGUMENT;
+    }
+    return S2C_CUDA_OK;
+}
 
-static inline int64_t rows_of(const conv_geometry *g) { return g->channels * g->kh * g->kw; }
-static inline int64_t positions_of(const conv_geometry *g) { return g->out_height * g->out_width; }
 
 /* (batch stride, row stride) of the columns: [N, rows, P], or [rows, N*P] when batch_last. */
 static inline void column_strides(const conv_geometry *g, int batch_last, int64_t *batch,
                                   int64_t *row)
 {
-    int64_t positions = positions_of(g);
-    *batch = batch_last ? positions : rows_of(g) * positions;
+    int64_t positions = conv_positions(*g);
+    *batch = batch_last ? positions : conv_rows(*g) * positions;
     *row = batch_last ? g->n * positions : positions;
 }
 
@@ -42,7 +52,7 @@ extern "C" int s2c_cuda_im2col(const float *x, float *cols, const conv_geometry 
                                int batch_last)
 {
     // BEGIN SOLUTION week 16, task im2col
-    int64_t batch_stride, row_stride, entries = g->n * rows_of(g) * positions_of(g);
+    int64_t batch_stride, row_stride, entries = g->n * conv_rows(*g) * conv_positions(*g);
     column_strides(g, batch_last, &batch_stride, &row_stride);
     im2col_kernel<<<blocks_for(entries, CONV_THREADS), CONV_THREADS>>>(x, cols, *g, batch_stride,
                                                                        row_stride);
@@ -98,71 +108,5 @@ __global__ void col2im_kernel(const float *cols, float *x, conv_geometry g, int6
             total += cols[n * batch_stride + row * row_stride + oh * g.out_width + ow];
         }
     x[i] = total;
-    // END SOLUTION
-}
-
-extern "C" int s2c_cuda_conv2d_forward(const float *x, const float *w, const float *b, float *y,
-                                       float *cols, float *product, const conv_geometry *g)
-{
-    // BEGIN SOLUTION week 16, task conv2d_forward
-    int64_t columns = g->n * positions_of(g), outputs = g->n * g->filters * positions_of(g);
-    int status = s2c_cuda_im2col(x, cols, g, 1); /* [C*kh*kw, N*P] */
-    if (status == S2C_CUDA_OK) /* product [K, N*P] = w [K, C*kh*kw] @ cols */
-        status = s2c_cuda_gemm(w, cols, NULL, product, g->filters, rows_of(g), columns, 0, 0);
-    if (status != S2C_CUDA_OK) return status;
-    from_batch_last_kernel<<<blocks_for(outputs, CONV_THREADS), CONV_THREADS>>>(product, b, y, *g);
-    LAUNCH_CHECK("from_batch_last_kernel");
-    return S2C_CUDA_OK;
-}
-
-/* y [N, K, P] = product [K, N*P] + b[k]: back to the contract's layout, with the bias. */
-__global__ void from_batch_last_kernel(const float *product, const float *b, float *y,
-                                       conv_geometry g)
-{
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    int64_t positions = g.out_height * g.out_width;
-    if (i >= g.n * g.filters * positions) return;
-    int64_t n = i / (g.filters * positions), k = i / positions % g.filters, p = i % positions;
-    y[i] = product[k * g.n * positions + n * positions + p] + b[k];
-    // END SOLUTION
-}
-
-extern "C" int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx,
-                                        float *dw, float *db, float *cols, float *dy_last,
-                                        const conv_geometry *g)
-{
-    // BEGIN SOLUTION week 16, task conv2d_backward
-    int64_t columns = g->n * positions_of(g), rows = rows_of(g);
-    to_batch_last_kernel<<<blocks_for(g->filters * columns, CONV_THREADS), CONV_THREADS>>>(
-        dy, dy_last, *g);
-    LAUNCH_CHECK("to_batch_last_kernel");
-    bias_gradient_kernel<<<g->filters, BIAS_THREADS>>>(dy, db, *g);
-    LAUNCH_CHECK("bias_gradient_kernel");
-    int status = s2c_cuda_im2col(x, cols, g, 1);
-    if (status == S2C_CUDA_OK) /* dw [K, C*kh*kw] = dy_last [K, N*P] @ cols.T */
-        status = s2c_cuda_gemm(dy_last, cols, NULL, dw, g->filters, columns, rows, 0, 1);
-    if (status != S2C_CUDA_OK || dx == NULL) return status;
-    /* dcols [C*kh*kw, N*P] = w.T @ dy_last, into cols (read by the product above, in order) */
-    status = s2c_cuda_gemm(w, dy_last, NULL, cols, rows, g->filters, columns, 1, 0);
-    return status == S2C_CUDA_OK ? s2c_cuda_col2im(cols, dx, g, 1) : status;
-}
-
-/* dy_last [K, N*P] = dy [N, K, P] rearranged, for the products. */
-__global__ void to_batch_last_kernel(const float *dy, float *dy_last, conv_geometry g) {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    int64_t positions = g.out_height * g.out_width;
-    if (i >= g.n * g.filters * positions) return;
-    int64_t n = i / (g.filters * positions), k = i / positions % g.filters, p = i % positions;
-    dy_last[k * g.n * positions + n * positions + p] = dy[i];
-}
-
-/* db[k] = the sum of dy [N, K, P] over n and p: a block per filter. */
-__global__ void bias_gradient_kernel(const float *dy, float *db, conv_geometry g) {
-    int64_t k = blockIdx.x, positions = g.out_height * g.out_width;
-    float partial = 0.0f;
-    for (int64_t e = threadIdx.x; e < g.n * positions; e += blockDim.x)
-        partial += dy[(e / positions * g.filters + k) * positions + e % positions];
-    float total = block_sum(partial);
-    if (threadIdx.x == 0) db[k] = total;
     // END SOLUTION
 }

@@ -133,11 +133,14 @@ int s2c_cuda_maxpool2d_backward(const float *dy, const int64_t *argmax, float *d
 int s2c_cuda_avgpool2d_forward(const float *x, float *y, const struct s2c_pool_geometry *g);
 int s2c_cuda_avgpool2d_backward(const float *dy, float *dx, const struct s2c_pool_geometry *g);
 
-/* conv.cu: x [n, channels, height, width], w [filters, channels, kh, kw], y [n, filters, oh, ow].
- * cols is [n, channels*kh*kw, oh*ow] (the contract's im2col) or, batch_last, [channels*kh*kw,
- * n*oh*ow]: the layout conv2d multiplies in one product. The scratch arrays (cols, product,
- * dy_last) are the caller's, of channels*kh*kw (cols) or filters (product, dy_last) rows and
- * n*oh*ow columns; dx may be NULL (not needed). */
+/* conv.cu and conv/ (the conv2d ladder, conv/conv.cuh): x [n, channels, height, width],
+ * w [filters, channels, kh, kw], b [filters], y [n, filters, out_height, out_width]. im2col's cols
+ * is [n, channels*kh*kw, oh*ow] (the contract's layout) or, batch_last, [channels*kh*kw, n*oh*ow]
+ * (the layout rung 2 multiplies in one product). Each forward rung (1 direct, 2 im2col,
+ * 3 implicit_gemm, 4 winograd: 3x3 stride 1 only, 5 fft) and the backward (rung 0) take the
+ * caller's scratch of s2c_cuda_conv2d_scratch(g, rung, &floats) floats (NULL when 0); the
+ * backward's dx may be NULL (not needed). s2c_cuda_load_cufft loads cuFFT for rung 5 from `path`
+ * (or, NULL, by its usual names): S2C_CUDA_ERROR, saying so, when it is not there. */
 struct s2c_conv_geometry {
     int64_t n, channels, height, width, filters, kh, kw, stride, padding, out_height, out_width;
 };
@@ -145,11 +148,20 @@ int s2c_cuda_im2col(const float *x, float *cols, const struct s2c_conv_geometry 
                     int batch_last);
 int s2c_cuda_col2im(const float *cols, float *x, const struct s2c_conv_geometry *g,
                     int batch_last);
-int s2c_cuda_conv2d_forward(const float *x, const float *w, const float *b, float *y, float *cols,
-                            float *product, const struct s2c_conv_geometry *g);
+int s2c_cuda_conv2d_scratch(const struct s2c_conv_geometry *g, int rung, int64_t *floats);
+int s2c_cuda_conv2d_direct(const float *x, const float *w, const float *b, float *y,
+                           float *scratch, const struct s2c_conv_geometry *g);
+int s2c_cuda_conv2d_im2col(const float *x, const float *w, const float *b, float *y,
+                           float *scratch, const struct s2c_conv_geometry *g);
+int s2c_cuda_conv2d_implicit_gemm(const float *x, const float *w, const float *b, float *y,
+                                  float *scratch, const struct s2c_conv_geometry *g);
+int s2c_cuda_conv2d_winograd(const float *x, const float *w, const float *b, float *y,
+                             float *scratch, const struct s2c_conv_geometry *g);
+int s2c_cuda_conv2d_fft(const float *x, const float *w, const float *b, float *y, float *scratch,
+                        const struct s2c_conv_geometry *g);
+int s2c_cuda_load_cufft(const char *path);
 int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx, float *dw,
-                             float *db, float *cols, float *dy_last,
-                             const struct s2c_conv_geometry *g);
+                             float *db, float *scratch, const struct s2c_conv_geometry *g);
 
 /* norm.cu: x seen as [n, channels, length] (length = H*W, or 1 for [N, C]); per channel mean and
  * invstd (saved for the backward) and, in training, the running statistics updated in place.

@@ -39,7 +39,7 @@ from .activations import (
     tanh,
     tanh_backward,
 )
-from .conv import col2im, conv2d_backward, conv2d_forward, im2col
+from .conv import CONV_KERNELS, col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
 from .device_data import correct_count, shift_images, take
 from .epilogue import bias_relu
@@ -85,6 +85,7 @@ def available():
 
 
 __all__ = [
+    "CONV_KERNELS",
     "MATMUL_KERNELS",
     "NAME",
     "SOFTMAX_KERNELS",

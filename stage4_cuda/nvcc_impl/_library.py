@@ -80,8 +80,13 @@ EXERCISES = {
     "s2c_cuda_avgpool2d_backward": (16, "avgpool2d_backward", "pooling.cu"),
     "s2c_cuda_im2col": (16, "im2col", "conv.cu"),
     "s2c_cuda_col2im": (16, "col2im", "conv.cu"),
-    "s2c_cuda_conv2d_forward": (16, "conv2d_forward", "conv.cu"),
-    "s2c_cuda_conv2d_backward": (16, "conv2d_backward", "conv.cu"),
+    # the conv2d ladder (csrc/conv/conv.cuh)
+    "s2c_cuda_conv2d_direct": (16, "conv_direct", "conv/01_direct.cu"),
+    "s2c_cuda_conv2d_im2col": (16, "conv_im2col", "conv/02_im2col_gemm.cu"),
+    "s2c_cuda_conv2d_implicit_gemm": (16, "conv_implicit_gemm", "conv/03_implicit_gemm.cu"),
+    "s2c_cuda_conv2d_winograd": (16, "conv_winograd", "conv/04_winograd.cu"),
+    "s2c_cuda_conv2d_fft": (16, "conv_fft", "conv/05_fft.cu"),
+    "s2c_cuda_conv2d_backward": (16, "conv2d_backward", "conv/backward.cu"),
     "s2c_cuda_batchnorm_forward": (16, "batchnorm_forward", "norm.cu"),
     "s2c_cuda_batchnorm_backward": (16, "batchnorm_backward", "norm.cu"),
     # The softmax ladder (csrc/softmax/): a task per rung; cross-entropy is rung 5.
@@ -111,8 +116,7 @@ CALLS = {
         "task step in optim.cu"),
     "s2c_cuda_linear_forward": "task matmul in matmul.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
-    "s2c_cuda_conv2d_forward": "tasks im2col in conv.cu and matmul in matmul.cu",
-    "s2c_cuda_conv2d_backward": "tasks im2col, col2im in conv.cu and matmul in matmul.cu",
+    "s2c_cuda_conv2d_im2col": "tasks im2col in conv.cu and sgemm_cp_async in sgemm/08_cp_async.cu",
     **dict.fromkeys(
         ["s2c_cuda_softmax_online", "s2c_cuda_softmax_cross_entropy",
          "s2c_cuda_cross_entropy_loss", "s2c_cuda_cross_entropy_loss_backward"],

@@ -1,12 +1,30 @@
-"""Convolution (csrc/conv.cu, week 16) as im2col and one product for the whole batch: the
-columns are laid out [C*kh*kw, N*OH*OW] (batch last) in a scratch array, the weights [K, C*kh*kw]
-multiply them at once, and the product goes back to [N, K, OH, OW] with the bias. The backward's
-products read the columns and the weights transposed where they lie; col2im gathers (no
-atomics)."""
+"""Convolution (csrc/conv.cu and the conv2d ladder in csrc/conv/, week 16).
 
-from ..numba_impl import _device
+im2col and col2im are the contract's ops. conv2d_forward runs one rung of the ladder
+(CONV_KERNELS, csrc/conv/conv.cuh): 1 "direct" (a thread per output), 2 "im2col" (im2col into a
+buffer and the SGEMM ladder's best rung), 3 "implicit_gemm" (the same product, its loads
+gathering from x), 4 "winograd" (F(2x2, 3x3)), 5 "fft" (through cuFFT). The default "best" picks
+per layer the rung that measured fastest at the curriculum's layers (BEST_RULE below,
+curriculum/results/conv-cuda-h100.md). Winograd applies to 3x3 kernels with stride 1 only; asked
+for on another layer it runs implicit_gemm, the rung it builds on, and says nothing (a rung
+that refused would make a network with one 5x5 layer unusable with kernel="winograd").
+
+conv2d_backward computes dx, dw and db as implicit products (csrc/conv/backward.cu),
+deterministically (the weight gradient's depth is split and the pieces added in order).
+
+Rungs that need scratch memory (im2col, winograd, fft, the backward) share one device buffer,
+allocated once and grown when a layer needs more: the kernels run in order on one stream.
+"""
+
+import importlib.util
+from pathlib import Path
+
+from ..numba_impl import _checks, _device
 from ..numba_impl._checks import checks
-from ._library import call, geometry
+from ._library import call, ffi, geometry
+
+CONV_KERNELS = ("direct", "im2col", "implicit_gemm", "winograd", "fft")
+BACKWARD_SCRATCH = 0  # the rung number s2c_cuda_conv2d_scratch takes for the backward
 
 
 def _geometry(x_shape, filters, kh, kw, stride, padding, oh, ow):
@@ -35,36 +53,94 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
     return x
 
 
-def _columns(x_shape, w_shape, oh, ow):
-    """A scratch array for the batch-last columns [C*kh*kw, N*OH*OW]."""
-    return _device.scratch((w_shape[1] * w_shape[2] * w_shape[3], x_shape[0] * oh * ow))
+_scratch_buffer = None
 
 
-def conv2d_forward(x, w, b, stride=1, padding=0):
-    """x [N, C, H, W], w [K, C, R, S], b [K] -> y [N, K, OH, OW] (cross-correlation)."""
+def _scratch(shape, rung):
+    """The shared scratch buffer, at least as large as rung `rung` needs for `shape` (a
+    geometry), as a view of exactly that many floats; None when it needs none."""
+    global _scratch_buffer
+    floats = ffi.new("int64_t *")
+    call("s2c_cuda_conv2d_scratch", shape, rung, floats)
+    if floats[0] == 0:
+        return None
+    if _scratch_buffer is None or _scratch_buffer.size < floats[0]:
+        _scratch_buffer = None  # freed before the larger one is allocated
+        _scratch_buffer = _device.scratch((floats[0],))
+    return _scratch_buffer[: floats[0]]
+
+
+def winograd_applies(kh, kw, stride):
+    """Whether rung 4, F(2x2, 3x3), computes a layer of this kernel size and stride."""
+    return kh == kw == 3 and stride == 1
+
+
+def best_kernel(channels, kh, kw, stride):
+    """The rung "best" runs for a layer (BEST_RULE)."""
+    if channels * kh * kw <= 25:  # a first layer (C = 1): bound by writing y, direct is simplest
+        return "direct"
+    return "implicit_gemm"
+
+
+BEST_RULE = ("direct for layers of C*R*S <= 25 (the first layers, bound by writing y), "
+             "implicit_gemm otherwise")
+
+
+def _cufft_path():
+    """libcufft from pip's nvidia-cufft package, when it is installed (no linker looks there),
+    else None: the library then tries cuFFT's usual names."""
+    try:
+        spec = importlib.util.find_spec("nvidia.cufft")
+    except ImportError:
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        found = sorted(Path(folder, "lib").glob("libcufft.so*"))
+        if found:
+            return str(found[0]).encode()
+    return None
+
+
+_cufft_loaded = False
+
+
+def _load_cufft():
+    """Load cuFFT into the library once, for rung 5; a RuntimeError saying it is missing."""
+    global _cufft_loaded
+    if not _cufft_loaded:
+        call("s2c_cuda_load_cufft", _cufft_path())
+        _cufft_loaded = True
+
+
+def conv2d_forward(x, w, b, stride=1, padding=0, kernel="best"):
+    """x [N, C, H, W], w [K, C, R, S], b [K] -> y [N, K, OH, OW] (cross-correlation), by rung
+    `kernel` of the ladder: "best", a name of CONV_KERNELS or its number 1..5."""
     x, w, b, stride, padding, oh, ow = checks.conv2d_forward(x, w, b, stride, padding)
-    n, k = x.shape[0], w.shape[0]
+    n, c, k, kh, kw = x.shape[0], x.shape[1], w.shape[0], w.shape[2], w.shape[3]
+    name = _checks.kernel_name("conv2d_forward", kernel, CONV_KERNELS,
+                               best_kernel(c, kh, kw, stride))
+    if name == "winograd" and not winograd_applies(kh, kw, stride):
+        name = "implicit_gemm"
+    if name == "fft":
+        _load_cufft()
     y = _device.empty((n, k, oh, ow))
-    shape = _geometry(x.shape, k, w.shape[2], w.shape[3], stride, padding, oh, ow)
-    product = _device.scratch((k, n * oh * ow))
-    call("s2c_cuda_conv2d_forward", x, w, b, y, _columns(x.shape, w.shape, oh, ow), product,
-         shape)
+    shape = _geometry(x.shape, k, kh, kw, stride, padding, oh, ow)
+    scratch = _scratch(shape, CONV_KERNELS.index(name) + 1)
+    call(f"s2c_cuda_conv2d_{name}", x, w, b, y, scratch, shape)
     return y
 
 
 def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     """-> (dx [N, C, H, W] or None without need_dx, dw [K, C, R, S], db [K]).
 
-    With dy as [K, N*P] and the columns as [C*R*S, N*P]: dw = dy @ cols.T, dcols = w.T @ dy,
-    and dx = col2im(dcols).
+    dx is the product of w read transposed and dy gathered under each input pixel; dw and db one
+    product over the whole batch of dy and x's receptive fields (and a column of ones for db).
     """
     x, w, dy, stride, padding, need_dx, oh, ow = checks.conv2d_backward(
         x, w, dy, stride, padding, need_dx)
-    n, k = x.shape[0], w.shape[0]
+    k = w.shape[0]
     dx = _device.empty(x.shape) if need_dx else None
     dw, db = _device.empty(w.shape), _device.empty((k,))
     shape = _geometry(x.shape, k, w.shape[2], w.shape[3], stride, padding, oh, ow)
-    dy_last = _device.scratch((k, n * oh * ow))
-    call("s2c_cuda_conv2d_backward", x, w, dy, dx, dw, db, _columns(x.shape, w.shape, oh, ow),
-         dy_last, shape)
+    call("s2c_cuda_conv2d_backward", x, w, dy, dx, dw, db, _scratch(shape, BACKWARD_SCRATCH),
+         shape)
     return dx, dw, db

@@ -1,6 +1,8 @@
-/* cuda_runtime.h for the CPU: just enough of CUDA to run the SGEMM ladder's kernels on threads.
+/* cuda_runtime.h for the CPU: just enough of CUDA to run the SGEMM and conv2d ladders' kernels on
+ * threads.
  *
- * tests/test_sgemm_cuda.py compiles the rung files with g++ against this header (after turning
+ * tests/test_sgemm_cuda.py and tests/test_conv_cuda.py compile the rung files with g++ against
+ * this header (after turning
  * each `kernel<<<grid, block, shared>>>(args)` into `emulate::Launch(grid, block, shared).run(
  * kernel, args)`). A launch runs its blocks one after the other; a block runs as blockDim real
  * threads, so `__syncthreads()` is a std::barrier and a missing barrier can show up as a wrong
@@ -9,8 +11,10 @@
 #ifndef S2C_CUDA_EMULATION_H
 #define S2C_CUDA_EMULATION_H
 
+#include <algorithm>
 #include <barrier>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -32,17 +36,31 @@ struct dim3 {
 };
 struct alignas(16) float4 { float x, y, z, w; };
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+struct alignas(8) float2 { float x, y; };
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+using std::fmaf;
+using std::max;
+using std::min;
+template <class T> inline T __ldg(const T *address) { return *address; }
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)((uint64_t)a * b >> 32); }
 
 inline thread_local uint3 threadIdx, blockIdx;
 inline thread_local dim3 blockDim, gridDim;
 
-typedef enum { cudaSuccess = 0, cudaErrorInvalidValue = 1, cudaErrorLaunchFailure = 4 } cudaError_t;
+typedef enum {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorLaunchFailure = 4,
+    cudaErrorSharedObjectInitFailed = 302,
+    cudaErrorUnknown = 999
+} cudaError_t;
 typedef enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 } cudaFuncAttribute;
 typedef enum { cudaDevAttrMultiProcessorCount = 16 } cudaDeviceAttr;
 typedef enum { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 }
     cudaStreamCaptureStatus;
 typedef std::chrono::steady_clock::time_point *cudaEvent_t;
 typedef void *cudaStream_t;
+#define cudaStreamPerThread ((cudaStream_t)0x2)
 
 namespace emulate {
 inline thread_local std::barrier<> *block_barrier;

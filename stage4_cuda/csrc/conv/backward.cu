@@ -1,0 +1,226 @@
+/* backward.cu -- conv2d's backward: dx, dw and db as implicit products (tiled_product.cuh).
+ *
+ * Given dy [N, K, OH, OW]:
+ *
+ *   dx[n, c, h, w] = sum over k, r, s of w[k, c, r, s] * dy[n, k, oh, ow]
+ *                    where oh*stride + r - padding = h and ow*stride + s - padding = w
+ *     a product of depth K*R*S: the weights read transposed, A(c, (k, r, s)) = w[k, c, r, s],
+ *     and B gathered from dy (zero where no window of that tap covers the pixel), one column per
+ *     input pixel (n, h, w). It is rung 3's forward run backwards: no columns buffer, no col2im,
+ *     and each dx element written once (no atomics, no race).
+ *
+ *   dw[k, c, r, s] = sum over n, oh, ow of dy[n, k, oh, ow] * x[n, c, oh*stride + r - padding, ...]
+ *   db[k]          = sum over n, oh, ow of dy[n, k, oh, ow]
+ *     one product of depth N*OH*OW (the whole batch), dy as A and the im2col entries gathered from
+ *     x as B, with one more column of ones: its sums are db. Its output is small (K x C*R*S+1)
+ *     and its depth long (50,176 at LeNet-5's conv1, batch 64), so one block per output tile
+ *     would leave the GPU idle (a plain tiled product took 3.3 ms there): the depth is split
+ *     into pieces, one block each, enough to give every multiprocessor two blocks, and each
+ *     writes its partial sums to scratch; a last kernel adds the pieces in order of the depth.
+ *     Deterministic: the same sums in the same order on every run, no atomics.
+ *
+ * Cost model: 2 N K OH OW C R S FLOPs for each of dx and dw; device memory x, w, dy, dx, dw once,
+ * plus the partial sums (splits x K x (C R S + 1) floats, written and read once).
+ *
+ * Run it: python -m stage4_cuda.conv_bench (the backward row of each layer) */
+#include "tiled_product.cuh"
+
+#define REDUCE_THREADS 256
+#define SPLIT_MINIMUM 64 /* the shortest piece of depth worth a block of its own */
+
+__global__ void add_pieces_kernel(const float *partial, float *dw, float *db, int64_t pieces,
+                                  int64_t filters, int64_t columns);
+
+/* How the weight gradient's depth N*OH*OW is split: `pieces` of `piece` each (a multiple of the
+ * product's step), enough for two blocks per multiprocessor given the output's tiles. */
+static void weight_split(const conv_geometry &g, int64_t *pieces, int64_t *piece)
+{
+    int64_t depth = g.n * conv_positions(g), columns = conv_rows(g) + 1;
+    int64_t tiles = ceil_div(g.filters, 64) * ceil_div(columns, 64);
+    int64_t wanted = ceil_div(2 * product_multiprocessors(), tiles);
+    int64_t length = ceil_div(ceil_div(depth, wanted), PRODUCT_DEPTH) * PRODUCT_DEPTH;
+    *piece = length > SPLIT_MINIMUM ? length : SPLIT_MINIMUM;
+    *pieces = depth > 0 ? ceil_div(depth, *piece) : 1;
+}
+
+/* The partial sums of the weight gradient: pieces x K x (C*R*S + 1). */
+int64_t conv_backward_scratch(const conv_geometry &g)
+{
+    int64_t pieces, piece;
+    weight_split(g, &pieces, &piece);
+    return pieces * g.filters * (conv_rows(g) + 1);
+}
+
+static int input_gradient(const float *w, const float *dy, float *dx, const conv_geometry &g);
+static int weight_gradient(const float *x, const float *dy, float *dw, float *db, float *partial,
+                           const conv_geometry &g);
+
+extern "C" int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx,
+                                        float *dw, float *db, float *scratch,
+                                        const conv_geometry *g)
+{
+    // BEGIN SOLUTION week 16, task conv2d_backward
+    int status = weight_gradient(x, dy, dw, db, scratch, *g);
+    if (status != S2C_CUDA_OK || dx == NULL) return status;
+    return input_gradient(w, dy, dx, *g);
+}
+
+/* A(c, j) = w[k, c, r, s] for j = (k, r, s): the weights transposed where they lie. KH x KW:
+ * the kernel size at compile time, or 0 x 0 for kh, kw at run time (with_kernel_size). */
+template <int KH, int KW>
+struct TransposedFilters {
+    const float *w;
+    int channels, taps_run_time; /* R*S */
+    __device__ float operator()(int, int c, int j) const
+    {
+        const int taps = KH ? KH * KW : taps_run_time;
+        int k = j / taps, rs = j % taps;
+        return __ldg(w + ((int64_t)k * channels + c) * taps + rs);
+    }
+};
+
+/* B(j, col) = dy[n, k, oh, ow] for j = (k, r, s) and the input pixel col = (n, h, w), where
+ * oh*stride + r - padding = h (and likewise for w); zero when no such oh, ow exists. */
+template <int KH, int KW>
+struct GradientWindows {
+    const float *dy;
+    int filters, kh, kw, stride, padding, height, width, out_height, out_width;
+    struct Column {
+        const float *image;
+        int h, w; /* the pixel, in the padded image */
+    };
+    __device__ Column column(int, int col) const
+    {
+        int pixels = height * width, n = col / pixels, p = col % pixels;
+        return {dy + (int64_t)n * filters * out_height * out_width, p / width + padding,
+                p % width + padding};
+    }
+    __device__ float operator()(const Column &at, int j) const
+    {
+        const int taps_wide = KW ? KW : kw, taps = KH ? KH * KW : kh * kw;
+        int k = j / taps, rs = j % taps, top = at.h - rs / taps_wide, left = at.w - rs % taps_wide;
+        if (top < 0 || left < 0) return 0.0f;
+        int oh = top, ow = left;
+        if (stride != 1) { /* the usual case skips two divisions */
+            if (top % stride != 0 || left % stride != 0) return 0.0f;
+            oh = top / stride, ow = left / stride;
+        }
+        if (oh >= out_height || ow >= out_width) return 0.0f;
+        return __ldg(at.image + (k * out_height + oh) * out_width + ow);
+    }
+};
+
+/* dx[n, c, p] = sum for col = (n, p). */
+struct InputPixels {
+    float *dx;
+    int channels, pixels;
+    __device__ void operator()(int, int c, int col, float sum) const
+    {
+        int n = col / pixels, p = col % pixels;
+        dx[((int64_t)n * channels + c) * pixels + p] = sum;
+    }
+};
+
+static int input_gradient(const float *w, const float *dy, float *dx, const conv_geometry &g)
+{
+    int taps = (int)(g.kh * g.kw), pixels = (int)(g.height * g.width);
+    InputPixels output = {dx, (int)g.channels, pixels};
+    return with_kernel_size(g, [&](auto kh, auto kw) {
+        TransposedFilters<kh.value, kw.value> filters = {w, (int)g.channels, taps};
+        GradientWindows<kh.value, kw.value> windows = {
+            dy, (int)g.filters, (int)g.kh, (int)g.kw, (int)g.stride, (int)g.padding,
+            (int)g.height, (int)g.width, (int)g.out_height, (int)g.out_width};
+        return launch_tiled_product("conv backward (dx) tiled_product_kernel", filters, windows,
+                                    output, g.channels, g.n * pixels, g.filters * taps, 1, 0);
+    });
+}
+
+/* A(k, j) = dy[n, k, p] for j = (n, p): the whole batch along the depth. */
+struct GradientRows {
+    const float *dy;
+    int filters, positions;
+    fast_divider by_positions;
+    __device__ float operator()(int, int k, int j) const
+    {
+        int n = by_positions.quotient(j), p = j - n * positions;
+        return __ldg(dy + ((int64_t)n * filters + k) * positions + p);
+    }
+};
+
+/* B(j, col) = x[n, c, oh*stride + r - padding, ow*stride + s - padding] for j = (n, oh, ow) and
+ * col = (c, r, s); 1 in the last column (col = C*R*S), whose sums are the bias gradient. */
+struct InputTaps {
+    const float *x;
+    int channels, height, width, kh, kw, stride, padding, out_width, positions;
+    fast_divider by_positions, by_out_width;
+    struct Column {
+        const float *plane; /* channel c of image 0 */
+        int r, s;           /* the tap, minus the padding */
+        bool ones;
+    };
+    __device__ Column column(int, int col) const
+    {
+        int taps = kh * kw, c = col / taps, rs = col % taps;
+        return {x + (int64_t)c * height * width, rs / kw - padding, rs % kw - padding,
+                col == channels * taps};
+    }
+    __device__ float operator()(const Column &at, int j) const
+    {
+        if (at.ones) return 1.0f;
+        int n = by_positions.quotient(j), p = j - n * positions;
+        int oh = by_out_width.quotient(p), ow = p - oh * out_width;
+        int h = oh * stride + at.r, w = ow * stride + at.s;
+        bool inside = 0 <= h && h < height && 0 <= w && w < width;
+        return inside ? __ldg(at.plane + (int64_t)n * channels * height * width + h * width + w)
+                      : 0.0f;
+    }
+};
+
+/* partial[piece, k, col] = sum over the piece's depth. */
+struct PieceSums {
+    float *partial;
+    int filters, columns;
+    __device__ void operator()(int piece, int k, int col, float sum) const
+    {
+        partial[((int64_t)piece * filters + k) * columns + col] = sum;
+    }
+};
+
+static int weight_gradient(const float *x, const float *dy, float *dw, float *db, float *partial,
+                           const conv_geometry &g)
+{
+    int64_t pieces, piece, columns = conv_rows(g) + 1;
+    weight_split(g, &pieces, &piece);
+    int positions = (int)conv_positions(g);
+    fast_divider by_positions(positions), by_out_width((int)g.out_width);
+    GradientRows rows = {dy, (int)g.filters, positions, by_positions};
+    InputTaps taps = {x, (int)g.channels, (int)g.height, (int)g.width, (int)g.kh, (int)g.kw,
+                      (int)g.stride, (int)g.padding, (int)g.out_width, positions, by_positions,
+                      by_out_width};
+    PieceSums sums = {partial, (int)g.filters, (int)columns};
+    int status = launch_tiled_product("conv backward (dw) tiled_product_kernel", rows, taps, sums,
+                                      g.filters, columns, g.n * positions, pieces, piece);
+    if (status != S2C_CUDA_OK) return status;
+    int64_t outputs = g.filters * columns;
+    add_pieces_kernel<<<blocks_for(outputs, REDUCE_THREADS), REDUCE_THREADS>>>(
+        partial, dw, db, pieces, g.filters, columns);
+    LAUNCH_CHECK("add_pieces_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* dw[k, col] (or db[k] for the last column) = the pieces' sums added in order. */
+__global__ void add_pieces_kernel(const float *partial, float *dw, float *db, int64_t pieces,
+                                  int64_t filters, int64_t columns)
+{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= filters * columns) return;
+    int64_t k = i / columns, col = i % columns;
+    float total = 0.0f;
+    for (int64_t piece = 0; piece < pieces; piece++)
+        total += partial[piece * filters * columns + i];
+    if (col == columns - 1)
+        db[k] = total;
+    else
+        dw[k * (columns - 1) + col] = total;
+    // END SOLUTION
+}

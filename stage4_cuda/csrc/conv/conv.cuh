@@ -1,0 +1,94 @@
+/* conv.cuh -- what the rungs of the conv2d ladder (week 16) share.
+ *
+ * Every forward rung computes the same cross-correlation of the contract,
+ *
+ *     y[n, k, oh, ow] = b[k] + sum over c, r, s of w[k, c, r, s] * x[n, c, oh*stride + r - padding,
+ *                                                                     ow*stride + s - padding]
+ *
+ * (x read as zero outside the image), from x [N, C, H, W], w [K, C, R, S], b [K] into
+ * y [N, K, OH, OW], and exports the same launcher on the default stream:
+ *
+ *     extern "C" int s2c_cuda_conv2d_<name>(const float *x, const float *w, const float *b,
+ *                                           float *y, float *scratch, const conv_geometry *g);
+ *
+ * `scratch` is the caller's device memory of s2c_cuda_conv2d_scratch(g, rung) floats (NULL when
+ * that is 0). The rungs, in ladder order, and the files that hold them:
+ *
+ *     1 direct         01_direct.cu         a thread per output, the definition
+ *     2 im2col         02_im2col_gemm.cu    im2col into scratch, then the SGEMM ladder's best rung
+ *     3 implicit_gemm  03_implicit_gemm.cu  the same product, its loads gathering from x directly
+ *     4 winograd       04_winograd.cu       F(2x2, 3x3): 16 products instead of 36 per 2x2 tile
+ *     5 fft            05_fft.cu            products of spectra, through cuFFT (loaded at run time)
+ *
+ * backward.cu holds the backward (dx, dw, db), as implicit products too. */
+#ifndef S2C_CONV_CUH
+#define S2C_CONV_CUH
+
+#include <type_traits>
+
+#include "../common.h"
+
+typedef struct s2c_conv_geometry conv_geometry;
+
+/* The rungs' numbers (s2c_cuda_conv2d_scratch's `rung`); 0 is the backward's scratch. */
+enum conv_rung {
+    CONV_BACKWARD = 0,
+    CONV_DIRECT = 1,
+    CONV_IM2COL = 2,
+    CONV_IMPLICIT_GEMM = 3,
+    CONV_WINOGRAD = 4,
+    CONV_FFT = 5
+};
+
+static inline __host__ __device__ int64_t conv_rows(const conv_geometry &g)
+{
+    return g.channels * g.kh * g.kw; /* C*R*S: the depth of the forward's product */
+}
+static inline __host__ __device__ int64_t conv_positions(const conv_geometry &g)
+{
+    return g.out_height * g.out_width; /* OH*OW */
+}
+
+/* Call f(KH, KW) with the layer's kernel size as compile-time constants (std::integral_constant)
+ * for the curriculum's 3x3 and 5x5 layers, else with 0, 0 (the loaders then read it at run time).
+ * The loaders split an index of C*R*S into (c, r, s) for every element they load: a division by
+ * a variable costs about 20 instructions, as many as the FMAs that element feeds; by a constant
+ * the compiler makes it a multiplication and a shift. */
+template <class F>
+static int with_kernel_size(const conv_geometry &g, F f)
+{
+    using std::integral_constant;
+    if (g.kh == 3 && g.kw == 3) return f(integral_constant<int, 3>(), integral_constant<int, 3>());
+    if (g.kh == 5 && g.kw == 5) return f(integral_constant<int, 5>(), integral_constant<int, 5>());
+    return f(integral_constant<int, 0>(), integral_constant<int, 0>());
+}
+
+/* n / divisor for 0 <= n < 2^31, the divisor fixed for a whole launch, as a multiplication and a
+ * shift (Granlund and Montgomery, 1994; CUTLASS's FastDivmod): with m = ceil(2^p / divisor) for
+ * p = 31 + ceil(log2 divisor), n / divisor = (n * m) >> p. The weight gradient's loaders split
+ * every index they load into (image, row, column) by the layer's sizes, which no template fixes. */
+struct fast_divider {
+    int divisor;
+    unsigned multiplier, shift;
+    fast_divider(int d) : divisor(d), multiplier(0), shift(0)
+    {
+        int log = 0;
+        while ((1u << log) < (unsigned)d) log++;
+        if (d > 1) {
+            multiplier = (unsigned)(((1ull << (31 + log)) + d - 1) / d);
+            shift = log - 1; /* p - 32 */
+        }
+    }
+    __device__ int quotient(int n) const
+    {
+        return divisor == 1 ? n : (int)(__umulhi((unsigned)n, multiplier) >> shift);
+    }
+};
+
+/* The scratch floats each rung needs (defined by the rung's file; 0 for none). */
+int64_t conv_im2col_scratch(const conv_geometry &g);
+int64_t conv_winograd_scratch(const conv_geometry &g);
+int64_t conv_fft_scratch(const conv_geometry &g);
+int64_t conv_backward_scratch(const conv_geometry &g);
+
+#endif

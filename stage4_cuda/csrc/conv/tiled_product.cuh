@@ -1,0 +1,167 @@
+/* tiled_product.cuh -- the register-tiled product that rungs 3 and 4 and the backward share, its
+ * operands read through loaders instead of from stored matrices.
+ *
+ *     out[z][row, col] = sum over k < depth of A[z](row, k) * B[z](k, col)
+ *
+ * A convolution is a product whose operands need not exist: the forward's B(k, col) is
+ * x[n, c, oh*stride + r - padding, ...] for k = (c, r, s) and col = (n, oh, ow), an im2col entry
+ * computed where it is loaded (implicit GEMM). So the kernel takes three small function objects:
+ *
+ *     load_a(z, row, k)        -> float, A's element (row < rows, k < depth)
+ *     load_b.column(z, col)    -> a Column: what B's loads depend on through col only, computed
+ *                                 once per thread (each thread loads from one column throughout)
+ *     load_b(column, k)        -> float, B's element (k < depth)
+ *     store(z, row, col, sum)  -> where the result goes (bias, layout: the caller's)
+ *
+ * The tiling is the SGEMM ladder's rung 5 with a prefetch: a block of 256 threads (16 x 16) owns
+ * a BM x BN tile of the output, each thread TM x TN = BM/16 x BN/16 of it, its rows ty + 16 i and
+ * columns tx + 16 j (so that neighbouring threads store neighbouring columns: coalesced). Each step
+ * of depth 16 stores the registers loaded during the previous step into shared memory (A's tile
+ * transposed and padded by one float: its stores hit different banks), then loads the next step's
+ * elements into registers while computing on the shared tiles: the loads' latency hides behind
+ * the arithmetic. Out-of-range elements load as zero and out-of-range outputs are not stored, so
+ * any sizes work.
+ *
+ * The z index of the grid is either a batch of independent products (Winograd's 16) or, with
+ * split_depth > 0, a split of the depth: block z sums k in [z * split_depth, (z+1) * split_depth)
+ * and the caller adds the partial sums in a fixed order (deterministic, without atomics). */
+#ifndef S2C_CONV_TILED_PRODUCT_CUH
+#define S2C_CONV_TILED_PRODUCT_CUH
+
+#include <climits>
+
+#include "conv.cuh"
+
+#define PRODUCT_THREADS 256
+#define PRODUCT_DEPTH 16 /* depth of one step (BK) */
+
+template <int BM, int BN, class LoadA, class LoadB, class Store>
+__global__ void __launch_bounds__(PRODUCT_THREADS)
+    tiled_product_kernel(LoadA load_a, LoadB load_b, Store store, int rows, int cols, int depth,
+                         int split_depth)
+{
+    constexpr int TM = BM / 16, TN = BN / 16, BK = PRODUCT_DEPTH;
+    constexpr int A_LOADS = BM * BK / PRODUCT_THREADS, B_LOADS = BN * BK / PRODUCT_THREADS;
+    constexpr int B_ROWS_APART = PRODUCT_THREADS / BN; /* the k distance between a thread's loads */
+    __shared__ float a_tile[BK][BM + 1];
+    __shared__ float b_tile[BK][BN];
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+    const int z = blockIdx.z, row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int k_begin = split_depth ? z * split_depth : 0;
+    const int k_end = split_depth ? min(depth, k_begin + split_depth) : depth;
+    const int b_col = tid % BN, b_k = tid / BN;
+    const bool b_col_inside = col0 + b_col < cols;
+    const typename LoadB::Column column = load_b.column(z, b_col_inside ? col0 + b_col : 0);
+
+    float a_next[A_LOADS], b_next[B_LOADS];
+    auto fetch = [&](int k0) { /* the step at depth k0 into registers, zeros past the edges */
+#pragma unroll
+        for (int l = 0; l < A_LOADS; l++) {
+            int e = tid + l * PRODUCT_THREADS, row = row0 + e / BK, k = k0 + e % BK;
+            a_next[l] = row < rows && k < k_end ? load_a(z, row, k) : 0.0f;
+        }
+#pragma unroll
+        for (int l = 0; l < B_LOADS; l++) {
+            int k = k0 + b_k + l * B_ROWS_APART;
+            b_next[l] = b_col_inside && k < k_end ? load_b(column, k) : 0.0f;
+        }
+    };
+
+    float sums[TM][TN] = {};
+    fetch(k_begin);
+    for (int k0 = k_begin; k0 < k_end; k0 += BK) {
+#pragma unroll
+        for (int l = 0; l < A_LOADS; l++) {
+            int e = tid + l * PRODUCT_THREADS;
+            a_tile[e % BK][e / BK] = a_next[l];
+        }
+#pragma unroll
+        for (int l = 0; l < B_LOADS; l++)
+            b_tile[b_k + l * B_ROWS_APART][b_col] = b_next[l];
+        __syncthreads();
+        if (k0 + BK < k_end)
+            fetch(k0 + BK);
+#pragma unroll
+        for (int k = 0; k < BK; k++) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+                a[i] = a_tile[k][ty + 16 * i];
+#pragma unroll
+            for (int j = 0; j < TN; j++)
+                b[j] = b_tile[k][tx + 16 * j];
+#pragma unroll
+            for (int i = 0; i < TM; i++)
+#pragma unroll
+                for (int j = 0; j < TN; j++)
+                    sums[i][j] = fmaf(a[i], b[j], sums[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; i++)
+#pragma unroll
+        for (int j = 0; j < TN; j++) {
+            int row = row0 + ty + 16 * i, col = col0 + tx + 16 * j;
+            if (row < rows && col < cols)
+                store(z, row, col, sums[i][j]);
+        }
+}
+
+/* The multiprocessors of the current device (read once per file that asks). */
+static inline int product_multiprocessors(void)
+{
+    static int count = 0;
+    if (count == 0) {
+        int device = 0;
+        if (cudaGetDevice(&device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+            count = 1;
+    }
+    return count;
+}
+
+/* Launch the product on the default stream with a tile that suits its shape: a narrow one
+ * (BM = 16 or 32 rows) when there are few rows, so that fewer loads and FMAs go to waste; 128 x 64
+ * when even those large tiles give every multiprocessor two blocks; else 64 x 64. z_count
+ * products (or depth splits, with split_depth > 0) along the grid's z. */
+template <class LoadA, class LoadB, class Store>
+static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, Store store,
+                                int64_t rows, int64_t cols, int64_t depth, int64_t z_count,
+                                int64_t split_depth)
+{
+    if (rows > INT_MAX || cols > INT_MAX || depth > INT_MAX || z_count > 65535 ||
+        ceil_div(rows, 16) > 65535)
+        return S2C_CUDA_BAD_ARGUMENT;
+    if (rows == 0 || cols == 0 || z_count == 0)
+        return S2C_CUDA_OK;
+    int r = (int)rows, c = (int)cols, d = (int)depth, split = (int)split_depth;
+    auto grid = [&](int bm, int bn) {
+        return dim3((unsigned)ceil_div(cols, bn), (unsigned)ceil_div(rows, bm), (unsigned)z_count);
+    };
+#define PRODUCT(BM, BN)                                                                          \
+    tiled_product_kernel<BM, BN, LoadA, LoadB, Store><<<grid(BM, BN), PRODUCT_THREADS>>>(        \
+        load_a, load_b, store, r, c, d, split)
+    bool large = rows > 64 &&
+                 ceil_div(rows, 128) * ceil_div(cols, 64) * z_count >= 2 * product_multiprocessors();
+    bool narrow = cols <= 32;
+    if (rows <= 16 && narrow)
+        PRODUCT(16, 32);
+    else if (rows <= 16)
+        PRODUCT(16, 128);
+    else if (rows <= 32 && narrow)
+        PRODUCT(32, 32);
+    else if (rows <= 32)
+        PRODUCT(32, 128);
+    else if (large)
+        PRODUCT(128, 64);
+    else if (narrow)
+        PRODUCT(64, 32);
+    else
+        PRODUCT(64, 64);
+#undef PRODUCT
+    LAUNCH_CHECK(name);
+    return S2C_CUDA_OK;
+}
+
+#endif

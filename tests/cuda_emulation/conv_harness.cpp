@@ -1,0 +1,129 @@
+/* The conv2d ladder's rungs 1, 3, 4, 5 and the backward on the CPU emulation of CUDA
+ * (tests/test_conv_cuda.py builds it). Each runs on random inputs at the curriculum's layer shapes
+ * and at odd ones (non-square kernels and images, padding, strides 2 and 3, pixels no window
+ * covers), its outputs pre-filled with NaN, against a direct sum in double: every output within
+ * 1e-5 of the sum of its terms' magnitudes (float32 rounding of these short sums is far below;
+ * one wrong tap, channel or image is far above). Rung 5 calls fake_cufft.cpp's exact DFTs, whose
+ * path is the first argument. Prints one line per check and "N passed, M failed". */
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "conv/conv.cuh"
+
+typedef int (*rung_launcher)(const float *, const float *, const float *, float *, float *,
+                             const conv_geometry *);
+
+/* Rung 2 is not built here: it is im2col (a graded op) and the SGEMM ladder's rung 8, which
+ * tests/test_sgemm_cuda.py runs on this emulation. */
+int64_t conv_im2col_scratch(const conv_geometry &) { return 0; }
+
+static int passed = 0, failed = 0;
+
+/* The largest |got - exact| / magnitude; a NaN counts as infinitely far. */
+static void check(const char *what, const conv_geometry &g, const std::vector<float> &got,
+                  const std::vector<double> &exact, const std::vector<double> &magnitude)
+{
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); i++) {
+        double error = std::fabs(got[i] - exact[i]) / (magnitude[i] + 1e-30);
+        worst = std::isnan(error) ? INFINITY : std::max(worst, error);
+    }
+    bool ok = worst <= 1e-5;
+    (ok ? passed : failed)++;
+    printf("%s N%ld C%ld K%ld %ldx%ld stride %ld padding %ld %ldx%ld: error %.3g of the "
+           "magnitude: %s\n",
+           what, (long)g.n, (long)g.channels, (long)g.filters, (long)g.kh, (long)g.kw,
+           (long)g.stride, (long)g.padding, (long)g.height, (long)g.width, worst,
+           ok ? "ok" : "FAILED");
+}
+
+static std::vector<float> scratch_for(const conv_geometry &g, int rung)
+{
+    int64_t floats = 0;
+    s2c_cuda_conv2d_scratch(&g, rung, &floats);
+    return std::vector<float>(floats + 1);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || s2c_cuda_load_cufft(argv[1]) != S2C_CUDA_OK) {
+        printf("usage: conv_harness FAKE_CUFFT.so (%s)\n", s2c_cuda_error_message());
+        return 2;
+    }
+    /* N, C, K, kh, kw, stride, padding, H, W */
+    const int shapes[][9] = {
+        {2, 1, 6, 5, 5, 1, 2, 28, 28},   /* LeNet-5 conv1 */
+        {2, 6, 16, 5, 5, 1, 0, 14, 14},  /* LeNet-5 conv2 */
+        {2, 1, 64, 3, 3, 1, 0, 28, 28},  /* Fashion CNN conv1 */
+        {2, 64, 128, 3, 3, 1, 0, 13, 13}, /* Fashion CNN conv2 */
+        {3, 5, 7, 3, 3, 1, 1, 9, 11},
+        {3, 4, 33, 3, 3, 2, 1, 10, 7},
+        {3, 5, 4, 5, 3, 3, 2, 11, 13},
+        {2, 3, 5, 2, 2, 2, 0, 5, 5}, /* the last row and column in no window */
+        {2, 7, 5, 1, 1, 1, 0, 8, 9},
+    };
+    std::mt19937 generator(7);
+    std::normal_distribution<float> normal;
+    for (const int *s : shapes) {
+        conv_geometry g = {s[0], s[1], s[7], s[8], s[2], s[3], s[4], s[5], s[6], 0, 0};
+        g.out_height = (g.height + 2 * g.padding - g.kh) / g.stride + 1;
+        g.out_width = (g.width + 2 * g.padding - g.kw) / g.stride + 1;
+        int64_t N = g.n, C = g.channels, K = g.filters, R = g.kh, S = g.kw, H = g.height,
+                W = g.width, OH = g.out_height, OW = g.out_width;
+        std::vector<float> x(N * C * H * W), w(K * C * R * S), b(K), dy(N * K * OH * OW);
+        for (std::vector<float> *values : {&x, &w, &b, &dy})
+            for (float &value : *values) value = normal(generator);
+        std::vector<double> y(dy.size()), y_size(dy.size()), dx(x.size()), dx_size(x.size(), 1e-3),
+            dw(w.size()), dw_size(w.size()), db(K), db_size(K);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t k = 0; k < K; k++)
+                for (int64_t p = 0; p < OH * OW; p++) {
+                    int64_t out = (n * K + k) * OH * OW + p;
+                    y[out] = b[k], y_size[out] = std::fabs(b[k]);
+                    db[k] += dy[out], db_size[k] += std::fabs(dy[out]);
+                    for (int64_t c = 0; c < C; c++)
+                        for (int64_t r = 0; r < R; r++)
+                            for (int64_t q = 0; q < S; q++) {
+                                int64_t h = p / OW * g.stride + r - g.padding;
+                                int64_t v = p % OW * g.stride + q - g.padding;
+                                if (h < 0 || h >= H || v < 0 || v >= W) continue;
+                                int64_t xi = ((n * C + c) * H + h) * W + v;
+                                int64_t wi = ((k * C + c) * R + r) * S + q;
+                                double term = (double)x[xi] * w[wi];
+                                y[out] += term, y_size[out] += std::fabs(term);
+                                dx[xi] += (double)w[wi] * dy[out];
+                                dx_size[xi] += std::fabs((double)w[wi] * dy[out]);
+                                dw[wi] += (double)x[xi] * dy[out];
+                                dw_size[wi] += std::fabs((double)x[xi] * dy[out]);
+                            }
+                }
+        const struct {
+            const char *name;
+            int rung;
+            rung_launcher launch;
+        } rungs[] = {{"direct", CONV_DIRECT, s2c_cuda_conv2d_direct},
+                     {"implicit_gemm", CONV_IMPLICIT_GEMM, s2c_cuda_conv2d_implicit_gemm},
+                     {"winograd", CONV_WINOGRAD, s2c_cuda_conv2d_winograd},
+                     {"fft", CONV_FFT, s2c_cuda_conv2d_fft}};
+        for (const auto &rung : rungs) {
+            bool winograd_applies = R == 3 && S == 3 && g.stride == 1;
+            if (rung.rung == CONV_WINOGRAD && !winograd_applies) continue;
+            if (rung.rung == CONV_FFT && C * K > 512) continue; /* the fake's DFTs are slow */
+            std::vector<float> scratch = scratch_for(g, rung.rung), out(y.size(), NAN);
+            int status = rung.launch(x.data(), w.data(), b.data(), out.data(), scratch.data(), &g);
+            if (status != S2C_CUDA_OK) out.assign(out.size(), NAN);
+            check(rung.name, g, out, y, y_size);
+        }
+        std::vector<float> scratch = scratch_for(g, CONV_BACKWARD), got_dx(x.size(), NAN),
+                           got_dw(w.size(), NAN), got_db(K, NAN);
+        int status = s2c_cuda_conv2d_backward(x.data(), w.data(), dy.data(), got_dx.data(),
+                                              got_dw.data(), got_db.data(), scratch.data(), &g);
+        if (status != S2C_CUDA_OK) got_dx.assign(got_dx.size(), NAN);
+        check("backward dx", g, got_dx, dx, dx_size);
+        check("backward dw", g, got_dw, dw, dw_size);
+        check("backward db", g, got_db, db, db_size);
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}

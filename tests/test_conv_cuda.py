@@ -1,0 +1,51 @@
+"""The conv2d ladder in CUDA C (stage4_cuda/csrc/conv/), run without a GPU.
+
+Rungs 1 (direct), 3 (implicit GEMM), 4 (Winograd), 5 (FFT, on fake_cufft.cpp's exact DFTs) and
+the backward compute the right numbers on the CPU emulation of CUDA (tests/cuda_emulation/: a
+block's threads are real threads, __syncthreads a barrier, as for the SGEMM ladder), at the
+curriculum's layer shapes and at odd ones (tests/cuda_emulation/conv_harness.cpp). Speed, and the
+GPU's own rounding, need a GPU: tests/test_stage4_nvcc.py and `python -m stage4_cuda.conv_bench`.
+"""
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tools.exercises import REPO_ROOT
+
+CSRC = REPO_ROOT / "stage4_cuda" / "csrc"
+EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
+# `kernel<<<grid, block>>>(arguments)` -> `emulate::Launch(grid, block).run(kernel, arguments)`
+LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
+# What the harness builds: conv.cu's scratch sizes and every rung but 2 (which calls the SGEMM
+# ladder), the headers they include, and errors.cu's messages.
+SOURCES = ["conv.cu", "errors.cu", "conv/01_direct.cu", "conv/03_implicit_gemm.cu",
+           "conv/04_winograd.cu", "conv/05_fft.cu", "conv/backward.cu"]  # fmt: skip
+HEADERS = ["common.h", "s2c_cuda.h", "conv/conv.cuh", "conv/tiled_product.cuh",
+           "conv/cufft_runtime.h"]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed here")
+def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(tmp_path):
+    for name in [*SOURCES, *HEADERS]:
+        target = tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", (CSRC / name).read_text()))
+    assert "<<<" not in "".join(p.read_text() for p in tmp_path.rglob("*.c*"))
+    fake_cufft = tmp_path / "libfake_cufft.so"
+    library = ["g++", "-O2", "-shared", "-fPIC", EMULATION / "fake_cufft.cpp", "-o", fake_cufft]
+    built = subprocess.run(library, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
+    command = ["g++", "-std=c++20", "-O1", "-pthread", "-I", EMULATION, "-I", tmp_path, "-x", "c++"]
+    command += [tmp_path / name for name in SOURCES]
+    command += [EMULATION / "conv_harness.cpp", "-ldl", "-o", tmp_path / "harness"]
+    built = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    ran = subprocess.run([tmp_path / "harness", fake_cufft], capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    # conv_harness.cpp's main: 9 shapes, each direct, implicit_gemm and the backward's 3 outputs;
+    # winograd on its 3 shapes of 3x3 stride 1; fft on the 8 shapes small enough for the fake
+    assert ran.returncode == 0 and ran.stdout.endswith("56 passed, 0 failed\n"), ran.stdout
