@@ -617,8 +617,8 @@ def test_the_fused_bias_relu_equals_add_then_relu(gpu, rng):
 
 
 def test_the_memory_benchmark_prints_the_table_of_a_record(tmp_path, capsys):
+    from grader import memory_bench
     from grader.timing import Timing
-    from stage4_cuda import memory_bench
 
     def row(op, seconds):  # 1 GB in `seconds`, against a copy of 2000 GB/s
         return memory_bench._row(op, "[4096x4096]", 10**9, Timing(seconds, seconds, seconds,
@@ -626,7 +626,7 @@ def test_the_memory_benchmark_prints_the_table_of_a_record(tmp_path, capsys):
 
     epilogue = [row("add + relu (two ops)", 2e-3), row("bias_relu (fused)", 1e-3)]
     record = {"device": "a GPU", "copy_bandwidth_gb_per_s": 2000.0, "target_of_copy": 0.9,
-              "command": "python -m stage4_cuda.memory_bench --write",
+              "command": "python -m grader.memory_bench --write",
               "rows": [row("relu", 1e-3)], "epilogue": epilogue}  # fmt: skip
     path = tmp_path / "record.json"
     path.write_text(json.dumps(record))

@@ -3,7 +3,8 @@ batchnorm, the optimizer steps) and the device-data hooks run on the CPU, throug
 CUDA in tests/cuda_emulation/ (a block's threads are real threads, __syncthreads a barrier, warp
 shuffles a barrier of the warp's 32 threads: warp_shuffle.h), against stage 2. No GPU needed: this
 checks what the kernels compute (indices, edges, the float4 and scalar paths, the two-level
-reductions), not their speed, which tests/test_stage4_nvcc.py and memory_bench.py measure on a GPU.
+reductions), not their speed, which tests/test_stage4_nvcc.py and grader/memory_bench.py measure
+on a GPU.
 
 The sources are compiled by g++ into a shared library whose exported functions take host
 pointers (the emulation's "device" memory is the host's), called through ctypes."""

@@ -14,7 +14,7 @@
  * Cost model: 2 N K OH OW C R S FLOPs; device memory at best x, w and y once: 4 (N C H W + K C R S
  * + N K OH OW) bytes (Fashion-CNN conv1 at batch 64: 50 MFLOP, 11 MB, so bound by its stores).
  *
- * Run it: python -m stage4_cuda.conv_bench --kernel direct */
+ * Run it: python -m grader.conv_bench --kernel direct */
 #include "conv.cuh"
 
 #define DIRECT_THREADS 256

@@ -16,7 +16,7 @@
  * N K OH OW) bytes (Fashion-CNN conv2 at batch 64: 1.14 GFLOP, 3.1 MB: bound by the FMAs and the
  * loads from L2/shared memory).
  *
- * Run it: python -m stage4_cuda.conv_bench --kernel implicit_gemm */
+ * Run it: python -m grader.conv_bench --kernel implicit_gemm */
 #include "tiled_product.cuh"
 
 static int implicit_gemm(const float *x, const float *w, const float *b, float *y,

@@ -29,7 +29,7 @@
  * Shapes it does not handle (another kernel size or stride) are refused with S2C_CUDA_BAD_ARGUMENT;
  * the Python wrapper never sends them (it says why first).
  *
- * Run it: python -m stage4_cuda.conv_bench --kernel winograd */
+ * Run it: python -m grader.conv_bench --kernel winograd */
 #include "tiled_product.cuh"
 
 #define TRANSFORM_THREADS 256

@@ -22,7 +22,7 @@
  * Cost model: 2 N K OH OW C R S FLOPs for each of dx and dw; device memory x, w, dy, dx, dw once,
  * plus the partial sums (splits x K x (C R S + 1) floats, written and read once).
  *
- * Run it: python -m stage4_cuda.conv_bench (the backward row of each layer) */
+ * Run it: python -m grader.conv_bench (the backward row of each layer) */
 #include "tiled_product.cuh"
 
 #define REDUCE_THREADS 256
