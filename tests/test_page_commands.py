@@ -37,7 +37,8 @@ CHECK = "check"  # checked (targets, arguments, files), not run: the reason says
 
 # (pattern over the command as written, what is done, why): the first row that matches decides.
 GPU = (r"\bnvcc\b|\bnsys\b|\bncu\b|nvidia-smi|compute-sanitizer|^make sanitize\b|grader\.sanitize"
-       r"|^make (race|speedrun)\b|-m nn\.(race|speedrun)\b|--graph\b|\b(softmax|conv|memory)_bench\b")
+       r"|^make (race|speedrun)\b|-m nn\.(race|speedrun)\b|--graph\b"
+       r"|\b(softmax|conv|memory)_bench\b")
 REFERENCE_TRAINING = (
     r"--stage 4\b.*--data|(^make train\b.*\bIMPL=(\s|$)|-m nn\.train\b(?!.*--impl))"
     r".*--data (fashion-)?mnist"

@@ -105,7 +105,6 @@ inline void __syncthreads(void) { emulate::block_barrier->arrive_and_wait(); }
 
 /* Loads through the read-only or the streaming cache, and streaming stores: plain accesses here
  * (the softmax ladder's, tests/test_softmax_cuda.py). */
-template <class T> T __ldg(const T *pointer) { return *pointer; }
 template <class T> T __ldcs(const T *pointer) { return *pointer; }
 template <class T> void __stcs(T *pointer, T value) { *pointer = value; }
 
