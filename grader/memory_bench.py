@@ -48,13 +48,13 @@ def _cases(gpu, rng):
     four = 4 * ELEMENTS  # bytes of one [4096, 4096] array
     side = (4096, 4096)
 
-    def unary(name):
-        return lambda: ((lambda x: lambda: getattr(gpu, name)(x))(normal(*side)), 2 * four)
+    def unary(name, *extra):
+        return lambda: ((lambda x: lambda: getattr(gpu, name)(x, *extra))(normal(*side)), 2 * four)
 
-    def binary(name):
+    def binary(name, *extra):
         def make():
             a, b = normal(*side), normal(*side)
-            return (lambda: getattr(gpu, name)(a, b)), 3 * four
+            return (lambda: getattr(gpu, name)(a, b, *extra)), 3 * four
 
         return make
 
@@ -144,9 +144,11 @@ def _cases(gpu, rng):
         return (lambda: gpu.sum_rows(x)), 4 * (16384 * 4096 + 4096)
 
     label = "[4096x4096]"
-    cases = [(name, label, unary(name)) for name in ("relu", "leaky_relu", "sigmoid", "tanh")]
-    cases += [(f"{name}_backward", label, binary(f"{name}_backward"))
-              for name in ("relu", "leaky_relu", "sigmoid", "tanh")]  # fmt: skip
+    alpha = {"leaky_relu": (0.01,)}  # the one activation with an argument besides its arrays
+    names = ("relu", "leaky_relu", "sigmoid", "tanh")
+    cases = [(name, label, unary(name, *alpha.get(name, ()))) for name in names]
+    cases += [(f"{name}_backward", label, binary(f"{name}_backward", *alpha.get(name, ())))
+              for name in names]  # fmt: skip
     cases += [
         ("add", label, binary("add")), ("mul", label, binary("mul")),
         ("add", "[4096x4096] + row [4096]", broadcast("add")),
