@@ -3,13 +3,18 @@
     python -m nn.speedrun --output curriculum/results/speedrun-h100      (make speedrun)
 
 The model and recipe are the course's choice (SPEEDRUN below): LeNet-5, SGD with Nesterov
-momentum, the learning rate divided by 10 after each epoch, no augmentation, every one of the
-60,000 training images trained on. Each step is one launch of a CUDA graph (nn/recorded_steps.py).
-For each seed the clock runs from the training set on the GPU (uploaded, not timed) to the end of
-the last step (the GPU waited for); the test accuracy is measured afterwards. The result is the
-mean time over the seeds, with each seed's time and accuracy; the run reaches the target only when
-every seed does. Target (issue #12): <= 1.0 s on an H100, stretch <= 0.3 s. The anchor: a small
-batchnorm CNN in PyTorch eager reached 99.0-99.2% in 1.06-1.52 s on an H100.
+momentum at batch 128, the learning rate warmed up over the first 0.3 epoch to 0.1 then decayed
+along a cosine over 4 epochs, no augmentation, every one of the 60,000 training images trained on.
+The warm-up is what makes it reliable: without it, a high learning rate kills the ReLUs of some
+initializations in the first steps (at 0.05 with no warm-up, seed 0 ends at 11.35%, predicting one
+class; PyTorch from the same initial weights does the same). Each step is one launch of a CUDA
+graph (nn/recorded_steps.py). One untimed epoch first loads the library's kernels and compiles
+numba's, as any benchmark's warm-up does. For each seed the clock runs from the training set on
+the GPU (uploaded, not timed) to the end of the last step (the GPU waited for); the test accuracy
+is measured afterwards. The result is the mean time over the seeds, with each seed's time and
+accuracy; the run reaches the target only when every seed does. Target (issue #12): <= 1.0 s on
+an H100, stretch <= 0.3 s. The anchor: a small batchnorm CNN in PyTorch eager reached 99.0-99.2%
+in 1.06-1.52 s on an H100.
 """
 
 import argparse
@@ -30,8 +35,8 @@ from nn.trainer import Trainer
 
 TARGET_ACCURACY = 0.99
 MODEL = "lenet5"
-SPEEDRUN = Recipe(epochs=3, batch_size=64, optimizer="nesterov", lr=0.05, momentum=0.9,
-                  weight_decay=5e-4, schedule="step", gamma=0.1, step_epochs=1, val_size=0,
+SPEEDRUN = Recipe(epochs=4, batch_size=128, optimizer="nesterov", lr=0.1, momentum=0.9,
+                  weight_decay=5e-4, schedule="cosine", warmup_epochs=0.3, val_size=0,
                   shift=0)  # fmt: skip
 
 
@@ -67,6 +72,7 @@ def main(argv=None):
         print(f"error: {error}", file=sys.stderr)
         return 2
     data = load_data("mnist", args.data_dir, SPEEDRUN.val_size)
+    run(tier, data, replace(SPEEDRUN, epochs=1), seed=0)  # the warm-up: not timed
     runs = []
     for seed in range(args.seeds):
         seconds, accuracy = run(tier, data, SPEEDRUN, seed)
