@@ -205,6 +205,8 @@ def train(args, tier):
           f"test loss {test_loss:.4f}")
     if args.results:
         stem = f"train-{args.model}-{args.data}-stage{args.stage}"
+        if args.stage == 4:  # two variants: each its own record
+            stem += f"-{tier.NAME}"
         results = {
             "stem": stem,
             "model": args.model,
