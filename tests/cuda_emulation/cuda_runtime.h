@@ -55,7 +55,7 @@ typedef enum {
     cudaErrorUnknown = 999
 } cudaError_t;
 typedef enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 } cudaFuncAttribute;
-typedef enum { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrL2CacheSize = 38 } cudaDeviceAttr;
+typedef enum { cudaDevAttrMultiProcessorCount = 16 } cudaDeviceAttr;
 typedef enum { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 }
     cudaStreamCaptureStatus;
 typedef std::chrono::steady_clock::time_point *cudaEvent_t;
@@ -112,11 +112,9 @@ inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 inline const char *cudaGetErrorString(cudaError_t) { return "emulated error"; }
 inline const char *cudaGetErrorName(cudaError_t) { return "cudaErrorEmulated"; }
 inline cudaError_t cudaGetDevice(int *device) { *device = 0; return cudaSuccess; }
-/* An H100's 132 multiprocessors, and an L2 of 4 KiB: so small that the softmax rungs that size
- * their grid by L2 (softmax.cuh, online_blocks) take a block a multiprocessor and walk over rows. */
-inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, int)
+inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr, int)
 {
-    *value = attribute == cudaDevAttrL2CacheSize ? 4096 : 132;
+    *value = 132;
     return cudaSuccess;
 }
 template <class F> cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }

@@ -4,8 +4,8 @@
  *     loss term   = log(sum(exp(logits))) - logits[label]            (a float per row)
  *     gradient    = (softmax(logits) - one_hot(label)) / rows        ([rows, cols])
  * Both follow from rung 4's row statistics: log-sum-exp = max + log(sum). So one pass over the
- * logits gives every row's term (a block per row at a time, the online statistics, one more read
- * for the label's logit), and, when the gradient is wanted, a second pass (from L2, as in rung 4) writes it
+ * logits gives every row's term (a block per row, the online statistics, one more read for the
+ * label's logit), and, when the gradient is wanted, a second pass (from L2, as in rung 4) writes it
  * directly: no softmax or log-softmax output written to device memory and read back, as
  * PyTorch's log_softmax, nll_loss and their backwards do (4 row passes of device memory).
  * losses.cu's cross_entropy_loss adds the terms into the mean (in double, in a fixed order), and
@@ -30,9 +30,8 @@ extern "C" int s2c_cuda_softmax_cross_entropy(const float *logits, const int64_t
     if (rows == 0)
         return S2C_CUDA_OK;
     // BEGIN SOLUTION week 14, task cross_entropy_loss
-    int threads = online_threads(cols);
-    softmax_cross_entropy_kernel<<<online_blocks(rows, cols, threads), threads>>>(
-        logits, labels, terms, grad, rows, cols);
+    softmax_cross_entropy_kernel<<<rows, online_threads(cols)>>>(logits, labels, terms, grad, rows,
+                                                                  cols);
     LAUNCH_CHECK("softmax_cross_entropy_kernel");
     return S2C_CUDA_OK;
 }
@@ -42,21 +41,19 @@ __global__ void __launch_bounds__(ONLINE_THREADS)
 softmax_cross_entropy_kernel(const float *logits, const int64_t *labels, float *terms,
                              float *grad, int64_t rows, int64_t cols)
 {
-    for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) { /* rows as in rung 4 */
-        const float *row = logits + r * cols;
-        int64_t label = labels[r];
-        RowStats stats = {-INFINITY, 0.0f};
-        for_each_in_row(row, cols, [&](int64_t, float value) { stats_add(stats, value); });
-        stats = block_stats(stats);
-        float log_sum_exp = stats.max + logf(stats.sum);
-        if (terms != NULL && threadIdx.x == 0)
-            terms[r] = log_sum_exp - row[label];
-        if (grad != NULL) {
-            float inverse_rows = 1.0f / (float)rows;
-            map_row(row, grad + r * cols, cols, [=](int64_t j, float value) {
-                return (expf(value - log_sum_exp) - (j == label ? 1.0f : 0.0f)) * inverse_rows;
-            });
-        }
+    const float *row = logits + blockIdx.x * cols;
+    int64_t label = labels[blockIdx.x];
+    RowStats stats = {-INFINITY, 0.0f};
+    for_each_in_row(row, cols, [&](int64_t, float value) { stats_add(stats, value); });
+    stats = block_stats(stats);
+    float log_sum_exp = stats.max + logf(stats.sum);
+    if (terms != NULL && threadIdx.x == 0)
+        terms[blockIdx.x] = log_sum_exp - row[label];
+    if (grad != NULL) {
+        float inverse_rows = 1.0f / (float)rows;
+        map_row(row, grad + blockIdx.x * cols, cols, [=](int64_t j, float value) {
+            return (expf(value - log_sum_exp) - (j == label ? 1.0f : 0.0f)) * inverse_rows;
+        });
     }
     // END SOLUTION
 }

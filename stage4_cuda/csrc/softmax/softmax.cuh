@@ -214,30 +214,4 @@ static inline int online_threads(int64_t cols)
     return (int)(32 * warps);
 }
 
-/* Blocks for rungs 4 and 5, each walking over rows (blockIdx.x, then + gridDim.x, ...). The second
- * pass finds a row in L2 only while the rows in flight fit there with room to spare: with a block
- * per row, [8192, 50257] put two 196 KiB rows on each multiprocessor (52 MB, about all of an
- * H100's L2), the second reads went to device memory and the rung ran at 75% of the copy
- * bandwidth. So the grid holds as many blocks a multiprocessor as keep the rows in flight within
- * ROWS_SHARE_OF_L2 of L2, at least one, at most what its threads allow (2048 a multiprocessor,
- * 32 blocks). [4096, 32768] keeps two rows of 128 KiB a multiprocessor, [8192, 50257] one. */
-#define ROWS_SHARE_OF_L2 0.75
-static inline int64_t online_blocks(int64_t rows, int64_t cols, int threads)
-{
-    static int multiprocessors = 0, l2_bytes = 0;
-    if (multiprocessors == 0) {
-        int device = 0;
-        if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
-                cudaSuccess)
-            return rows; /* unknown device: a block per row (the launch reports the error) */
-    }
-    int64_t by_threads = 2048 / threads < 32 ? 2048 / threads : 32;
-    int64_t by_l2 = (int64_t)(ROWS_SHARE_OF_L2 * l2_bytes) / (4 * cols * multiprocessors);
-    int64_t per_multiprocessor = by_l2 < 1 ? 1 : by_l2 < by_threads ? by_l2 : by_threads;
-    int64_t blocks = per_multiprocessor * multiprocessors;
-    return blocks < rows ? blocks : rows;
-}
-
 #endif
