@@ -148,6 +148,8 @@ def _cases(gpu, rng):
         return (lambda: gpu.sum_rows(x)), 4 * (16384 * 4096 + 4096)
 
     label = "[{}x{}]".format(*SIDE)
+    norm_label = "[" + "x".join(map(str, NORM_X)) + "]"
+    parameters_label = f"2^{PARAMETERS.bit_length() - 1}"
     alpha = {"leaky_relu": (0.01,)}  # the one activation with an argument besides its arrays
     names = ("relu", "leaky_relu", "sigmoid", "tanh")
     cases = [(name, label, unary(name, *alpha.get(name, ()))) for name in names]
@@ -169,14 +171,14 @@ def _cases(gpu, rng):
         ("maxpool2d_backward", "x[256x128x64x64], k=s=2", pool("max", True)),
         ("avgpool2d_forward", "x[256x128x64x64], k=s=2", pool("avg", False)),
         ("avgpool2d_backward", "x[256x128x64x64], k=s=2", pool("avg", True)),
-        ("batchnorm_forward", "x[256x128x32x32], 3 passes", batchnorm(False)),
-        ("batchnorm_backward", "x[256x128x32x32], 5 passes", batchnorm(True)),
+        ("batchnorm_forward", f"x{norm_label}, 3 passes", batchnorm(False)),
+        ("batchnorm_backward", f"x{norm_label}, 5 passes", batchnorm(True)),
         ("dropout_forward", label, dropout(False)),
         ("dropout_backward", label, dropout(True)),
-        ("sgd_step", "2^24", optimizer("sgd_step", 0, 0.01)),
-        ("momentum_step", "2^24", optimizer("momentum_step", 1, 0.01, 0.9)),
-        ("rmsprop_step", "2^24", optimizer("rmsprop_step", 1, 0.01)),
-        ("adam_step", "2^24", optimizer("adam_step", 2, 1, 0.01)),
+        ("sgd_step", parameters_label, optimizer("sgd_step", 0, 0.01)),
+        ("momentum_step", parameters_label, optimizer("momentum_step", 1, 0.01, 0.9)),
+        ("rmsprop_step", parameters_label, optimizer("rmsprop_step", 1, 0.01)),
+        ("adam_step", parameters_label, optimizer("adam_step", 2, 1, 0.01)),
         ("xavier_uniform", label, lambda: ((lambda: gpu.xavier_uniform(side, 1)), four)),
         ("he_normal", label, lambda: ((lambda: gpu.he_normal(side, 1)), four)),
     ]  # fmt: skip
