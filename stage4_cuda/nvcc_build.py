@@ -37,8 +37,9 @@ GENCODE = [
 ]
 # --default-stream per-thread: kernels go to the calling thread's default stream, which CUDA graphs
 # can capture (csrc/graph.cu)
+# --threads 0: the three targets compiled in parallel, one per core
 FLAGS = ["-O3", "-shared", "-Xcompiler=-fPIC", "-std=c++17", "--default-stream", "per-thread",
-         *GENCODE]
+         "--threads", "0", *GENCODE]
 LIBRARIES = ["-ldl"]  # dlopen: cuFFT is loaded at run time (csrc/conv/cufft_runtime.h says why)
 DEFINES_MAIN = re.compile(r"^\s*int\s+main\s*\(", re.MULTILINE)
 

@@ -123,6 +123,26 @@ int main(int argc, char **argv)
         check("backward dx", g, got_dx, dx, dx_size);
         check("backward dw", g, got_dw, dw, dw_size);
         check("backward db", g, got_db, db, db_size);
+
+        /* A NaN weight reaches only the pixels its tap covers, as in PyTorch (col2im adds the
+         * covering taps alone), not every pixel through the product's 0 x NaN. */
+        w[0] = NAN; /* filter 0, channel 0, tap (0, 0) */
+        std::vector<bool> reached(x.size(), false);
+        for (int64_t n = 0; n < N; n++)
+            for (int64_t p = 0; p < OH * OW; p++) {
+                int64_t h = p / OW * g.stride - g.padding, v = p % OW * g.stride - g.padding;
+                if (h >= 0 && h < H && v >= 0 && v < W) reached[(n * C * H + h) * W + v] = true;
+            }
+        got_dx.assign(x.size(), NAN);
+        status = s2c_cuda_conv2d_backward(x.data(), w.data(), dy.data(), got_dx.data(),
+                                          got_dw.data(), got_db.data(), scratch.data(), &g);
+        int64_t wrong = status == S2C_CUDA_OK ? 0 : 1;
+        for (size_t i = 0; i < x.size(); i++)
+            wrong += reached[i] ? !std::isnan(got_dx[i])
+                                : !(std::fabs(got_dx[i] - dx[i]) <= 1e-5 * dx_size[i]);
+        (wrong ? failed : passed)++;
+        printf("backward dx, NaN in w[0, 0, 0, 0]: %lld wrong: %s\n", (long long)wrong,
+               wrong ? "FAILED" : "ok");
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;

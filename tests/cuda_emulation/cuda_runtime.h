@@ -12,6 +12,7 @@
 #define S2C_CUDA_EMULATION_H
 
 #include <algorithm>
+#include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cmath>
@@ -39,6 +40,7 @@ inline float4 make_float4(float x, float y, float z, float w) { return float4{x,
 struct alignas(8) float2 { float x, y; };
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 using std::fmaf;
+using std::isfinite;
 using std::max;
 using std::min;
 template <class T> inline T __ldg(const T *address) { return *address; }
@@ -102,6 +104,25 @@ struct Launch {
 } // namespace emulate
 
 inline void __syncthreads(void) { emulate::block_barrier->arrive_and_wait(); }
+
+/* Whether `predicate` is nonzero in any thread of the block, for every thread. One block runs at
+ * a time here, so one flag serves every block: set, read after a barrier, cleared after another,
+ * and a third barrier keeps the next call's votes from landing before the clearing. */
+namespace emulate {
+inline std::atomic<int> block_vote{0};
+}
+inline int __syncthreads_or(int predicate)
+{
+    if (predicate)
+        emulate::block_vote = 1;
+    __syncthreads();
+    int any = emulate::block_vote;
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)
+        emulate::block_vote = 0;
+    __syncthreads();
+    return any;
+}
 
 /* Loads through the read-only or the streaming cache, and streaming stores: plain accesses here
  * (the softmax ladder's, tests/test_softmax_cuda.py). */

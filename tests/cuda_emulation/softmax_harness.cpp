@@ -152,7 +152,9 @@ int main()
         fill(x, 4, cols);
         x[1 * cols + 5] = -INFINITY;
         x[2 * cols + cols / 2] = NAN;
-        check_all(x, 4, cols, "[4, " + std::to_string(cols) + "] with -inf in row 1, NaN in row 2");
+        x[3 * cols + cols - 1] = INFINITY; /* row 3: exp(inf - inf) is NaN, so the whole row */
+        check_all(x, 4, cols,
+                  "[4, " + std::to_string(cols) + "] with -inf in row 1, NaN in row 2, +inf in 3");
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

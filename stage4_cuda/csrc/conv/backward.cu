@@ -19,6 +19,13 @@
  *     writes its partial sums to scratch; a last kernel adds the pieces in order of the depth.
  *     Deterministic: the same sums in the same order on every run, no atomics.
  *
+ *   NaN and Inf in w: the product multiplies every tap of every pixel, taking 0 from dy where no
+ *     window covers the pixel, and 0 x NaN is NaN; PyTorch (col2im) adds only the taps that
+ *     cover a pixel, so a non-finite weight reaches only those pixels. A one-block kernel checks
+ *     w for a non-finite value and writes a flag into scratch; when it is set, a last kernel
+ *     recomputes dx tap by tap, the taps that cover each pixel only (the definition). Both are
+ *     on the device: no wait for the host, and a CUDA graph captures them.
+ *
  * Cost model: 2 N K OH OW C R S FLOPs for each of dx and dw; device memory x, w, dy, dx, dw once,
  * plus the partial sums (splits x K x (C R S + 1) floats, written and read once).
  *
@@ -43,15 +50,17 @@ static void weight_split(const conv_geometry &g, int64_t *pieces, int64_t *piece
     *pieces = depth > 0 ? ceil_div(depth, *piece) : 1;
 }
 
-/* The partial sums of the weight gradient: pieces x K x (C*R*S + 1). */
+/* The partial sums of the weight gradient, pieces x K x (C*R*S + 1), then the flag "w holds a
+ * NaN or Inf" (a float: 0 or 1). */
 int64_t conv_backward_scratch(const conv_geometry &g)
 {
     int64_t pieces, piece;
     weight_split(g, &pieces, &piece);
-    return pieces * g.filters * (conv_rows(g) + 1);
+    return pieces * g.filters * (conv_rows(g) + 1) + 1;
 }
 
-static int input_gradient(const float *w, const float *dy, float *dx, const conv_geometry &g);
+static int input_gradient(const float *w, const float *dy, float *dx, float *flag,
+                          const conv_geometry &g);
 static int weight_gradient(const float *x, const float *dy, float *dw, float *db, float *partial,
                            const conv_geometry &g);
 
@@ -62,7 +71,7 @@ extern "C" int s2c_cuda_conv2d_backward(const float *x, const float *w, const fl
     // BEGIN SOLUTION week 16, task conv2d_backward
     int status = weight_gradient(x, dy, dw, db, scratch, *g);
     if (status != S2C_CUDA_OK || dx == NULL) return status;
-    return input_gradient(w, dy, dx, *g);
+    return input_gradient(w, dy, dx, scratch + conv_backward_scratch(*g) - 1, *g);
 }
 
 /* A(c, j) = w[k, c, r, s] for j = (k, r, s): the weights transposed where they lie. KH x KW:
@@ -121,11 +130,16 @@ struct InputPixels {
     }
 };
 
-static int input_gradient(const float *w, const float *dy, float *dx, const conv_geometry &g)
+__global__ void nonfinite_flag_kernel(const float *w, int64_t count, float *flag);
+__global__ void input_gradient_by_taps_kernel(const float *w, const float *dy, float *dx,
+                                              const float *flag, conv_geometry g);
+
+static int input_gradient(const float *w, const float *dy, float *dx, float *flag,
+                          const conv_geometry &g)
 {
     int taps = (int)(g.kh * g.kw), pixels = (int)(g.height * g.width);
     InputPixels output = {dx, (int)g.channels, pixels};
-    return with_kernel_size(g, [&](auto kh, auto kw) {
+    int status = with_kernel_size(g, [&](auto kh, auto kw) {
         TransposedFilters<kh.value, kw.value> filters = {w, (int)g.channels, taps};
         GradientWindows<kh.value, kw.value> windows = {
             dy, (int)g.filters, (int)g.kh, (int)g.kw, (int)g.stride, (int)g.padding,
@@ -133,6 +147,55 @@ static int input_gradient(const float *w, const float *dy, float *dx, const conv
         return launch_tiled_product("conv backward (dx) tiled_product_kernel", filters, windows,
                                     output, g.channels, g.n * pixels, g.filters * taps, 1, 0);
     });
+    if (status != S2C_CUDA_OK) return status;
+    nonfinite_flag_kernel<<<1, REDUCE_THREADS>>>(w, g.filters * conv_rows(g), flag);
+    LAUNCH_CHECK("nonfinite_flag_kernel");
+    int64_t count = g.n * g.channels * pixels;
+    int64_t blocks = blocks_for(count, REDUCE_THREADS);
+    input_gradient_by_taps_kernel<<<blocks < 1024 ? blocks : 1024, REDUCE_THREADS>>>(w, dy, dx,
+                                                                                   flag, g);
+    LAUNCH_CHECK("input_gradient_by_taps_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* *flag = 1 when w[0 .. count) holds a NaN or an Inf, else 0 (one block). */
+__global__ void nonfinite_flag_kernel(const float *w, int64_t count, float *flag)
+{
+    int bad = 0;
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
+        bad |= !isfinite(w[i]);
+    bad = __syncthreads_or(bad);
+    if (threadIdx.x == 0)
+        *flag = bad ? 1.0f : 0.0f;
+}
+
+/* When *flag is set: dx[n, c, h, w] = the sum over the taps (k, r, s) whose window covers the
+ * pixel, of w[k, c, r, s] * dy[n, k, oh, ow] (the definition); otherwise nothing. */
+__global__ void input_gradient_by_taps_kernel(const float *w, const float *dy, float *dx,
+                                              const float *flag, conv_geometry g)
+{
+    if (*flag == 0.0f)
+        return;
+    int64_t pixels = g.height * g.width, count = g.n * g.channels * pixels;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t n = i / (g.channels * pixels), c = i / pixels % g.channels, p = i % pixels;
+        int64_t h = p / g.width + g.padding, col = p % g.width + g.padding;
+        float sum = 0.0f;
+        for (int64_t k = 0; k < g.filters; k++)
+            for (int64_t r = 0; r < g.kh; r++)
+                for (int64_t s = 0; s < g.kw; s++) {
+                    int64_t top = h - r, left = col - s;
+                    if (top < 0 || left < 0 || top % g.stride || left % g.stride)
+                        continue;
+                    int64_t oh = top / g.stride, ow = left / g.stride;
+                    if (oh >= g.out_height || ow >= g.out_width)
+                        continue;
+                    sum += w[((k * g.channels + c) * g.kh + r) * g.kw + s] *
+                           dy[((n * g.filters + k) * g.out_height + oh) * g.out_width + ow];
+                }
+        dx[i] = sum;
+    }
 }
 
 /* A(k, j) = dy[n, k, p] for j = (n, p): the whole batch along the depth. */

@@ -75,8 +75,8 @@ __device__ inline RowStats block_stats(RowStats stats);
 __device__ inline void stats_add(RowStats &stats, float x)
 {
     // BEGIN SOLUTION week 14, task softmax_online
-    if (x > stats.max) {
-        stats.sum = stats.sum * expf(stats.max - x) + 1.0f;
+    if (x > stats.max) { /* x's own term is exp(x - x): 1, or NaN for x = +inf (inf - inf) */
+        stats.sum = stats.sum * expf(stats.max - x) + (isinf(x) ? NAN : 1.0f);
         stats.max = x;
     } else {
         stats.sum += x == -INFINITY ? 0.0f : expf(x - stats.max); /* a NaN x lands here: sum NaN */
