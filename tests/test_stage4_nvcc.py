@@ -207,7 +207,7 @@ def test_a_status_the_wrapper_should_have_prevented_is_a_value_error():
     if _library.unavailable_reason():
         pytest.skip(_library.unavailable_reason())
     with pytest.raises(ValueError, match="s2c_cuda_gemm rejected its arguments"):
-        _library.call("s2c_cuda_gemm", None, None, None, None, 2**22, 1, 1, 0, 0)
+        _library.call("s2c_cuda_gemm", None, None, None, None, None, 2**22, 1, 1, 0, 0)
 
 
 def test_the_range_of_indices_is_found_over_several_blocks():

@@ -1,5 +1,6 @@
 """Stage 4, nvcc variant: the memory-bound kernels (pooling, dropout, the epilogue, the losses,
-batchnorm, the optimizer steps) and the device-data hooks run on the CPU, through the emulation of
+batchnorm, the optimizer steps), the dense layer's products (split along k or not) and the
+device-data hooks run on the CPU, through the emulation of
 CUDA in tests/cuda_emulation/ (a block's threads are real threads, __syncthreads a barrier, warp
 shuffles a barrier of the warp's 32 threads: warp_shuffle.h), against stage 2. No GPU needed: this
 checks what the kernels compute (indices, edges, the float4 and scalar paths, the two-level
@@ -25,7 +26,8 @@ CSRC = REPO / "stage4_cuda" / "csrc"
 EMULATION = REPO / "tests" / "cuda_emulation"
 # losses.cu's cross-entropy calls rung 5 of the softmax ladder (softmax/05_cross_entropy.cu)
 SOURCES = ["pooling.cu", "dropout.cu", "epilogue.cu", "losses.cu", "norm.cu", "optim.cu",
-           "device_data.cu", "errors.cu", "softmax/05_cross_entropy.cu"]  # fmt: skip
+           "device_data.cu", "errors.cu", "softmax/05_cross_entropy.cu", "matmul.cu", "dense.cu",
+           "linalg.cu"]  # fmt: skip
 # `kernel<<<grid, block>>>(arguments)` -> `emulate::Launch(grid, block).run(kernel, arguments)`
 LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
 
@@ -44,6 +46,8 @@ SIGNATURES = {
     "rmsprop_step": [V, V, V, I64, F32, F32, F32, F32], "adam_step": [V, V, V, V, I64] + [F32] * 7,
     "take": [V, V, V, I64, I64], "take_int64": [V, V, V, I64, I64],
     "shift_images": [V] * 5 + [I64] * 5, "correct_count": [V, V, V, I64, I64],
+    "linear_scratch": [I64, I64, I64, V], "linear_forward": [V] * 5 + [I64] * 3,
+    "linear_backward": [V] * 7 + [I64] * 3,
 }  # fmt: skip
 
 
@@ -250,3 +254,29 @@ def test_correct_count(lib, rng, rows, cols):
     call(lib, "correct_count", logits, labels, count, rows, cols)
     predicted = (logits[:, 0] > 0).astype(np.int64) if cols == 1 else logits.argmax(axis=1)
     assert count[0] == (predicted == labels).sum()
+
+
+# (n, in, out): the forward split along in (2 tiles for the emulated 132 multiprocessors: 7
+# pieces of 160), dw split along n (the backward), neither (70 x 33 x 45)
+@pytest.mark.parametrize("sizes", [(8, 1000, 40), (1000, 40, 8), (70, 33, 45)])
+def test_the_dense_products_split_along_k_or_not(lib, rng, sizes):
+    n, inputs, outputs = sizes
+    x = rng.standard_normal((n, inputs)).astype(np.float32)
+    w = rng.standard_normal((outputs, inputs)).astype(np.float32)
+    b = rng.standard_normal(outputs).astype(np.float32)
+    dy = rng.standard_normal((n, outputs)).astype(np.float32)
+    floats = np.zeros(1, np.int64)
+    call(lib, "linear_scratch", n, inputs, outputs, floats)
+    scratch = empty(max(int(floats[0]), 1))
+    y = empty((n, outputs))
+    call(lib, "linear_forward", x, w, b, y, scratch, n, inputs, outputs)
+    dx, dw, db = empty(x.shape), empty(w.shape), empty(outputs)
+    call(lib, "linear_backward", x, w, dy, dx, dw, db, scratch, n, inputs, outputs)
+    # each output within 1e-5 of the sum of its terms' magnitudes (a float32 sum in any order)
+    for got, exact, size in [
+        (y, x.astype(np.float64) @ w.T + b, np.abs(x) @ np.abs(w).T + np.abs(b)),
+        (dx, dy.astype(np.float64) @ w, np.abs(dy) @ np.abs(w)),
+        (dw, dy.T.astype(np.float64) @ x, np.abs(dy).T @ np.abs(x)),
+        (db, dy.sum(axis=0, dtype=np.float64), np.abs(dy).sum(axis=0)),
+    ]:
+        assert np.all(np.abs(got - exact) <= 1e-5 * size), np.max(np.abs(got - exact) / size)

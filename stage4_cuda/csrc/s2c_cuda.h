@@ -56,10 +56,11 @@ int s2c_cuda_bias_relu(const float *x, const float *bias, float *y, int64_t rows
 
 /* matmul.cu: c [n, m] = op(a) @ op(b) (+ bias [m] on every row when bias is not NULL), where
  * op(a) is a [n, k], or a stored [k, n] and transposed when transpose_a; op(b) is b [k, m], or b
- * stored [m, k] when transpose_b */
+ * stored [m, k] when transpose_b; scratch (NULL or enough floats for the product's pieces) lets a
+ * product of few tiles split along k */
 int s2c_cuda_matmul(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
-int s2c_cuda_gemm(const float *a, const float *b, const float *bias, float *c, int64_t n,
-                  int64_t k, int64_t m, int transpose_a, int transpose_b);
+int s2c_cuda_gemm(const float *a, const float *b, const float *bias, float *c, float *scratch,
+                  int64_t n, int64_t k, int64_t m, int transpose_a, int transpose_b);
 
 /* sgemm/: the SGEMM ladder (week 16), rungs 1-8: c [n, m] = a [n, k] @ b [k, m], any sizes
  * (sgemm/README.md); nvcc_impl's matmul(a, b, kernel=...) runs one of them */
@@ -75,11 +76,13 @@ int s2c_sgemm_vectorized(const float *a, const float *b, float *c, int64_t n, in
 int s2c_sgemm_warp_tiles(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
 int s2c_sgemm_cp_async(const float *a, const float *b, float *c, int64_t n, int64_t k, int64_t m);
 
-/* dense.cu: x [n, in], w [out, in], b [out] */
-int s2c_cuda_linear_forward(const float *x, const float *w, const float *b, float *y, int64_t n,
-                            int64_t in, int64_t out);
+/* dense.cu: x [n, in], w [out, in], b [out]; scratch: s2c_cuda_linear_scratch floats */
+int s2c_cuda_linear_scratch(int64_t n, int64_t in, int64_t out, int64_t *floats);
+int s2c_cuda_linear_forward(const float *x, const float *w, const float *b, float *y,
+                            float *scratch, int64_t n, int64_t in, int64_t out);
 int s2c_cuda_linear_backward(const float *x, const float *w, const float *dy, float *dx,
-                             float *dw, float *db, int64_t n, int64_t in, int64_t out);
+                             float *dw, float *db, float *scratch, int64_t n, int64_t in,
+                             int64_t out);
 
 /* losses.cu: a forward writes the mean into loss[0] (one float on the device), using scratch:
  * cross-entropy `terms` (one float per row), the others `partials` (S2C_CUDA_MEAN_BLOCKS

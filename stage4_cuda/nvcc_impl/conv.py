@@ -22,6 +22,7 @@ from pathlib import Path
 from ..numba_impl import _checks, _device
 from ..numba_impl._checks import checks
 from ._library import call, ffi, geometry
+from ._scratch import shared_scratch
 
 CONV_KERNELS = ("direct", "im2col", "implicit_gemm", "winograd", "fft")
 BACKWARD_SCRATCH = 0  # the rung number s2c_cuda_conv2d_scratch takes for the backward
@@ -53,21 +54,11 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
     return x
 
 
-_scratch_buffer = None
-
-
 def _scratch(shape, rung):
-    """The shared scratch buffer, at least as large as rung `rung` needs for `shape` (a
-    geometry), as a view of exactly that many floats; None when it needs none."""
-    global _scratch_buffer
+    """Scratch for rung `rung` at `shape` (a geometry): None when it needs none."""
     floats = ffi.new("int64_t *")
     call("s2c_cuda_conv2d_scratch", shape, rung, floats)
-    if floats[0] == 0:
-        return None
-    if _scratch_buffer is None or _scratch_buffer.size < floats[0]:
-        _scratch_buffer = None  # freed before the larger one is allocated
-        _scratch_buffer = _device.scratch((floats[0],))
-    return _scratch_buffer[: floats[0]]
+    return shared_scratch(floats[0])
 
 
 def winograd_applies(kh, kw, stride):

@@ -1,9 +1,18 @@
 """The dense layer (csrc/dense.cu, week 15): y = x @ w.T + b and its gradients, on the tiled
-product, which reads w and dy.T where they lie (no transposed copy) and adds b as it writes y."""
+product, which reads w and dy.T where they lie (no transposed copy) and adds b as it writes y.
+A product of few output tiles and a long depth is split along it, into the shared scratch."""
 
 from ..numba_impl import _device
 from ..numba_impl._checks import checks
-from ._library import call
+from ._library import call, ffi
+from ._scratch import shared_scratch
+
+
+def _scratch(n, inputs, outputs):
+    """Scratch for the products of a dense layer of these sizes (None when none is split)."""
+    floats = ffi.new("int64_t *")
+    call("s2c_cuda_linear_scratch", n, inputs, outputs, floats)
+    return shared_scratch(floats[0])
 
 
 def linear_forward(x, w, b):
@@ -11,7 +20,7 @@ def linear_forward(x, w, b):
     x, w, b = checks.linear_forward(x, w, b)
     (n, inputs), outputs = x.shape, w.shape[0]
     y = _device.empty((n, outputs))
-    call("s2c_cuda_linear_forward", x, w, b, y, n, inputs, outputs)
+    call("s2c_cuda_linear_forward", x, w, b, y, _scratch(n, inputs, outputs), n, inputs, outputs)
     return y
 
 
@@ -20,5 +29,6 @@ def linear_backward(x, w, dy):
     x, w, dy = checks.linear_backward(x, w, dy)
     (n, inputs), outputs = x.shape, w.shape[0]
     dx, dw, db = _device.empty(x.shape), _device.empty(w.shape), _device.empty((outputs,))
-    call("s2c_cuda_linear_backward", x, w, dy, dx, dw, db, n, inputs, outputs)
+    call("s2c_cuda_linear_backward", x, w, dy, dx, dw, db, _scratch(n, inputs, outputs), n, inputs,
+         outputs)
     return dx, dw, db

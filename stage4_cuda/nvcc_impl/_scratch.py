@@ -1,0 +1,20 @@
+"""The nvcc variant's one scratch buffer: device memory for what an op computes on the way and does
+not return (a conv rung's transforms, the backward's partial sums, the partial tiles of a product
+split along k). The library's kernels run in order on one stream, so one buffer serves every op in
+turn; it grows when an op needs more. A recorded step keeps each call's view, and with it the
+buffer that view points into."""
+
+from ..numba_impl import _device
+
+_buffer = None
+
+
+def shared_scratch(floats):
+    """A view of `floats` floats of the shared buffer (grown first when smaller); None for 0."""
+    global _buffer
+    if floats == 0:
+        return None
+    if _buffer is None or _buffer.size < floats:
+        _buffer = None  # freed before the larger one is allocated
+        _buffer = _device.scratch((floats,))
+    return _buffer[:floats]
