@@ -136,8 +136,8 @@ asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grad
 	else echo "make asan: FAILED (see the reports above)"; fi; \
 	exit $$status
 
-sanitize: setup ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4
-	$(PY) -m grader.sanitize --stage $(STAGE) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+sanitize: setup ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4 [VARIANT=nvcc]
+	$(PY) -m grader.sanitize --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 lint: $(STAMP) ## ruff over the project
 	$(PY) -m ruff check .
