@@ -125,7 +125,10 @@ int main(int argc, char **argv)
         check("backward db", g, got_db, db, db_size);
 
         /* A NaN weight reaches only the pixels its tap covers, as in PyTorch (col2im adds the
-         * covering taps alone), not every pixel through the product's 0 x NaN. */
+         * covering taps alone), not every pixel through the product's 0 x NaN. (Not at the
+         * Fashion CNN's conv2: its 8192 channel pairs take the emulation long, and the pass that
+         * handles a NaN is the same at every size.) */
+        if (C * K > 512) continue;
         w[0] = NAN; /* filter 0, channel 0, tap (0, 0) */
         std::vector<bool> reached(x.size(), false);
         for (int64_t n = 0; n < N; n++)
