@@ -35,6 +35,7 @@ TARGET = 0.90  # issue #12: a share of the measured copy bandwidth
 SIDE = (8192, 8192)
 ELEMENTS = SIDE[0] * SIDE[1]
 PARAMETERS = ELEMENTS  # the optimizer steps' size
+ROW_LABEL = "[{}x{}] + row [{}]".format(*SIDE, SIDE[1])  # a matrix and a broadcast row
 POOL_X = (256, 128, 64, 64)  # k = stride = 2 (the grader's GPU pooling size)
 NORM_X = (128, 128, 64, 64)
 HINGE = (16384, 100)
@@ -157,7 +158,7 @@ def _cases(gpu, rng):
               for name in names]  # fmt: skip
     cases += [
         ("add", label, binary("add")), ("mul", label, binary("mul")),
-        ("add", f"{label} + row [{SIDE[1]}]", broadcast("add")),
+        ("add", ROW_LABEL, broadcast("add")),
         ("mul", f"{label} * row [{SIDE[1]}]", broadcast("mul")),
         ("scale", label, lambda: ((lambda x: lambda: gpu.scale(x, 0.5))(normal(*side)), 2 * four)),
         ("transpose", "[8000x6000]", transpose), ("sum_rows", "[16384x4096]", sum_rows),
@@ -228,8 +229,7 @@ def measure(ops=None, quick=False):
     if not ops or "bias_relu" in ops:
         for rung, (call, nbytes) in _epilogue(gpu, rng).items():
             timing, _ = measure_gpu(call, quick=quick, flush=l2_flush())
-            epilogue.append(_row(rung, "[{}x{}] + row [{}]".format(*SIDE, SIDE[1]), nbytes, timing,
-                                 copy))
+            epilogue.append(_row(rung, ROW_LABEL, nbytes, timing, copy))
             print(_line(epilogue[-1]), flush=True)
     return {
         "device": ceilings.device,

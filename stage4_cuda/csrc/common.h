@@ -63,6 +63,20 @@ static inline int64_t blocks_for(int64_t n, int64_t threads)
     return n > 0 ? ceil_div(n, threads) : 1;
 }
 
+/* The multiprocessors of the current device (read once per file that asks; 1 if unknown): how
+ * many blocks fill the GPU, for launchers that split work until it does. */
+static inline int device_multiprocessors(void)
+{
+    static int count = 0;
+    if (count == 0) {
+        int device = 0;
+        if (cudaGetDevice(&device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+            count = 1;
+    }
+    return count;
+}
+
 /* a / b for indices a >= 0, b > 0: in 32 bits when a fits, as it almost always does. A 64-bit
  * division is a software routine of dozens of instructions, and a memory-bound kernel that splits
  * a flat index into coordinates with it for every element runs out of instructions before it runs

@@ -24,35 +24,27 @@
 #define MIN_PIECE 128  /* the shortest piece of k worth a block: 4 steps of MM_TILE */
 #define ADD_THREADS 256
 
-/* How many pieces of k a product is split into (1: not split): enough for two blocks a
- * multiprocessor when its tiles are fewer than the multiprocessors, each piece MIN_PIECE or
- * longer. */
-static int64_t gemm_pieces(int64_t n, int64_t k, int64_t m)
+/* How a product's k is split: `pieces` of `piece` each (a multiple of MM_TILE; the last may be
+ * shorter). When it may split and its tiles are fewer than the multiprocessors: enough pieces
+ * for two blocks a multiprocessor, each MIN_PIECE or longer; else one piece of all of k. */
+struct gemm_split {
+    int64_t pieces, piece;
+};
+static gemm_split split_k(int64_t n, int64_t k, int64_t m, bool may_split)
 {
-    static int multiprocessors = 0;
-    if (multiprocessors == 0) {
-        int device = 0;
-        if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) !=
-                cudaSuccess)
-            multiprocessors = 1;
+    int64_t tiles = ceil_div(n, MM_TILE) * ceil_div(m, MM_TILE), wanted = 1;
+    if (may_split && tiles < device_multiprocessors()) {
+        int64_t fill = ceil_div(2 * device_multiprocessors(), tiles), most = k / MIN_PIECE;
+        wanted = fill < most ? fill : most < 1 ? 1 : most;
     }
-    int64_t tiles = ceil_div(n, MM_TILE) * ceil_div(m, MM_TILE);
-    if (tiles >= multiprocessors) return 1;
-    int64_t wanted = ceil_div(2 * multiprocessors, tiles), most = k / MIN_PIECE;
-    return wanted < most ? wanted : most < 1 ? 1 : most;
-}
-
-/* The depth of each piece: a multiple of MM_TILE. */
-static int64_t gemm_piece(int64_t k, int64_t pieces)
-{
-    return ceil_div(ceil_div(k, pieces), MM_TILE) * MM_TILE;
+    int64_t piece = ceil_div(ceil_div(k, wanted), MM_TILE) * MM_TILE; /* 0 when k is 0 */
+    return piece > 0 ? gemm_split{ceil_div(k, piece), piece} : gemm_split{1, MM_TILE};
 }
 
 int64_t gemm_scratch(int64_t n, int64_t k, int64_t m)
 {
-    int64_t pieces = gemm_pieces(n, k, m);
-    return pieces > 1 ? ceil_div(k, gemm_piece(k, pieces)) * n * m : 0;
+    gemm_split split = split_k(n, k, m, true);
+    return split.pieces > 1 ? split.pieces * n * m : 0;
 }
 
 __global__ void add_pieces_kernel(const float *partial, const float *bias, float *c, int64_t pieces,
@@ -74,14 +66,13 @@ extern "C" int s2c_cuda_gemm(const float *a, const float *b, const float *bias, 
 {
     if (n == 0 || m == 0) return S2C_CUDA_OK;
     if (ceil_div(n, MM_TILE) > MAX_GRID_Y) return S2C_CUDA_BAD_ARGUMENT; /* 2 million rows */
-    int64_t pieces = scratch != NULL ? gemm_pieces(n, k, m) : 1;
-    int64_t piece = pieces > 1 ? gemm_piece(k, pieces) : (k > 0 ? k : 1);
-    pieces = ceil_div(k, piece) > 1 ? ceil_div(k, piece) : 1;
+    gemm_split split = split_k(n, k, m, scratch != NULL);
+    int64_t pieces = split.pieces;
     // BEGIN SOLUTION week 15, task matmul
     dim3 blocks(ceil_div(m, MM_TILE), ceil_div(n, MM_TILE), pieces);
     gemm_tiled_kernel<<<blocks, dim3(MM_TILE, MM_ROWS)>>>(
         a, b, pieces > 1 ? NULL : bias, pieces > 1 ? scratch : c, n, k, m, transpose_a,
-        transpose_b, piece);
+        transpose_b, split.piece);
     LAUNCH_CHECK("gemm_tiled_kernel");
     if (pieces > 1) {
         add_pieces_kernel<<<blocks_for(n * m, ADD_THREADS), ADD_THREADS>>>(scratch, bias, c,

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from ..numba_impl import _checks, _device
 from ..numba_impl._checks import checks
-from ._library import call, ffi, geometry
-from ._scratch import shared_scratch
+from ._library import call, geometry
+from ._scratch import scratch_for
 
 CONV_KERNELS = ("direct", "im2col", "implicit_gemm", "winograd", "fft")
 BACKWARD_SCRATCH = 0  # the rung number s2c_cuda_conv2d_scratch takes for the backward
@@ -52,13 +52,6 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
     call("s2c_cuda_col2im", cols, x, _geometry(x_shape, 0, kh, kw, stride, padding, oh, ow),
          False)
     return x
-
-
-def _scratch(shape, rung):
-    """Scratch for rung `rung` at `shape` (a geometry): None when it needs none."""
-    floats = ffi.new("int64_t *")
-    call("s2c_cuda_conv2d_scratch", shape, rung, floats)
-    return shared_scratch(floats[0])
 
 
 def winograd_applies(kh, kw, stride):
@@ -121,7 +114,7 @@ def conv2d_forward(x, w, b, stride=1, padding=0, kernel="best"):
         _load_cufft()
     y = _device.empty((n, k, oh, ow))
     shape = _geometry(x.shape, k, kh, kw, stride, padding, oh, ow)
-    scratch = _scratch(shape, CONV_KERNELS.index(name) + 1)
+    scratch = scratch_for("s2c_cuda_conv2d_scratch", shape, CONV_KERNELS.index(name) + 1)
     call(f"s2c_cuda_conv2d_{name}", x, w, b, y, scratch, shape)
     return y
 
@@ -138,6 +131,6 @@ def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     dx = _device.empty(x.shape) if need_dx else None
     dw, db = _device.empty(w.shape), _device.empty((k,))
     shape = _geometry(x.shape, k, w.shape[2], w.shape[3], stride, padding, oh, ow)
-    call("s2c_cuda_conv2d_backward", x, w, dy, dx, dw, db, _scratch(shape, BACKWARD_SCRATCH),
-         shape)
+    scratch = scratch_for("s2c_cuda_conv2d_scratch", shape, BACKWARD_SCRATCH)
+    call("s2c_cuda_conv2d_backward", x, w, dy, dx, dw, db, scratch, shape)
     return dx, dw, db

@@ -4,15 +4,13 @@ A product of few output tiles and a long depth is split along it, into the share
 
 from ..numba_impl import _device
 from ..numba_impl._checks import checks
-from ._library import call, ffi
-from ._scratch import shared_scratch
+from ._library import call
+from ._scratch import scratch_for
 
 
 def _scratch(n, inputs, outputs):
     """Scratch for the products of a dense layer of these sizes (None when none is split)."""
-    floats = ffi.new("int64_t *")
-    call("s2c_cuda_linear_scratch", n, inputs, outputs, floats)
-    return shared_scratch(floats[0])
+    return scratch_for("s2c_cuda_linear_scratch", n, inputs, outputs)
 
 
 def linear_forward(x, w, b):

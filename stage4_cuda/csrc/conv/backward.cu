@@ -44,7 +44,7 @@ static void weight_split(const conv_geometry &g, int64_t *pieces, int64_t *piece
 {
     int64_t depth = g.n * conv_positions(g), columns = conv_rows(g) + 1;
     int64_t tiles = ceil_div(g.filters, 64) * ceil_div(columns, 64);
-    int64_t wanted = ceil_div(2 * product_multiprocessors(), tiles);
+    int64_t wanted = ceil_div(2 * device_multiprocessors(), tiles);
     int64_t length = ceil_div(ceil_div(depth, wanted), PRODUCT_DEPTH) * PRODUCT_DEPTH;
     *piece = length > SPLIT_MINIMUM ? length : SPLIT_MINIMUM;
     *pieces = depth > 0 ? ceil_div(depth, *piece) : 1;

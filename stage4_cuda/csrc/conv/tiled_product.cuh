@@ -108,19 +108,6 @@ __global__ void __launch_bounds__(PRODUCT_THREADS)
         }
 }
 
-/* The multiprocessors of the current device (read once per file that asks). */
-static inline int product_multiprocessors(void)
-{
-    static int count = 0;
-    if (count == 0) {
-        int device = 0;
-        if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-            count = 1;
-    }
-    return count;
-}
-
 /* Launch the product on the default stream with a tile that suits its shape: a narrow one
  * (BM = 16 or 32 rows) when there are few rows, so that fewer loads and FMAs go to waste; 128 x 64
  * when even those large tiles give every multiprocessor two blocks; else 64 x 64. z_count
@@ -143,7 +130,7 @@ static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, St
     tiled_product_kernel<BM, BN, LoadA, LoadB, Store><<<grid(BM, BN), PRODUCT_THREADS>>>(        \
         load_a, load_b, store, r, c, d, split)
     bool large = rows > 64 &&
-                 ceil_div(rows, 128) * ceil_div(cols, 64) * z_count >= 2 * product_multiprocessors();
+                 ceil_div(rows, 128) * ceil_div(cols, 64) * z_count >= 2 * device_multiprocessors();
     bool narrow = cols <= 32;
     if (rows <= 16 && narrow)
         PRODUCT(16, 32);
