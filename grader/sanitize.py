@@ -8,7 +8,8 @@ every kernel a hundredfold or more, and it finds races itself) with every child 
 since the grader runs GPU code in a worker process; the grader's own last line says how many
 checks ran. memcheck finds out-of-bounds and misaligned accesses, racecheck shared-memory hazards
 (a missing `syncthreads`), synccheck barriers that not every thread of a block reaches. The last
-line is the total count of reports, 0 when clean.
+line is the total count of reports, 0 when clean. With `--results` the same summary, with the
+device and the date, goes to curriculum/results/sanitize-stage4-<variant>.md.
 """
 
 import argparse
@@ -17,6 +18,12 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
+
+import tiers
+from tiers.machine import gpu_name
+
+from .run import RESULTS
 
 TOOLS = ("memcheck", "racecheck", "synccheck")
 SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
@@ -50,7 +57,14 @@ def main(argv=None):
     parser.add_argument("--impl", metavar="DIR")
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--ops", metavar="NAMES", help="only these ops, comma-separated")
+    parser.add_argument(
+        "--results",
+        action="store_true",
+        help="write the summary to curriculum/results/sanitize-stage4-<variant>.md",
+    )
     args = parser.parse_args(argv)
+    if args.results and (args.impl or args.ops):
+        parser.error("--results records the repository's tier in full: no --impl, --ops")
     if not shutil.which("compute-sanitizer"):
         print("compute-sanitizer not found: it comes with the CUDA toolkit, on a GPU machine")
         return 2
@@ -63,6 +77,7 @@ def main(argv=None):
     if args.ops:
         grader_args += ["--ops", args.ops]
     total = 0
+    lines = []
     for tool in args.tools.split(","):
         print(f"=== compute-sanitizer --tool={tool}", flush=True)
         run = subprocess.run(
@@ -77,10 +92,30 @@ def main(argv=None):
             print(output[-6000:])
         checks_line = re.findall(r"^\d+ passed, \d+ failed.*$", output, re.MULTILINE)
         ran = checks_line[-1] if checks_line else "no summary from the grader"
-        print(f"{tool}: {count} reports (grader: {ran}; exit status {run.returncode})", flush=True)
+        line = f"{tool}: {count} reports (grader: {ran}; exit status {run.returncode})"
+        print(line, flush=True)
+        lines.append(line)
         total += count
     print(f"{total} sanitizer reports")
+    if args.results:
+        print(f"record written to {write_record(args, lines, total)}")
     return 1 if total else 0
+
+
+def write_record(args, lines, total):
+    """The run's summary lines as a small markdown record in curriculum/results/."""
+    variant = tiers.find(4, args.variant).variant
+    path = RESULTS / f"sanitize-stage4-{variant}.md"
+    command = " ".join(["python -m grader.sanitize --stage 4",
+                        *([f"--variant {args.variant}"] if args.variant else []),
+                        f"--tools {args.tools}", "--results"])
+    path.write_text(
+        f"# compute-sanitizer on stage 4 ({variant})\n\n"
+        f"GPU {gpu_name()}, {datetime.now(UTC):%Y-%m-%d}. Regenerate with `{command}`.\n\n"
+        + "".join(f"- {line}\n" for line in lines)
+        + f"\n**{total} sanitizer reports.**\n"
+    )
+    return path
 
 
 if __name__ == "__main__":

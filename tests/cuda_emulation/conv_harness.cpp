@@ -62,6 +62,8 @@ int main(int argc, char **argv)
         {3, 5, 4, 5, 3, 3, 2, 11, 13},
         {2, 3, 5, 2, 2, 2, 0, 5, 5}, /* the last row and column in no window */
         {2, 7, 5, 1, 1, 1, 0, 8, 9},
+        {2, 16, 17, 3, 3, 1, 1, 9, 7},  /* dx by Winograd (16 channels and filters or more) */
+        {1, 16, 16, 3, 3, 1, 2, 5, 6},  /* the same, padded by 2: dy through the turned filters */
     };
     std::mt19937 generator(7);
     std::normal_distribution<float> normal;

@@ -29,6 +29,10 @@
  * Shapes it does not handle (another kernel size or stride) are refused with S2C_CUDA_BAD_ARGUMENT;
  * the Python wrapper never sends them (it says why first).
  *
+ * The backward's dx (backward.cu) runs here too: for stride 1 it is the forward of dy through the
+ * filters turned by 180 degrees with filters and channels swapped, padded by 2 - padding
+ * (conv_winograd with `turned`: the filter transform reads w[c, k, 2 - r, 2 - s]), and no bias.
+ *
  * Run it: python -m grader.conv_bench --kernel winograd */
 #include "tiled_product.cuh"
 
@@ -53,7 +57,7 @@ int64_t conv_winograd_scratch(const conv_geometry &g)
 }
 
 __global__ void filter_transform_kernel(const float *w, float *u, int64_t filters,
-                                        int64_t channels);
+                                        int64_t channels, bool turned);
 __global__ void input_transform_kernel(const float *x, float *v, conv_geometry g,
                                        winograd_shape shape);
 __global__ void output_transform_kernel(const float *m, const float *b, float *y,
@@ -66,35 +70,46 @@ extern "C" int s2c_cuda_conv2d_winograd(const float *x, const float *w, const fl
 {
     // BEGIN SOLUTION week 16, task conv_winograd
     if (g->kh != 3 || g->kw != 3 || g->stride != 1) return S2C_CUDA_BAD_ARGUMENT;
-    winograd_shape shape = winograd_tiles(*g);
-    float *u = scratch, *v = u + ENTRIES * g->filters * g->channels;
-    float *m = v + ENTRIES * g->channels * shape.tiles;
-    int64_t pairs = g->filters * g->channels, patches = g->channels * shape.tiles;
+    return conv_winograd(x, w, b, y, scratch, *g, false);
+}
+
+/* y = x convolved with w (+ b, unless b is NULL) for a 3x3 stride-1 geometry g; with `turned`,
+ * w is read as the [C, K, 3, 3] filters w[c, k, 2 - r, 2 - s] of a w stored [K, C, 3, 3]. */
+int conv_winograd(const float *x, const float *w, const float *b, float *y, float *scratch,
+                  const conv_geometry &g, bool turned)
+{
+    winograd_shape shape = winograd_tiles(g);
+    float *u = scratch, *v = u + ENTRIES * g.filters * g.channels;
+    float *m = v + ENTRIES * g.channels * shape.tiles;
+    int64_t pairs = g.filters * g.channels, patches = g.channels * shape.tiles;
     filter_transform_kernel<<<blocks_for(pairs, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        w, u, g->filters, g->channels);
+        w, u, g.filters, g.channels, turned);
     LAUNCH_CHECK("filter_transform_kernel");
     input_transform_kernel<<<blocks_for(patches, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        x, v, *g, shape);
+        x, v, g, shape);
     LAUNCH_CHECK("input_transform_kernel");
-    int status = winograd_products(u, v, m, *g, shape.tiles);
+    int status = winograd_products(u, v, m, g, shape.tiles);
     if (status != S2C_CUDA_OK) return status;
-    int64_t blocks = g->filters * shape.tiles;
+    int64_t blocks = g.filters * shape.tiles;
     output_transform_kernel<<<blocks_for(blocks, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        m, b, y, *g, shape);
+        m, b, y, g, shape);
     LAUNCH_CHECK("output_transform_kernel");
     return S2C_CUDA_OK;
 }
 
-/* U[xi] = G g G^T for filter pair (k, c); G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. */
+/* U[xi] = G g G^T for filter pair (k, c); G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]. The
+ * filter g is w[k, c] (w [K, C, 3, 3]), or, `turned`, w[c, k] rotated by 180 degrees (w stored
+ * [C, K, 3, 3]: tap (r, s) at 8 - (3 r + s)). */
 __global__ void filter_transform_kernel(const float *w, float *u, int64_t filters,
-                                        int64_t channels)
+                                        int64_t channels, bool turned)
 {
     int64_t pair = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * C + c */
     if (pair >= filters * channels) return;
-    const float *g = w + pair * 9;
+    const float *g = w + (turned ? pair % channels * filters + pair / channels : pair) * 9;
+    auto tap = [&](int i) { return turned ? g[8 - i] : g[i]; };
     float half[4][3]; /* G g */
     for (int j = 0; j < 3; j++) {
-        float g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
+        float g0 = tap(j), g1 = tap(3 + j), g2 = tap(6 + j);
         half[0][j] = g0;
         half[1][j] = 0.5f * (g0 + g1 + g2);
         half[2][j] = 0.5f * (g0 - g1 + g2);
@@ -186,7 +201,7 @@ static int winograd_products(const float *u, const float *v, float *m, const con
                                 0);
 }
 
-/* y's 2x2 block t of filter k = A^T M A + b[k]; A^T = [1 1 1 0; 0 1 -1 -1]. */
+/* y's 2x2 block t of filter k = A^T M A + b[k] (+ 0 when b is NULL); A^T = [1 1 1 0; 0 1 -1 -1]. */
 __global__ void output_transform_kernel(const float *m, const float *b, float *y,
                                         conv_geometry g, winograd_shape shape)
 {
@@ -203,12 +218,12 @@ __global__ void output_transform_kernel(const float *m, const float *b, float *y
         am[0][e] = m0 + m1 + m2;
         am[1][e] = m1 - m2 - m3;
     }
-    float *plane = y + (n * g.filters + k) * g.out_height * g.out_width;
+    float *plane = y + (n * g.filters + k) * g.out_height * g.out_width, bias = b ? b[k] : 0.0f;
     for (int a = 0; a < 2; a++) {
         float out[2] = {am[a][0] + am[a][1] + am[a][2], am[a][1] - am[a][2] - am[a][3]};
         for (int e = 0; e < 2; e++)
             if (top + a < g.out_height && left + e < g.out_width)
-                plane[(top + a) * g.out_width + left + e] = out[e] + b[k];
+                plane[(top + a) * g.out_width + left + e] = out[e] + bias;
     }
     // END SOLUTION
 }

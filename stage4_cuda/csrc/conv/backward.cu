@@ -7,7 +7,11 @@
  *     a product of depth K*R*S: the weights read transposed, A(c, (k, r, s)) = w[k, c, r, s],
  *     and B gathered from dy (zero where no window of that tap covers the pixel), one column per
  *     input pixel (n, h, w). It is rung 3's forward run backwards: no columns buffer, no col2im,
- *     and each dx element written once (no atomics, no race).
+ *     and each dx element written once (no atomics, no race). For stride 1 it is a forward
+ *     convolution: dy through the filters turned by 180 degrees, filters and channels swapped,
+ *     padded by R - 1 - padding. So a 3x3 layer with enough channels takes rung 4, Winograd
+ *     (04_winograd.cu), as its forward does: the Fashion CNN's conv2 spends 2.25 times fewer
+ *     multiply-adds there, and its transforms' traffic costs less than the products it saves.
  *
  *   dw[k, c, r, s] = sum over n, oh, ow of dy[n, k, oh, ow] * x[n, c, oh*stride + r - padding, ...]
  *   db[k]          = sum over n, oh, ow of dy[n, k, oh, ow]
@@ -27,13 +31,17 @@
  *     on the device: no wait for the host, and a CUDA graph captures them.
  *
  * Cost model: 2 N K OH OW C R S FLOPs for each of dx and dw; device memory x, w, dy, dx, dw once,
- * plus the partial sums (splits x K x (C R S + 1) floats, written and read once).
+ * plus the partial sums (splits x K x (C R S + 1) floats, written and read once), and with
+ * Winograd its scratch (04_winograd.cu's cost model, on dy).
  *
  * Run it: python -m grader.conv_bench (the backward row of each layer) */
 #include "tiled_product.cuh"
 
 #define REDUCE_THREADS 256
 #define SPLIT_MINIMUM 64 /* the shortest piece of depth worth a block of its own */
+/* Winograd for dx from this many channels and filters up, as the forward's rule for its input
+ * channels (stage4_cuda/nvcc_impl/conv.py): below, its transforms cost more than they save. */
+#define WINOGRAD_MIN_CHANNELS 16
 
 __global__ void add_pieces_kernel(const float *partial, float *dw, float *db, int64_t pieces,
                                   int64_t filters, int64_t columns);
@@ -50,17 +58,45 @@ static void weight_split(const conv_geometry &g, int64_t *pieces, int64_t *piece
     *pieces = depth > 0 ? ceil_div(depth, *piece) : 1;
 }
 
-/* The partial sums of the weight gradient, pieces x K x (C*R*S + 1), then the flag "w holds a
- * NaN or Inf" (a float: 0 or 1). */
-int64_t conv_backward_scratch(const conv_geometry &g)
+/* dx as a forward convolution (stride 1): dy [N, K, OH, OW] through the turned filters, K
+ * channels in and C filters out, into [N, C, H, W]. */
+static conv_geometry input_gradient_geometry(const conv_geometry &g)
+{
+    conv_geometry turned = g;
+    turned.channels = g.filters, turned.filters = g.channels;
+    turned.height = g.out_height, turned.width = g.out_width;
+    turned.out_height = g.height, turned.out_width = g.width;
+    turned.padding = g.kh - 1 - g.padding;
+    return turned;
+}
+
+static bool winograd_input_gradient(const conv_geometry &g)
+{
+    return g.kh == 3 && g.kw == 3 && g.stride == 1 && g.padding <= 2 &&
+           g.channels >= WINOGRAD_MIN_CHANNELS && g.filters >= WINOGRAD_MIN_CHANNELS;
+}
+
+/* The partial sums of the weight gradient, pieces x K x (C*R*S + 1), then Winograd's scratch for
+ * dx (when it runs), then the flag "w holds a NaN or Inf" (a float: 0 or 1). */
+static int64_t partial_sums(const conv_geometry &g)
 {
     int64_t pieces, piece;
     weight_split(g, &pieces, &piece);
-    return pieces * g.filters * (conv_rows(g) + 1) + 1;
+    return pieces * g.filters * (conv_rows(g) + 1);
 }
 
-static int input_gradient(const float *w, const float *dy, float *dx, float *flag,
-                          const conv_geometry &g);
+static int64_t winograd_part(const conv_geometry &g)
+{
+    return winograd_input_gradient(g) ? conv_winograd_scratch(input_gradient_geometry(g)) : 0;
+}
+
+int64_t conv_backward_scratch(const conv_geometry &g)
+{
+    return partial_sums(g) + winograd_part(g) + 1;
+}
+
+static int input_gradient(const float *w, const float *dy, float *dx, float *winograd,
+                          float *flag, const conv_geometry &g);
 static int weight_gradient(const float *x, const float *dy, float *dw, float *db, float *partial,
                            const conv_geometry &g);
 
@@ -71,7 +107,8 @@ extern "C" int s2c_cuda_conv2d_backward(const float *x, const float *w, const fl
     // BEGIN SOLUTION week 16, task conv2d_backward
     int status = weight_gradient(x, dy, dw, db, scratch, *g);
     if (status != S2C_CUDA_OK || dx == NULL) return status;
-    return input_gradient(w, dy, dx, scratch + conv_backward_scratch(*g) - 1, *g);
+    float *winograd = scratch + partial_sums(*g), *flag = winograd + winograd_part(*g);
+    return input_gradient(w, dy, dx, winograd, flag, *g);
 }
 
 /* A(c, j) = w[k, c, r, s] for j = (k, r, s): the weights transposed where they lie. KH x KW:
@@ -134,12 +171,13 @@ __global__ void nonfinite_flag_kernel(const float *w, int64_t count, float *flag
 __global__ void input_gradient_by_taps_kernel(const float *w, const float *dy, float *dx,
                                               const float *flag, conv_geometry g);
 
-static int input_gradient(const float *w, const float *dy, float *dx, float *flag,
-                          const conv_geometry &g)
+/* dx as the implicit product of the transposed filters and dy's windows. */
+static int implicit_input_gradient(const float *w, const float *dy, float *dx,
+                                   const conv_geometry &g)
 {
     int taps = (int)(g.kh * g.kw), pixels = (int)(g.height * g.width);
     InputPixels output = {dx, (int)g.channels, pixels};
-    int status = with_kernel_size(g, [&](auto kh, auto kw) {
+    return with_kernel_size(g, [&](auto kh, auto kw) {
         TransposedFilters<kh.value, kw.value> filters = {w, (int)g.channels, taps};
         GradientWindows<kh.value, kw.value> windows = {
             dy, (int)g.filters, (int)g.kh, (int)g.kw, (int)g.stride, (int)g.padding,
@@ -147,10 +185,20 @@ static int input_gradient(const float *w, const float *dy, float *dx, float *fla
         return launch_tiled_product("conv backward (dx) tiled_product_kernel", filters, windows,
                                     output, g.channels, g.n * pixels, g.filters * taps, 1, 0);
     });
+}
+
+/* dx by Winograd where it applies (`winograd`: its scratch), else by the implicit product; then,
+ * when w holds a NaN or an Inf, again tap by tap. */
+static int input_gradient(const float *w, const float *dy, float *dx, float *winograd,
+                          float *flag, const conv_geometry &g)
+{
+    int status = winograd_input_gradient(g)
+                     ? conv_winograd(dy, w, NULL, dx, winograd, input_gradient_geometry(g), true)
+                     : implicit_input_gradient(w, dy, dx, g);
     if (status != S2C_CUDA_OK) return status;
     nonfinite_flag_kernel<<<1, REDUCE_THREADS>>>(w, g.filters * conv_rows(g), flag);
     LAUNCH_CHECK("nonfinite_flag_kernel");
-    int64_t count = g.n * g.channels * pixels;
+    int64_t count = g.n * g.channels * g.height * g.width;
     int64_t blocks = blocks_for(count, REDUCE_THREADS);
     input_gradient_by_taps_kernel<<<blocks < 1024 ? blocks : 1024, REDUCE_THREADS>>>(w, dy, dx,
                                                                                    flag, g);

@@ -91,4 +91,8 @@ int64_t conv_winograd_scratch(const conv_geometry &g);
 int64_t conv_fft_scratch(const conv_geometry &g);
 int64_t conv_backward_scratch(const conv_geometry &g);
 
+/* Rung 4 on a 3x3 stride-1 geometry, also for the backward's dx (04_winograd.cu). */
+int conv_winograd(const float *x, const float *w, const float *b, float *y, float *scratch,
+                  const conv_geometry &g, bool turned);
+
 #endif

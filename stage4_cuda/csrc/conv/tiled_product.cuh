@@ -108,10 +108,14 @@ __global__ void __launch_bounds__(PRODUCT_THREADS)
         }
 }
 
-/* Launch the product on the default stream with a tile that suits its shape: a narrow one
+/* Launch the product on the default stream with a tile that suits its shape: a short one
  * (BM = 16 or 32 rows) when there are few rows, so that fewer loads and FMAs go to waste; 128 x 64
- * when even those large tiles give every multiprocessor two blocks; else 64 x 64. z_count
- * products (or depth splits, with split_depth > 0) along the grid's z. */
+ * when even those large tiles give every multiprocessor two blocks; else 64 x 64. A narrow tile
+ * (BN = 32 columns) when there are few columns, or when the wide one would leave multiprocessors
+ * with fewer than two blocks: a small product (LeNet-5's conv2 at batch 64: 16 rows, 6,400
+ * columns, 50 blocks of 16 x 128 for 132 multiprocessors) then runs as 200 blocks of a quarter
+ * of the work each, side by side, instead of one block per multiprocessor waiting on each step's
+ * loads in turn. z_count products (or depth splits, with split_depth > 0) along the grid's z. */
 template <class LoadA, class LoadB, class Store>
 static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, Store store,
                                 int64_t rows, int64_t cols, int64_t depth, int64_t z_count,
@@ -129,9 +133,12 @@ static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, St
 #define PRODUCT(BM, BN)                                                                          \
     tiled_product_kernel<BM, BN, LoadA, LoadB, Store><<<grid(BM, BN), PRODUCT_THREADS>>>(        \
         load_a, load_b, store, r, c, d, split)
-    bool large = rows > 64 &&
-                 ceil_div(rows, 128) * ceil_div(cols, 64) * z_count >= 2 * device_multiprocessors();
-    bool narrow = cols <= 32;
+    auto fills = [&](int bm, int bn) { /* two blocks or more for every multiprocessor */
+        return ceil_div(rows, bm) * ceil_div(cols, bn) * z_count >= 2 * device_multiprocessors();
+    };
+    bool large = rows > 64 && fills(128, 64);
+    bool narrow = cols <= 32 || !fills(rows <= 16 ? 16 : rows <= 32 ? 32 : 64,
+                                       rows <= 32 ? 128 : 64);
     if (rows <= 16 && narrow)
         PRODUCT(16, 32);
     else if (rows <= 16)
