@@ -88,6 +88,7 @@ def bench_layer(layer, batch, kernels, repeats, seed):
     from grader.poison import poisoned_allocations
     from stage4_cuda import conv_accuracy
     from stage4_cuda.nvcc_impl import _library, conv
+    from stage4_cuda.nvcc_impl._scratch import scratch_for
 
     name, c, k, size, stride, padding, hw, need_dx = layer
     (x, w, b, dy), (x64, w64, b64, dy64) = layer_inputs(layer, batch, seed)
@@ -105,7 +106,8 @@ def bench_layer(layer, batch, kernels, repeats, seed):
             received = gpu.conv2d_forward(x, w, b, stride, padding, kernel=kernel)
         bound = conv_accuracy.forward_bound(kernel, x64, w64, b64, stride, padding)
         excess = worst_excess(received, expected, bound)
-        scratch = conv._scratch(shape, gpu.CONV_KERNELS.index(kernel) + 1)
+        scratch = scratch_for("s2c_cuda_conv2d_scratch", shape,
+                              gpu.CONV_KERNELS.index(kernel) + 1)
         def launch(launcher=f"s2c_cuda_conv2d_{kernel}", scratch=scratch):
             _library.call(launcher, x, w, b, y, scratch, shape)
 
@@ -125,7 +127,7 @@ def bench_layer(layer, batch, kernels, repeats, seed):
     excess = max(worst_excess(got, want, bound) for got, want, bound in pairs if want is not None)
     dx = torch.empty_like(x) if need_dx else None
     dw, db = torch.empty_like(w), torch.empty_like(b)
-    scratch = conv._scratch(shape, conv.BACKWARD_SCRATCH)
+    scratch = scratch_for("s2c_cuda_conv2d_scratch", shape, conv.BACKWARD_SCRATCH)
     micros = cuda_time(lambda: _library.call("s2c_cuda_conv2d_backward", x, w, dy, dx, dw, db,
                                              scratch, shape), repeats)  # fmt: skip
     cudnn = cuda_time(lambda: torch.ops.aten.convolution_backward(
