@@ -41,7 +41,6 @@ struct FilterRows {
  * size KH x KW known at compile time, or read from kh, kw when 0 (with_kernel_size). */
 template <int KH, int KW>
 struct WindowColumns {
-    static constexpr bool BY_DEPTH = false; /* neighbouring windows read neighbouring pixels */
     const float *x;
     int channels, height, width, kh, kw, stride, padding, out_width, positions;
     struct Column {

@@ -168,7 +168,6 @@ struct BatchRows {
     }
 };
 struct BatchColumns {
-    static constexpr bool BY_DEPTH = false; /* V's rows are contiguous along t */
     const float *v;
     int depth, cols;
     struct Column {

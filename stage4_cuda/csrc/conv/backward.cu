@@ -129,7 +129,6 @@ struct TransposedFilters {
  * oh*stride + r - padding = h (and likewise for w); zero when no such oh, ow exists. */
 template <int KH, int KW>
 struct GradientWindows {
-    static constexpr bool BY_DEPTH = false; /* neighbouring pixels read neighbouring dy */
     const float *dy;
     int filters, kh, kw, stride, padding, height, width, out_height, out_width;
     struct Column {
@@ -262,7 +261,6 @@ struct GradientRows {
 /* B(j, col) = x[n, c, oh*stride + r - padding, ow*stride + s - padding] for j = (n, oh, ow) and
  * col = (c, r, s); 1 in the last column (col = C*R*S), whose sums are the bias gradient. */
 struct InputTaps {
-    static constexpr bool BY_DEPTH = true; /* x under one tap is contiguous along the pixels */
     const float *x;
     int channels, height, width, kh, kw, stride, padding, out_width, positions;
     fast_divider by_positions, by_out_width;

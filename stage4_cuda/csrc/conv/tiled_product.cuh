@@ -9,15 +9,8 @@
  *
  *     load_a(z, row, k)        -> float, A's element (row < rows, k < depth)
  *     load_b.column(z, col)    -> a Column: what B's loads depend on through col only, computed
- *                                 once per thread for each column it loads from
+ *                                 once per thread (each thread loads from one column throughout)
  *     load_b(column, k)        -> float, B's element (k < depth)
- *     LoadB::BY_DEPTH          -> how a warp reads B: false, neighbouring threads take
- *                                 neighbouring columns (where B's neighbours along col are
- *                                 neighbours in memory: the forward's output pixels); true,
- *                                 neighbouring k (the weight gradient's B, x under one tap, is
- *                                 contiguous along the depth's pixels, and its columns, taps of
- *                                 different channels, lie H*W floats apart: read along col, a
- *                                 warp's 32 loads touched 32 sectors for 128 bytes)
  *     store(z, row, col, sum)  -> where the result goes (bias, layout: the caller's)
  *
  * The tiling is the SGEMM ladder's rung 5 with a prefetch: a block of 256 threads (16 x 16) owns
@@ -49,26 +42,16 @@ __global__ void __launch_bounds__(PRODUCT_THREADS)
 {
     constexpr int TM = BM / 16, TN = BN / 16, BK = PRODUCT_DEPTH;
     constexpr int A_LOADS = BM * BK / PRODUCT_THREADS, B_LOADS = BN * BK / PRODUCT_THREADS;
-    constexpr bool BY_DEPTH = LoadB::BY_DEPTH;
-    /* A thread's B loads: k = b_k + l * B_K_APART, col = b_col + l * B_COLS_APART. */
-    constexpr int B_K_APART = BY_DEPTH ? 0 : PRODUCT_THREADS / BN;
-    constexpr int B_COLS_APART = BY_DEPTH ? PRODUCT_THREADS / BK : 0;
-    constexpr int COLUMNS = BY_DEPTH ? B_LOADS : 1; /* the columns a thread loads from */
+    constexpr int B_ROWS_APART = PRODUCT_THREADS / BN; /* the k distance between a thread's loads */
     __shared__ float a_tile[BK][BM + 1];
-    __shared__ float b_tile[BK][BN + BY_DEPTH]; /* stored along k: padded, as A's */
+    __shared__ float b_tile[BK][BN];
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
     const int z = blockIdx.z, row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
     const int k_begin = split_depth ? z * split_depth : 0;
     const int k_end = split_depth ? min(depth, k_begin + split_depth) : depth;
-    const int b_col = BY_DEPTH ? tid / BK : tid % BN, b_k = BY_DEPTH ? tid % BK : tid / BN;
-    typename LoadB::Column column[COLUMNS];
-    bool column_inside[COLUMNS];
-#pragma unroll
-    for (int l = 0; l < COLUMNS; l++) {
-        int col = col0 + b_col + l * B_COLS_APART;
-        column_inside[l] = col < cols;
-        column[l] = load_b.column(z, column_inside[l] ? col : 0);
-    }
+    const int b_col = tid % BN, b_k = tid / BN;
+    const bool b_col_inside = col0 + b_col < cols;
+    const typename LoadB::Column column = load_b.column(z, b_col_inside ? col0 + b_col : 0);
 
     float a_next[A_LOADS], b_next[B_LOADS];
     auto fetch = [&](int k0) { /* the step at depth k0 into registers, zeros past the edges */
@@ -79,8 +62,8 @@ __global__ void __launch_bounds__(PRODUCT_THREADS)
         }
 #pragma unroll
         for (int l = 0; l < B_LOADS; l++) {
-            int k = k0 + b_k + l * B_K_APART, c = BY_DEPTH ? l : 0;
-            b_next[l] = column_inside[c] && k < k_end ? load_b(column[c], k) : 0.0f;
+            int k = k0 + b_k + l * B_ROWS_APART;
+            b_next[l] = b_col_inside && k < k_end ? load_b(column, k) : 0.0f;
         }
     };
 
@@ -94,7 +77,7 @@ __global__ void __launch_bounds__(PRODUCT_THREADS)
         }
 #pragma unroll
         for (int l = 0; l < B_LOADS; l++)
-            b_tile[b_k + l * B_K_APART][b_col + l * B_COLS_APART] = b_next[l];
+            b_tile[b_k + l * B_ROWS_APART][b_col] = b_next[l];
         __syncthreads();
         if (k0 + BK < k_end)
             fetch(k0 + BK);
