@@ -57,7 +57,10 @@ typedef enum {
     cudaErrorUnknown = 999
 } cudaError_t;
 typedef enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 } cudaFuncAttribute;
-typedef enum { cudaDevAttrMultiProcessorCount = 16 } cudaDeviceAttr;
+typedef enum {
+    cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+} cudaDeviceAttr;
 typedef enum { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 }
     cudaStreamCaptureStatus;
 typedef std::chrono::steady_clock::time_point *cudaEvent_t;
@@ -133,9 +136,9 @@ inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 inline const char *cudaGetErrorString(cudaError_t) { return "emulated error"; }
 inline const char *cudaGetErrorName(cudaError_t) { return "cudaErrorEmulated"; }
 inline cudaError_t cudaGetDevice(int *device) { *device = 0; return cudaSuccess; }
-inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr, int)
+inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, int)
 {
-    *value = 132;
+    *value = attribute == cudaDevAttrMaxSharedMemoryPerBlockOptin ? 232448 : 132; /* an H100's */
     return cudaSuccess;
 }
 template <class F> cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }

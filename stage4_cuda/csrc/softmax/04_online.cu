@@ -12,7 +12,9 @@
  *   - blocks of up to 1024 threads, so at most two rows per multiprocessor are in flight (264 on
  *     an H100): 33 MiB of [4096, 32768] rows, which L2 (50 MiB) holds until their second read;
  *   - cache hints: the second read is marked evict-first (__ldcs) and the outputs streamed past
- *     L2 (__stcs), so neither pushes out rows still waiting for their second read.
+ *     L2 (__stcs), so neither pushes out rows still waiting for their second read;
+ *   - where the rows in flight would not fit in L2 ([8192, 50257]), each row kept in shared
+ *     memory between the passes instead (softmax.cuh, kept_row_bytes says when).
  *
  * Cost model (R = 4 rows cols bytes; [4096, 32768]: R = 512 MiB):
  *   bytes  from device memory R read + R written, the same as a copy of x; the second read
@@ -24,7 +26,7 @@
  * Run it: python -m stage4_cuda.softmax_bench --rungs online */
 #include "softmax.cuh"
 
-__global__ void softmax_online_kernel(const float *x, float *y, int64_t cols, int log);
+__global__ void softmax_online_kernel(const float *x, float *y, int64_t cols, int log, int keep);
 
 extern "C" int s2c_cuda_softmax_online(const float *x, float *y, float *, int64_t rows,
                                        int64_t cols, int log)
@@ -32,23 +34,29 @@ extern "C" int s2c_cuda_softmax_online(const float *x, float *y, float *, int64_
     if (rows == 0)
         return S2C_CUDA_OK;
     // BEGIN SOLUTION week 14, task softmax_online
-    softmax_online_kernel<<<rows, online_threads(cols)>>>(x, y, cols, log);
+    size_t kept = kept_row_bytes(cols);
+    CUDA_CHECK(allow_kept_row(softmax_online_kernel, kept));
+    softmax_online_kernel<<<rows, online_threads(cols), kept>>>(x, y, cols, log, kept != 0);
     LAUNCH_CHECK("softmax_online_kernel");
     return S2C_CUDA_OK;
 }
 
 __global__ void __launch_bounds__(ONLINE_THREADS)
-softmax_online_kernel(const float *x, float *y, int64_t cols, int log)
+softmax_online_kernel(const float *x, float *y, int64_t cols, int log, int keep)
 {
+    extern __shared__ __align__(16) float shared[]; /* the row, when kept (softmax.cuh) */
     const float *row = x + blockIdx.x * cols;
+    float *kept = kept_row(shared, row, cols, keep);
     RowStats stats = {-INFINITY, 0.0f};
-    for_each_in_row(row, cols, [&](int64_t, float value) { stats_add(stats, value); });
+    for_each_in_row(row, cols, [&](int64_t, float value) { stats_add(stats, value); }, kept);
     stats = block_stats(stats);
     float top = stats.max, inverse = 1.0f / stats.sum, log_total = logf(stats.sum);
     float *out = y + blockIdx.x * cols;
     if (log)
-        map_row(row, out, cols, [=](int64_t, float value) { return value - top - log_total; });
+        map_row(row, out, cols, [=](int64_t, float value) { return value - top - log_total; },
+                kept);
     else
-        map_row(row, out, cols, [=](int64_t, float value) { return expf(value - top) * inverse; });
+        map_row(row, out, cols, [=](int64_t, float value) { return expf(value - top) * inverse; },
+                kept);
     // END SOLUTION
 }

@@ -139,15 +139,30 @@ static inline __device__ RowSplit split_row(const float *row, int64_t cols)
  * stride over the row's float4s, and over the few floats before and after them. Each thread loads
  * LOADS_IN_FLIGHT float4s before it visits the first, so that many loads wait on device memory at
  * once (its latency is hidden by bytes in flight, not by threads alone). Reads go through the
- * read-only cache (__ldg), and leave the row in L2 for a second pass. */
+ * read-only cache (__ldg), and leave the row in L2 for a second pass. With `kept` (kept_row), each
+ * value is also stored there, for the second pass to read from shared memory instead. */
 #define LOADS_IN_FLIGHT 4
 template <typename Visit>
-__device__ void for_each_in_row(const float *row, int64_t cols, Visit visit)
+__device__ void for_each_in_row(const float *row, int64_t cols, Visit visit, float *kept)
 {
     RowSplit split = split_row(row, cols);
     const float4 *quads = (const float4 *)(row + split.head);
+    float4 *kept_quads = (float4 *)(kept + split.head);
+    auto take = [&](int64_t j) {
+        float value = __ldg(row + j);
+        if (kept) kept[j] = value;
+        visit(j, value);
+    };
+    auto take_quad = [&](int64_t q, float4 v) {
+        if (kept) kept_quads[q] = v;
+        int64_t j = split.head + 4 * q;
+        visit(j, v.x);
+        visit(j + 1, v.y);
+        visit(j + 2, v.z);
+        visit(j + 3, v.w);
+    };
     for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
-        visit(j, __ldg(row + j));
+        take(j);
     int64_t q = threadIdx.x, stride = blockDim.x;
     for (; q + (LOADS_IN_FLIGHT - 1) * stride < split.quads; q += LOADS_IN_FLIGHT * stride) {
         float4 v[LOADS_IN_FLIGHT];
@@ -155,53 +170,44 @@ __device__ void for_each_in_row(const float *row, int64_t cols, Visit visit)
         for (int k = 0; k < LOADS_IN_FLIGHT; k++)
             v[k] = __ldg(quads + q + k * stride);
 #pragma unroll
-        for (int k = 0; k < LOADS_IN_FLIGHT; k++) {
-            int64_t j = split.head + 4 * (q + k * stride);
-            visit(j, v[k].x);
-            visit(j + 1, v[k].y);
-            visit(j + 2, v[k].z);
-            visit(j + 3, v[k].w);
-        }
+        for (int k = 0; k < LOADS_IN_FLIGHT; k++)
+            take_quad(q + k * stride, v[k]);
     }
-    for (; q < split.quads; q += stride) {
-        float4 v = __ldg(quads + q);
-        int64_t j = split.head + 4 * q;
-        visit(j, v.x);
-        visit(j + 1, v.y);
-        visit(j + 2, v.z);
-        visit(j + 3, v.w);
-    }
-    int64_t rest = split.head + 4 * split.quads;
-    for (int64_t j = rest + threadIdx.x; j < cols; j += blockDim.x)
-        visit(j, __ldg(row + j));
+    for (; q < split.quads; q += stride)
+        take_quad(q, __ldg(quads + q));
+    for (int64_t j = split.head + 4 * split.quads + threadIdx.x; j < cols; j += blockDim.x)
+        take(j);
 }
 
 /* out[j] = f(j, row[j]) over a row, 16 bytes at a time where `out` has the same alignment as
  * `row` (same offsets from 16-byte boundaries: rows of two arrays of one shape), else float by
- * float. Row reads are the last (evict-first) and writes stream past L2 (__stcs): the output is
- * not read again by this kernel. */
+ * float. The row is read from `kept` when for_each_in_row kept it, else from device memory (L2)
+ * as the last read (evict-first); writes stream past L2 (__stcs): the output is not read again
+ * by this kernel. A barrier (block_stats has two) must separate the two passes: with a
+ * misaligned `out`, a thread reads values another one kept. */
 template <typename F>
-__device__ void map_row(const float *row, float *out, int64_t cols, F f)
+__device__ void map_row(const float *row, float *out, int64_t cols, F f, const float *kept)
 {
     RowSplit split = split_row(row, cols);
+    auto value = [&](int64_t j) { return kept ? kept[j] : __ldcs(row + j); };
     if ((uintptr_t)out % 16 != (uintptr_t)row % 16) {
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-            __stcs(out + j, f(j, __ldcs(row + j)));
+            __stcs(out + j, f(j, value(j)));
         return;
     }
     const float4 *in4 = (const float4 *)(row + split.head);
+    const float4 *kept4 = (const float4 *)(kept + split.head);
     float4 *out4 = (float4 *)(out + split.head);
     for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
-        __stcs(out + j, f(j, __ldcs(row + j)));
+        __stcs(out + j, f(j, value(j)));
 #pragma unroll 4
     for (int64_t q = threadIdx.x; q < split.quads; q += blockDim.x) {
-        float4 v = __ldcs(in4 + q);
+        float4 v = kept ? kept4[q] : __ldcs(in4 + q);
         int64_t j = split.head + 4 * q;
         __stcs(out4 + q, make_float4(f(j, v.x), f(j + 1, v.y), f(j + 2, v.z), f(j + 3, v.w)));
     }
-    int64_t rest = split.head + 4 * split.quads;
-    for (int64_t j = rest + threadIdx.x; j < cols; j += blockDim.x)
-        __stcs(out + j, f(j, __ldcs(row + j)));
+    for (int64_t j = split.head + 4 * split.quads + threadIdx.x; j < cols; j += blockDim.x)
+        __stcs(out + j, f(j, value(j)));
 }
 
 /* Threads for a block that owns a row of `cols` floats (rungs 4 and 5): about 8 floats a thread,
@@ -212,6 +218,52 @@ static inline int online_threads(int64_t cols)
     int64_t warps = ceil_div(cols, 8 * 32);
     warps = warps < 1 ? 1 : warps > ONLINE_THREADS / 32 ? ONLINE_THREADS / 32 : warps;
     return (int)(32 * warps);
+}
+
+/* --- rungs 4 and 5: the row kept in shared memory between the two passes ---------------------- */
+
+/* The second pass reads the row again. It finds it in L2 while the rows in flight fit there: two
+ * blocks of 1024 threads per multiprocessor hold 264 rows, 33 MiB of [4096, 32768]'s but 52 MB of
+ * [8192, 50257]'s, more than L2's 50 MB, and there a quarter of the second reads went to device
+ * memory (75% of the copy bandwidth). So a row of KEEP_FROM_COLS floats or more is also stored in
+ * the block's shared memory by the first pass, when it fits there (227 KB a block on an H100:
+ * 58,000 floats; 163 KB on an A100), and read back from there: device memory sees it read once,
+ * whatever L2 holds. The price: one block per multiprocessor. */
+#define KEEP_FROM_COLS 0
+
+/* The dynamic shared memory a block keeps its row of `cols` floats in, or 0 when the row is
+ * short (KEEP_FROM_COLS) or does not fit. 3 floats more: room to put its float4s on 16-byte
+ * boundaries (kept_row). */
+static inline size_t kept_row_bytes(int64_t cols)
+{
+    static int limit = -1;
+    if (limit < 0) {
+        int device = 0;
+        if (cudaGetDevice(&device) != cudaSuccess ||
+            cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+                cudaSuccess)
+            limit = 0;
+    }
+    size_t bytes = (size_t)(cols + 3) * sizeof(float);
+    return cols >= KEEP_FROM_COLS && bytes <= (size_t)limit ? bytes : 0;
+}
+
+/* Where the row lies in the block's dynamic shared memory (`shared`, 16-byte aligned): shifted so
+ * that the floats from split_row's head on start a 16-byte boundary, as in device memory; NULL
+ * when the launch gave none (`keep` 0). */
+static inline __device__ float *kept_row(float *shared, const float *row, int64_t cols, int keep)
+{
+    return keep ? shared + (4 - split_row(row, cols).head) % 4 : NULL;
+}
+
+/* Let `kernel` (a rung 4 or 5 kernel) have the `bytes` of dynamic shared memory kept_row_bytes
+ * gave: above 48 KB a block's share must be asked for. */
+template <typename Kernel>
+static inline cudaError_t allow_kept_row(Kernel kernel, size_t bytes)
+{
+    if (bytes <= 48 * 1024)
+        return cudaSuccess;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
 #endif
