@@ -59,7 +59,7 @@ typedef enum {
 typedef enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 } cudaFuncAttribute;
 typedef enum {
     cudaDevAttrMultiProcessorCount = 16,
-    cudaDevAttrMaxSharedMemoryPerMultiprocessor = 81
+    cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
 } cudaDeviceAttr;
 typedef enum { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 }
     cudaStreamCaptureStatus;
@@ -138,7 +138,7 @@ inline const char *cudaGetErrorName(cudaError_t) { return "cudaErrorEmulated"; }
 inline cudaError_t cudaGetDevice(int *device) { *device = 0; return cudaSuccess; }
 inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, int)
 {
-    *value = attribute == cudaDevAttrMaxSharedMemoryPerMultiprocessor ? 233472 : 132; /* H100 */
+    *value = attribute == cudaDevAttrMaxSharedMemoryPerBlockOptin ? 232448 : 132; /* an H100's */
     return cudaSuccess;
 }
 template <class F> cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }

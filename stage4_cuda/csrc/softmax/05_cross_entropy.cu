@@ -21,7 +21,7 @@
 
 __global__ void softmax_cross_entropy_kernel(const float *logits, const int64_t *labels,
                                              float *terms, float *grad, int64_t rows,
-                                             int64_t cols, int64_t kept_quads);
+                                             int64_t cols, int keep);
 
 extern "C" int s2c_cuda_softmax_cross_entropy(const float *logits, const int64_t *labels,
                                               float *terms, float *grad, int64_t rows,
@@ -30,27 +30,25 @@ extern "C" int s2c_cuda_softmax_cross_entropy(const float *logits, const int64_t
     if (rows == 0)
         return S2C_CUDA_OK;
     // BEGIN SOLUTION week 14, task cross_entropy_loss
-    int64_t kept_quads = grad != NULL ? kept_quads_of(cols) : 0; /* the loss alone reads once */
-    size_t kept = kept_quads * sizeof(float4);
+    size_t kept = grad != NULL ? kept_row_bytes(cols) : 0; /* the loss alone reads once */
     CUDA_CHECK(allow_kept_row(softmax_cross_entropy_kernel, kept));
     softmax_cross_entropy_kernel<<<rows, online_threads(cols), kept>>>(logits, labels, terms, grad,
-                                                                        rows, cols, kept_quads);
+                                                                        rows, cols, kept != 0);
     LAUNCH_CHECK("softmax_cross_entropy_kernel");
     return S2C_CUDA_OK;
 }
 
 /* terms[row] (unless terms is NULL) and grad[row] (unless grad is NULL) from logits[row]. */
-__global__ void __launch_bounds__(ONLINE_THREADS, 2)
+__global__ void __launch_bounds__(ONLINE_THREADS)
 softmax_cross_entropy_kernel(const float *logits, const int64_t *labels, float *terms,
-                             float *grad, int64_t rows, int64_t cols, int64_t kept_quads)
+                             float *grad, int64_t rows, int64_t cols, int keep)
 {
-    extern __shared__ __align__(16) float shared[]; /* the row's first float4s (softmax.cuh) */
+    extern __shared__ __align__(16) float shared[]; /* the row, when kept (softmax.cuh) */
     const float *row = logits + blockIdx.x * cols;
-    float4 *kept = (float4 *)shared;
+    float *kept = kept_row(shared, row, cols, keep);
     int64_t label = labels[blockIdx.x];
     RowStats stats = {-INFINITY, 0.0f};
-    for_each_in_row(row, cols, [&](int64_t, float value) { stats_add(stats, value); }, kept,
-                    kept_quads);
+    for_each_in_row(row, cols, [&](int64_t, float value) { stats_add(stats, value); }, kept);
     stats = block_stats(stats);
     float log_sum_exp = stats.max + logf(stats.sum);
     if (terms != NULL && threadIdx.x == 0)
@@ -59,7 +57,7 @@ softmax_cross_entropy_kernel(const float *logits, const int64_t *labels, float *
         float inverse_rows = 1.0f / (float)rows;
         map_row(row, grad + blockIdx.x * cols, cols, [=](int64_t j, float value) {
             return (expf(value - log_sum_exp) - (j == label ? 1.0f : 0.0f)) * inverse_rows;
-        }, kept, kept_quads);
+        }, kept);
     }
     // END SOLUTION
 }

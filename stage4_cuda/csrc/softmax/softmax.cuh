@@ -139,17 +139,22 @@ static inline __device__ RowSplit split_row(const float *row, int64_t cols)
  * stride over the row's float4s, and over the few floats before and after them. Each thread loads
  * LOADS_IN_FLIGHT float4s before it visits the first, so that many loads wait on device memory at
  * once (its latency is hidden by bytes in flight, not by threads alone). Reads go through the
- * read-only cache (__ldg), and leave the row in L2 for a second pass. The first `kept_quads`
- * float4s are also stored in `kept` (shared memory), for the second pass to read from there. */
+ * read-only cache (__ldg), and leave the row in L2 for a second pass. With `kept` (kept_row), each
+ * value is also stored there, for the second pass to read from shared memory instead. */
 #define LOADS_IN_FLIGHT 4
 template <typename Visit>
-__device__ void for_each_in_row(const float *row, int64_t cols, Visit visit, float4 *kept,
-                                int64_t kept_quads)
+__device__ void for_each_in_row(const float *row, int64_t cols, Visit visit, float *kept)
 {
     RowSplit split = split_row(row, cols);
     const float4 *quads = (const float4 *)(row + split.head);
+    float4 *kept_quads = (float4 *)(kept + split.head);
+    auto take = [&](int64_t j) {
+        float value = __ldg(row + j);
+        if (kept) kept[j] = value;
+        visit(j, value);
+    };
     auto take_quad = [&](int64_t q, float4 v) {
-        if (q < kept_quads) kept[q] = v;
+        if (kept) kept_quads[q] = v;
         int64_t j = split.head + 4 * q;
         visit(j, v.x);
         visit(j + 1, v.y);
@@ -157,7 +162,7 @@ __device__ void for_each_in_row(const float *row, int64_t cols, Visit visit, flo
         visit(j + 3, v.w);
     };
     for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
-        visit(j, __ldg(row + j));
+        take(j);
     int64_t q = threadIdx.x, stride = blockDim.x;
     for (; q + (LOADS_IN_FLIGHT - 1) * stride < split.quads; q += LOADS_IN_FLIGHT * stride) {
         float4 v[LOADS_IN_FLIGHT];
@@ -171,36 +176,38 @@ __device__ void for_each_in_row(const float *row, int64_t cols, Visit visit, flo
     for (; q < split.quads; q += stride)
         take_quad(q, __ldg(quads + q));
     for (int64_t j = split.head + 4 * split.quads + threadIdx.x; j < cols; j += blockDim.x)
-        visit(j, __ldg(row + j));
+        take(j);
 }
 
 /* out[j] = f(j, row[j]) over a row, 16 bytes at a time where `out` has the same alignment as
  * `row` (same offsets from 16-byte boundaries: rows of two arrays of one shape), else float by
- * float. The float4s that for_each_in_row kept come from `kept` (the same thread stored them:
- * no barrier needed); the rest is the last read of the row (evict-first), from L2. Writes stream
- * past L2 (__stcs): the output is not read again by this kernel. */
+ * float. The row is read from `kept` when for_each_in_row kept it, else from device memory (L2)
+ * as the last read (evict-first); writes stream past L2 (__stcs): the output is not read again
+ * by this kernel. A barrier (block_stats has two) must separate the two passes: with a
+ * misaligned `out`, a thread reads values another one kept. */
 template <typename F>
-__device__ void map_row(const float *row, float *out, int64_t cols, F f, const float4 *kept,
-                        int64_t kept_quads)
+__device__ void map_row(const float *row, float *out, int64_t cols, F f, const float *kept)
 {
     RowSplit split = split_row(row, cols);
+    auto value = [&](int64_t j) { return kept ? kept[j] : __ldcs(row + j); };
     if ((uintptr_t)out % 16 != (uintptr_t)row % 16) {
         for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-            __stcs(out + j, f(j, __ldcs(row + j)));
+            __stcs(out + j, f(j, value(j)));
         return;
     }
     const float4 *in4 = (const float4 *)(row + split.head);
+    const float4 *kept4 = (const float4 *)(kept + split.head);
     float4 *out4 = (float4 *)(out + split.head);
     for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
-        __stcs(out + j, f(j, __ldcs(row + j)));
+        __stcs(out + j, f(j, value(j)));
 #pragma unroll 4
     for (int64_t q = threadIdx.x; q < split.quads; q += blockDim.x) {
-        float4 v = q < kept_quads ? kept[q] : __ldcs(in4 + q);
+        float4 v = kept ? kept4[q] : __ldcs(in4 + q);
         int64_t j = split.head + 4 * q;
         __stcs(out4 + q, make_float4(f(j, v.x), f(j + 1, v.y), f(j + 2, v.z), f(j + 3, v.w)));
     }
     for (int64_t j = split.head + 4 * split.quads + threadIdx.x; j < cols; j += blockDim.x)
-        __stcs(out + j, f(j, __ldcs(row + j)));
+        __stcs(out + j, f(j, value(j)));
 }
 
 /* Threads for a block that owns a row of `cols` floats (rungs 4 and 5): about 8 floats a thread,
@@ -213,38 +220,44 @@ static inline int online_threads(int64_t cols)
     return (int)(32 * warps);
 }
 
-/* --- rungs 4 and 5: part of the row kept in shared memory between the two passes ------------- */
+/* --- rungs 4 and 5: the row kept in shared memory between the two passes ---------------------- */
 
 /* The second pass reads the row again. It finds it in L2 while the rows in flight fit there: two
  * blocks of 1024 threads per multiprocessor hold 264 rows, 33 MiB of [4096, 32768]'s but 52 MB of
  * [8192, 50257]'s, more than L2's 50 MB, and there a quarter of the second reads went to device
- * memory (75% of the copy bandwidth). So the first pass also stores the row's first float4s in
- * the block's shared memory, as many as two blocks per multiprocessor leave room for (112 KB
- * each on an H100), and the second pass reads those from there: only the rest of each row has to
- * wait in L2 (89 KB of a 196 KB row). Keeping the whole row instead (it fits in one block's
- * 227 KB) leaves one block per multiprocessor, whose loads stop while it writes: 78% at 50257
- * columns, and 79% at 32768 against 92% without keeping anything (H100, 2026-11-26). */
+ * memory (75% of the copy bandwidth). So a row of KEEP_FROM_COLS floats or more is also stored in
+ * the block's shared memory by the first pass, when it fits there (227 KB a block on an H100:
+ * 58,000 floats; 163 KB on an A100), and read back from there: device memory sees it read once,
+ * whatever L2 holds. The price: one block per multiprocessor. */
+#define KEEP_FROM_COLS 0
 
-/* How many float4s of a row of `cols` floats a block keeps: a multiprocessor's shared memory
- * shared by two blocks, less a margin for the block's own (block_stats) and the system's. */
-static inline int64_t kept_quads_of(int64_t cols)
+/* The dynamic shared memory a block keeps its row of `cols` floats in, or 0 when the row is
+ * short (KEEP_FROM_COLS) or does not fit. 3 floats more: room to put its float4s on 16-byte
+ * boundaries (kept_row). */
+static inline size_t kept_row_bytes(int64_t cols)
 {
-    static int per_multiprocessor = -1;
-    if (per_multiprocessor < 0) {
+    static int limit = -1;
+    if (limit < 0) {
         int device = 0;
         if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&per_multiprocessor,
-                                   cudaDevAttrMaxSharedMemoryPerMultiprocessor,
-                                   device) != cudaSuccess)
-            per_multiprocessor = 0;
+            cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+                cudaSuccess)
+            limit = 0;
     }
-    int64_t room = (per_multiprocessor / 2 - 2048) / (int64_t)sizeof(float4);
-    room = room > 0 ? room : 0;
-    return cols / 4 < room ? cols / 4 : room;
+    size_t bytes = (size_t)(cols + 3) * sizeof(float);
+    return cols >= KEEP_FROM_COLS && bytes <= (size_t)limit ? bytes : 0;
 }
 
-/* Let `kernel` (a rung 4 or 5 kernel) have `bytes` of dynamic shared memory: above 48 KB a
- * block's share must be asked for. */
+/* Where the row lies in the block's dynamic shared memory (`shared`, 16-byte aligned): shifted so
+ * that the floats from split_row's head on start a 16-byte boundary, as in device memory; NULL
+ * when the launch gave none (`keep` 0). */
+static inline __device__ float *kept_row(float *shared, const float *row, int64_t cols, int keep)
+{
+    return keep ? shared + (4 - split_row(row, cols).head) % 4 : NULL;
+}
+
+/* Let `kernel` (a rung 4 or 5 kernel) have the `bytes` of dynamic shared memory kept_row_bytes
+ * gave: above 48 KB a block's share must be asked for. */
 template <typename Kernel>
 static inline cudaError_t allow_kept_row(Kernel kernel, size_t bytes)
 {
