@@ -37,7 +37,10 @@ def test_the_ladder_has_five_numbered_rungs_each_saying_how_to_time_it():
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed here")
-def test_every_rung_computes_softmax_and_the_cross_entropy_on_a_cpu_emulation(tmp_path):
+@pytest.mark.parametrize("kept", [False, True], ids=["rows in L2", "rows kept in shared memory"])
+def test_every_rung_computes_softmax_and_the_cross_entropy_on_a_cpu_emulation(tmp_path, kept):
+    # rungs 4 and 5 keep a row of KEEP_FROM_COLS floats or more in shared memory (softmax.cuh);
+    # the harness's rows are short, so a second build keeps every row
     for path in RUNGS:
         emulated = LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", path.read_text())
         emulated = emulated.replace(DYNAMIC_SHARED, "float *shared = emulate::dynamic_shared();")
@@ -45,7 +48,8 @@ def test_every_rung_computes_softmax_and_the_cross_entropy_on_a_cpu_emulation(tm
     assert "<<<" not in "".join(p.read_text() for p in tmp_path.glob("*.cu"))
     command = ["g++", "-std=c++20", "-O1", "-pthread", "-I", EMULATION, "-I", SOFTMAX_DIR]
     command += ["-I", SOFTMAX_DIR.parent, "-include", "math.h", "-include", "cuda_runtime.h"]
-    command += ["-include", "warp_shuffle.h", "-x", "c++", *sorted(tmp_path.glob("*.cu"))]
+    command += ["-include", "warp_shuffle.h", *(["-DKEEP_FROM_COLS=0"] if kept else [])]
+    command += ["-x", "c++", *sorted(tmp_path.glob("*.cu"))]
     command += [SOFTMAX_DIR.parent / "errors.cu", EMULATION / "softmax_harness.cpp"]
     built = subprocess.run([*command, "-o", tmp_path / "harness"], capture_output=True,
                            text=True, timeout=600)  # fmt: skip

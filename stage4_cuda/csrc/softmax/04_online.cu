@@ -14,7 +14,8 @@
  *   - cache hints: the second read is marked evict-first (__ldcs) and the outputs streamed past
  *     L2 (__stcs), so neither pushes out rows still waiting for their second read;
  *   - where the rows in flight would not fit in L2 ([8192, 50257]), each row kept in shared
- *     memory between the passes instead (softmax.cuh, kept_row_bytes says when).
+ *     memory between the passes instead (softmax.cuh, KEEP_FROM_COLS says when and what it
+ *     gained).
  *
  * Cost model (R = 4 rows cols bytes; [4096, 32768]: R = 512 MiB):
  *   bytes  from device memory R read + R written, the same as a copy of x; the second read

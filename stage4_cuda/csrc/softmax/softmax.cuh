@@ -224,13 +224,18 @@ static inline int online_threads(int64_t cols)
 
 /* The second pass reads the row again. It finds it in L2 while the rows in flight fit there: two
  * blocks of 1024 threads per multiprocessor hold 264 rows, 33 MiB of [4096, 32768]'s but 52 MB of
- * [8192, 50257]'s, more than L2's 50 MB, and there a quarter of the second reads went to device
- * memory (75% of the copy bandwidth). So a row of KEEP_FROM_COLS floats or more is also stored in
- * the block's shared memory by the first pass, when it fits there (227 KB a block on an H100:
- * 58,000 floats; 163 KB on an A100), and read back from there: device memory sees it read once,
- * whatever L2 holds. The price: one block per multiprocessor. */
-#define KEEP_FROM_COLS 0
-
+ * [8192, 50257]'s, more than L2's 50 MB, and there some second reads go to device memory. So a
+ * row of KEEP_FROM_COLS floats or more (264 of those fill 42 MB) is also stored in the block's
+ * shared memory by the first pass, when it fits there (227 KB a block on an H100: 58,000 floats;
+ * 163 KB on an A100), and read back from there: device memory sees it read once, whatever L2
+ * holds. The price is one block per multiprocessor, whose loads stop while it writes. Measured on
+ * an H100 (2026-11-26, softmax-cuda-h100.md): at 50257 columns online went from 75.1% to 78.2% of
+ * the copy bandwidth, the fused cross-entropy from 74.6% to 76.5%; at 32768, keeping the row too
+ * gave 79% against 92%, hence the threshold. Keeping only as much as two blocks per
+ * multiprocessor leave room for (112 KB each, the rest from L2) measured worse still: 70-72%. */
+#ifndef KEEP_FROM_COLS /* tests/test_softmax_cuda.py also builds the rungs with 0: rows all kept */
+#define KEEP_FROM_COLS 40000
+#endif
 /* The dynamic shared memory a block keeps its row of `cols` floats in, or 0 when the row is
  * short (KEEP_FROM_COLS) or does not fit. 3 floats more: room to put its float4s on 16-byte
  * boundaries (kept_row). */
