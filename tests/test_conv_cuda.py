@@ -7,18 +7,16 @@ curriculum's layer shapes and at odd ones (tests/cuda_emulation/conv_harness.cpp
 GPU's own rounding, need a GPU: tests/test_stage4_nvcc.py and `python -m grader.conv_bench`.
 """
 
-import re
 import shutil
 import subprocess
 
 import pytest
+from cuda_emulated import emulated
 
 from tools.exercises import REPO_ROOT
 
 CSRC = REPO_ROOT / "stage4_cuda" / "csrc"
 EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
-# `kernel<<<grid, block>>>(arguments)` -> `emulate::Launch(grid, block).run(kernel, arguments)`
-LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
 # What the harness builds: conv.cu's scratch sizes and every rung but 2 (which calls the SGEMM
 # ladder), the headers they include, and errors.cu's messages.
 SOURCES = ["conv.cu", "errors.cu", "conv/01_direct.cu", "conv/03_implicit_gemm.cu",
@@ -33,7 +31,7 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
     for name in [*SOURCES, *HEADERS]:
         target = tmp_path / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", (CSRC / name).read_text()))
+        target.write_text(emulated((CSRC / name).read_text()))
     assert "<<<" not in "".join(p.read_text() for p in tmp_path.rglob("*.c*"))
     fake_cufft = tmp_path / "libfake_cufft.so"
     library = ["g++", "-O2", "-shared", "-fPIC", EMULATION / "fake_cufft.cpp", "-o", fake_cufft]

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 
 import pytest
+from cuda_emulated import emulated
 
 from tools.exercises import REPO_ROOT, stub_regions
 
@@ -113,17 +114,12 @@ def test_the_bench_builds_with_every_rung_and_cublas(tmp_path):
 
 
 EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
-# `kernel<<<grid, block, shared>>>(arguments)` -> `emulate::Launch(grid, block, shared).run(kernel,
-# arguments)`; the dynamic shared memory of rung 8 -> the emulation's buffer.
-LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
-DYNAMIC_SHARED = "extern __shared__ __align__(16) float shared[];"
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed here")
 def test_every_rung_and_tile_configuration_computes_the_product_on_a_cpu_emulation(tmp_path):
     for path in RUNGS:
-        text = LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", path.read_text())
-        text = text.replace(DYNAMIC_SHARED, "float *shared = emulate::dynamic_shared();")
+        text = emulated(path.read_text())
         (tmp_path / path.name).write_text(text)
     assert "<<<" not in "".join(p.read_text() for p in tmp_path.glob("*.cu"))
     harness = tmp_path / "sgemm_harness.cpp"  # includes rung 8 itself, to reach its CANDIDATES

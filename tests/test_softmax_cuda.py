@@ -9,11 +9,11 @@ needs a GPU: `python -m stage4_cuda.softmax_bench` checks each rung there and ti
 copy.
 """
 
-import re
 import shutil
 import subprocess
 
 import pytest
+from cuda_emulated import emulated
 
 from stage4_cuda.nvcc_impl import SOFTMAX_KERNELS
 from tools.exercises import REPO_ROOT
@@ -21,8 +21,6 @@ from tools.exercises import REPO_ROOT
 SOFTMAX_DIR = REPO_ROOT / "stage4_cuda" / "csrc" / "softmax"
 RUNGS = sorted(SOFTMAX_DIR.glob("0*.cu"))
 EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
-LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")  # as test_sgemm_cuda.py
-DYNAMIC_SHARED = "extern __shared__ __align__(16) float shared[];"  # the kept row, as rung 8's
 
 
 def test_the_ladder_has_five_numbered_rungs_each_saying_how_to_time_it():
@@ -42,9 +40,7 @@ def test_every_rung_computes_softmax_and_the_cross_entropy_on_a_cpu_emulation(tm
     # rungs 4 and 5 keep a row of KEEP_FROM_COLS floats or more in shared memory (softmax.cuh);
     # the harness's rows are short, so a second build keeps every row
     for path in RUNGS:
-        emulated = LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", path.read_text())
-        emulated = emulated.replace(DYNAMIC_SHARED, "float *shared = emulate::dynamic_shared();")
-        (tmp_path / path.name).write_text(emulated)
+        (tmp_path / path.name).write_text(emulated(path.read_text()))
     assert "<<<" not in "".join(p.read_text() for p in tmp_path.glob("*.cu"))
     command = ["g++", "-std=c++20", "-O1", "-pthread", "-I", EMULATION, "-I", SOFTMAX_DIR]
     command += ["-I", SOFTMAX_DIR.parent, "-include", "math.h", "-include", "cuda_runtime.h"]

@@ -11,13 +11,13 @@ The sources are compiled by g++ into a shared library whose exported functions t
 pointers (the emulation's "device" memory is the host's), called through ctypes."""
 
 import ctypes
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cuda_emulated import emulated
 
 import stage2_numpy as reference
 
@@ -29,7 +29,6 @@ SOURCES = ["pooling.cu", "dropout.cu", "epilogue.cu", "losses.cu", "norm.cu", "o
            "device_data.cu", "errors.cu", "softmax/05_cross_entropy.cu", "matmul.cu", "dense.cu",
            "linalg.cu"]  # fmt: skip
 # `kernel<<<grid, block>>>(arguments)` -> `emulate::Launch(grid, block).run(kernel, arguments)`
-LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
 
 V, I64, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 SIGNATURES = {
@@ -62,7 +61,7 @@ def lib(tmp_path_factory):
         pytest.skip("g++ is not installed here")
     folder = tmp_path_factory.mktemp("emulated")
     for path in CSRC.rglob("*.cu*"):
-        text = LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", path.read_text())
+        text = emulated(path.read_text())
         (folder / path.relative_to(CSRC)).parent.mkdir(exist_ok=True)
         (folder / path.relative_to(CSRC)).write_text(text)
     for header in CSRC.glob("*.h"):
