@@ -15,6 +15,7 @@ device and the date, goes to curriculum/results/sanitize-stage4-<variant>.md.
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -62,7 +63,9 @@ def main(argv=None):
         action="store_true",
         help="write the summary to curriculum/results/sanitize-stage4-<variant>.md",
     )
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.command = shlex.join(["python", "-m", "grader.sanitize", *argv])
     if args.results and (args.impl or args.ops):
         parser.error("--results records the repository's tier in full: no --impl, --ops")
     if not shutil.which("compute-sanitizer"):
@@ -106,12 +109,9 @@ def write_record(args, lines, total):
     """The run's summary lines as a small markdown record in curriculum/results/."""
     variant = tiers.find(4, args.variant).variant
     path = RESULTS / f"sanitize-stage4-{variant}.md"
-    command = " ".join(["python -m grader.sanitize --stage 4",
-                        *([f"--variant {args.variant}"] if args.variant else []),
-                        f"--tools {args.tools}", "--results"])
     path.write_text(
         f"# compute-sanitizer on stage 4 ({variant})\n\n"
-        f"GPU {gpu_name()}, {datetime.now(UTC):%Y-%m-%d}. Regenerate with `{command}`.\n\n"
+        f"GPU {gpu_name()}, {datetime.now(UTC):%Y-%m-%d}. Regenerate with `{args.command}`.\n\n"
         + "".join(f"- {line}\n" for line in lines)
         + f"\n**{total} sanitizer reports.**\n"
     )

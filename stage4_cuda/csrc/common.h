@@ -77,6 +77,16 @@ static inline int device_multiprocessors(void)
     return count;
 }
 
+/* Let `kernel` launch with `bytes` of dynamic shared memory: above 48 KB a block's share must be
+ * asked for (sm_70 and later). */
+template <typename Kernel>
+static inline cudaError_t allow_dynamic_shared(Kernel kernel, size_t bytes)
+{
+    if (bytes <= 48 * 1024)
+        return cudaSuccess;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
 /* a / b for indices a >= 0, b > 0: in 32 bits when a fits, as it almost always does. A 64-bit
  * division is a software routine of dozens of instructions, and a memory-bound kernel that splits
  * a flat index into coordinates with it for every element runs out of instructions before it runs

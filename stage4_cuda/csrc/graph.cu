@@ -16,8 +16,9 @@
 
 extern "C" int s2c_cuda_capture_begin(void)
 {
-    /* Relaxed: calls that are not stream work (cudaFuncSetAttribute, which rung 8 of the SGEMM
-     * ladder makes before a launch with more than 48 KB of shared memory) stay allowed; what
+    /* Relaxed: calls that are not stream work (cudaFuncSetAttribute, which common.h's
+     * allow_dynamic_shared makes before a launch with more than 48 KB of shared memory: rung 8
+     * of the SGEMM ladder, softmax rungs 4 and 5 on long rows) stay allowed; what
      * would break the capture (a synchronization, work on the legacy stream) is still refused. */
     CUDA_CHECK(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeRelaxed));
     return S2C_CUDA_OK;

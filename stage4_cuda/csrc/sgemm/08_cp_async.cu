@@ -323,10 +323,7 @@ template <class T> static int launch_tiles(const float *a, const float *b, float
         return S2C_CUDA_BAD_ARGUMENT;
     bool edges = needs_edges<T>(b, c, n, k, m);
     const void *kernel = kernel_of<T>(edges);
-    /* Above 48 KB a block's dynamic shared memory must be asked for (sm_70 and later). */
-    if (T::SHARED_BYTES > 48 * 1024)
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        T::SHARED_BYTES));
+    CUDA_CHECK(allow_dynamic_shared(kernel, T::SHARED_BYTES));
     if (edges)
         sgemm_cp_async_kernel<T, true><<<grid, T::THREADS, T::SHARED_BYTES>>>(a, b, c, n, k, m);
     else

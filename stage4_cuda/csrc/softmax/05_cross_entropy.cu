@@ -31,7 +31,7 @@ extern "C" int s2c_cuda_softmax_cross_entropy(const float *logits, const int64_t
         return S2C_CUDA_OK;
     // BEGIN SOLUTION week 14, task cross_entropy_loss
     size_t kept = grad != NULL ? kept_row_bytes(cols) : 0; /* the loss alone reads once */
-    CUDA_CHECK(allow_kept_row(softmax_cross_entropy_kernel, kept));
+    CUDA_CHECK(allow_dynamic_shared(softmax_cross_entropy_kernel, kept));
     softmax_cross_entropy_kernel<<<rows, online_threads(cols), kept>>>(logits, labels, terms, grad,
                                                                         rows, cols, kept != 0);
     LAUNCH_CHECK("softmax_cross_entropy_kernel");

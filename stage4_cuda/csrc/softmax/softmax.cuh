@@ -261,14 +261,4 @@ static inline __device__ float *kept_row(float *shared, const float *row, int64_
     return keep ? shared + (4 - split_row(row, cols).head) % 4 : NULL;
 }
 
-/* Let `kernel` (a rung 4 or 5 kernel) have the `bytes` of dynamic shared memory kept_row_bytes
- * gave: above 48 KB a block's share must be asked for. */
-template <typename Kernel>
-static inline cudaError_t allow_kept_row(Kernel kernel, size_t bytes)
-{
-    if (bytes <= 48 * 1024)
-        return cudaSuccess;
-    return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-}
-
 #endif
