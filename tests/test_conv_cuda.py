@@ -21,7 +21,7 @@ EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
 # ladder), the headers they include, and errors.cu's messages.
 SOURCES = ["conv.cu", "errors.cu", "conv/01_direct.cu", "conv/03_implicit_gemm.cu",
            "conv/04_winograd.cu", "conv/05_fft.cu", "conv/backward.cu"]  # fmt: skip
-HEADERS = ["common.h", "s2c_cuda.h", "conv/conv.cuh", "conv/tiled_product.cuh",
+HEADERS = ["common.h", "s2c_cuda.h", "conv/conv.cuh", "tiled_product.cuh",
            "conv/cufft_runtime.h"]  # fmt: skip
 
 

@@ -255,8 +255,8 @@ def test_correct_count(lib, rng, rows, cols):
     assert count[0] == (predicted == labels).sum()
 
 
-# (n, in, out): the forward split along in (2 tiles for the emulated 132 multiprocessors: 7
-# pieces of 160), dw split along n (the backward), neither (70 x 33 x 45)
+# (n, in, out): the forward split along in (one tile for the emulated 132 multiprocessors: 16
+# pieces of 64), dw split along n (the backward), neither (70 x 33 x 45)
 @pytest.mark.parametrize("sizes", [(8, 1000, 40), (1000, 40, 8), (70, 33, 45)])
 def test_the_dense_products_split_along_k_or_not(lib, rng, sizes):
     n, inputs, outputs = sizes

@@ -1,58 +1,61 @@
-/* matmul.cu -- c = a @ b with shared-memory tiles (week 15): the product under matmul, the dense
- * layer and (later) convolution. The SGEMM ladder that reaches cuBLAS lives in sgemm/.
+/* matmul.cu -- c = op(a) @ op(b) (+ bias) (week 15): the product under the dense layer, on the
+ * register-tiled product that the conv2d ladder also runs (tiled_product.cuh: 16 x 16 threads,
+ * each computing a few rows and columns of a tile held in registers, the next step's loads in
+ * flight while the current one computes). The SGEMM ladder that reaches cuBLAS lives in sgemm/.
  *
- * A block computes a 32 x 32 tile of c with 32 x 8 threads, 4 outputs each (rows ty, ty + 8, ...).
- * For each step of 32 along k, the block copies a 32 x 32 tile of a and one of b into shared
- * memory (each float read once from global memory per block, instead of once per output), then
- * every thread accumulates from the tiles. Per step: 2 x 4 KiB loaded, 32 x 32 x 32 multiply-adds.
- *
- * Either operand may be stored transposed (the dense layer's w and dy.T): the loads then walk the
- * stored matrix along its rows (coalesced) and the transposition happens on the way into shared
- * memory. An optional bias is added to every row on the way out (the dense layer's + b).
+ * Either operand may be stored transposed (the dense layer's w and dy.T): a loader reads element
+ * (i, k) at i * row_stride + k * depth_stride, so a transposed operand is the same loader with
+ * its strides swapped, read where it lies (no transposed copy). An optional bias is added to every
+ * row as c is written (the dense layer's + b).
  *
  * Split along k: a product with few output tiles and a long k leaves most multiprocessors idle
  * while a few blocks walk the whole depth (the Fashion CNN's Linear 3200->256 at batch 64: 16
- * tiles, 100 steps each, 130 us on an H100 for 52 MFLOP). Given scratch (gemm_scratch floats),
- * such a product is cut into `pieces` along k, one block per tile and piece (grid z), each
- * writing its partial tile to scratch; a second kernel adds the pieces in order of k (and the
- * bias): the same sums in the same order on every run, no atomics. */
-#include "common.h"
+ * tiles of 64 x 64, 200 steps each, for 132 multiprocessors). Given scratch (gemm_scratch floats),
+ * such a product is cut into pieces along k (split_depth), one block per tile and piece (grid z),
+ * each writing its partial tile to scratch; a second kernel adds the pieces in order of k (and the
+ * bias): the same sums in the same order on every run, no atomics.
+ *
+ * Cost model: 2 n k m FLOPs; device memory a, b and c once (the tiles' re-reads hit L2), plus the
+ * partial tiles when split (pieces x n x m floats, written and read once). */
+#include "tiled_product.cuh"
 
-#define MM_TILE 32
-#define MM_ROWS 8 /* threads along y: each thread computes MM_TILE / MM_ROWS outputs */
-#define MAX_GRID_Y 65535
-#define MIN_PIECE 128  /* the shortest piece of k worth a block: 4 steps of MM_TILE */
 #define ADD_THREADS 256
 
-/* How a product's k is split: `pieces` of `piece` each (a multiple of MM_TILE; the last may be
- * shorter). When it may split and its tiles are fewer than the multiprocessors: enough pieces
- * for two blocks a multiprocessor, each MIN_PIECE or longer; else one piece of all of k. */
-struct gemm_split {
-    int64_t pieces, piece;
-};
-static gemm_split split_k(int64_t n, int64_t k, int64_t m, bool may_split)
-{
-    int64_t tiles = ceil_div(n, MM_TILE) * ceil_div(m, MM_TILE), wanted = 1;
-    if (may_split && tiles < device_multiprocessors()) {
-        int64_t fill = ceil_div(2 * device_multiprocessors(), tiles), most = k / MIN_PIECE;
-        wanted = fill < most ? fill : most < 1 ? 1 : most;
+/* Element (i, k) of a matrix operand: rows of a (or columns of b) along i, the depth along k.
+ * Stored as it is used, a's row i is contiguous (row_stride = k, depth_stride = 1); stored
+ * transposed, its column is (row_stride = 1, depth_stride = n). */
+struct MatrixOperand {
+    const float *data;
+    int64_t row_stride, depth_stride;
+    __device__ float operator()(int, int i, int k) const
+    {
+        return __ldg(data + i * row_stride + k * depth_stride);
     }
-    int64_t piece = ceil_div(ceil_div(k, wanted), MM_TILE) * MM_TILE; /* 0 when k is 0 */
-    return piece > 0 ? gemm_split{ceil_div(k, piece), piece} : gemm_split{1, MM_TILE};
-}
+    /* As B: a thread loads from one column (i) throughout. */
+    typedef const float *Column;
+    __device__ Column column(int, int i) const { return data + i * row_stride; }
+    __device__ float operator()(Column at, int k) const { return __ldg(at + k * depth_stride); }
+};
+
+/* c[z][i, j] = sum (+ bias[j]): z is the piece of a split product (its partial tile in scratch). */
+struct ProductTile {
+    float *c;
+    const float *bias;
+    int64_t m, slice;
+    __device__ void operator()(int z, int i, int j, float sum) const
+    {
+        c[z * slice + i * m + j] = bias != NULL ? sum + bias[j] : sum;
+    }
+};
 
 int64_t gemm_scratch(int64_t n, int64_t k, int64_t m)
 {
-    gemm_split split = split_k(n, k, m, true);
+    depth_split split = split_depth(n, m, k);
     return split.pieces > 1 ? split.pieces * n * m : 0;
 }
 
 __global__ void add_pieces_kernel(const float *partial, const float *bias, float *c, int64_t pieces,
                                   int64_t n, int64_t m);
-
-__global__ void gemm_tiled_kernel(const float *a, const float *b, const float *bias, float *c,
-                                  int64_t n, int64_t k, int64_t m, int transpose_a,
-                                  int transpose_b, int64_t piece);
 
 extern "C" int s2c_cuda_matmul(const float *a, const float *b, float *c, int64_t n, int64_t k,
                                int64_t m)
@@ -64,64 +67,20 @@ extern "C" int s2c_cuda_gemm(const float *a, const float *b, const float *bias, 
                              float *scratch, int64_t n, int64_t k, int64_t m, int transpose_a,
                              int transpose_b)
 {
-    if (n == 0 || m == 0) return S2C_CUDA_OK;
-    if (ceil_div(n, MM_TILE) > MAX_GRID_Y) return S2C_CUDA_BAD_ARGUMENT; /* 2 million rows */
-    gemm_split split = split_k(n, k, m, scratch != NULL);
-    int64_t pieces = split.pieces;
     // BEGIN SOLUTION week 15, task matmul
-    dim3 blocks(ceil_div(m, MM_TILE), ceil_div(n, MM_TILE), pieces);
-    gemm_tiled_kernel<<<blocks, dim3(MM_TILE, MM_ROWS)>>>(
-        a, b, pieces > 1 ? NULL : bias, pieces > 1 ? scratch : c, n, k, m, transpose_a,
-        transpose_b, split.piece);
-    LAUNCH_CHECK("gemm_tiled_kernel");
-    if (pieces > 1) {
-        add_pieces_kernel<<<blocks_for(n * m, ADD_THREADS), ADD_THREADS>>>(scratch, bias, c,
-                                                                         pieces, n, m);
-        LAUNCH_CHECK("add_pieces_kernel");
-    }
+    depth_split split = scratch != NULL ? split_depth(n, m, k) : depth_split{1, k};
+    /* op(a) [n, k]: a [n, k], or a [k, n] read transposed; op(b) [k, m]: b [k, m] or b [m, k] */
+    MatrixOperand rows = transpose_a ? MatrixOperand{a, 1, n} : MatrixOperand{a, k, 1};
+    MatrixOperand columns = transpose_b ? MatrixOperand{b, k, 1} : MatrixOperand{b, 1, m};
+    bool split_up = split.pieces > 1;
+    ProductTile tile = {split_up ? scratch : c, split_up ? NULL : bias, m, n * m};
+    int status = launch_tiled_product("gemm tiled_product_kernel", rows, columns, tile, n, m, k,
+                                      split.pieces, split_up ? split.piece : 0);
+    if (status != S2C_CUDA_OK || !split_up) return status;
+    add_pieces_kernel<<<blocks_for(n * m, ADD_THREADS), ADD_THREADS>>>(scratch, bias, c,
+                                                                     split.pieces, n, m);
+    LAUNCH_CHECK("add_pieces_kernel");
     return S2C_CUDA_OK;
-}
-
-/* Block (x, y, z) computes tile (y, x) of c over k in [z piece, (z + 1) piece), into the z-th
- * n x m slice of c (c is the scratch of partial tiles when the product is split). */
-__global__ void gemm_tiled_kernel(const float *a, const float *b, const float *bias, float *c,
-                                  int64_t n, int64_t k, int64_t m, int transpose_a,
-                                  int transpose_b, int64_t piece)
-{
-    __shared__ float a_tile[MM_TILE][MM_TILE + 1]; /* [row of c][step along k]; +1: no conflicts */
-    __shared__ float b_tile[MM_TILE][MM_TILE + 1]; /* [step along k][column of c] */
-    int tx = threadIdx.x, ty = threadIdx.y;
-    int64_t i0 = (int64_t)blockIdx.y * MM_TILE, j0 = (int64_t)blockIdx.x * MM_TILE;
-    float acc[MM_TILE / MM_ROWS] = {0.0f};
-    int64_t k_begin = blockIdx.z * piece, k_end = k_begin + piece < k ? k_begin + piece : k;
-    c += blockIdx.z * n * m;
-    for (int64_t k0 = k_begin; k0 < k_end; k0 += MM_TILE) {
-        for (int r = ty; r < MM_TILE; r += MM_ROWS) {
-            /* a_tile[r][tx] = op(a)[i0 + r][k0 + tx]; stored transposed, read a[k0 + r][i0 + tx] */
-            if (!transpose_a)
-                a_tile[r][tx] = i0 + r < n && k0 + tx < k_end ? a[(i0 + r) * k + k0 + tx] : 0.0f;
-            else
-                a_tile[tx][r] = k0 + r < k_end && i0 + tx < n ? a[(k0 + r) * n + i0 + tx] : 0.0f;
-            /* b_tile[r][tx] = op(b)[k0 + r][j0 + tx]; stored transposed, read b[j0 + r][k0 + tx] */
-            if (!transpose_b)
-                b_tile[r][tx] = k0 + r < k_end && j0 + tx < m ? b[(k0 + r) * m + j0 + tx] : 0.0f;
-            else
-                b_tile[tx][r] = j0 + r < m && k0 + tx < k_end ? b[(j0 + r) * k + k0 + tx] : 0.0f;
-        }
-        __syncthreads();
-        for (int kk = 0; kk < MM_TILE; kk++) {
-            float b_value = b_tile[kk][tx];
-            for (int r = 0; r < MM_TILE / MM_ROWS; r++)
-                acc[r] += a_tile[ty + r * MM_ROWS][kk] * b_value;
-        }
-        __syncthreads(); /* the tiles are used up before the next step overwrites them */
-    }
-    int64_t j = j0 + tx;
-    for (int r = 0; r < MM_TILE / MM_ROWS; r++) {
-        int64_t i = i0 + ty + r * MM_ROWS;
-        if (i < n && j < m) c[i * m + j] = bias ? acc[r] + bias[j] : acc[r];
-    }
-    // END SOLUTION
 }
 
 /* c[i, j] = the pieces' partial sums added in order of k (+ bias[j]). */
@@ -134,4 +93,5 @@ __global__ void add_pieces_kernel(const float *partial, const float *bias, float
     for (int64_t piece = 0; piece < pieces; piece++)
         total += partial[piece * n * m + i];
     c[i] = bias != NULL ? total + bias[i % m] : total;
+    // END SOLUTION
 }

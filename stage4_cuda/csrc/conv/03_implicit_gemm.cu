@@ -17,7 +17,8 @@
  * loads from L2/shared memory).
  *
  * Run it: python -m grader.conv_bench --kernel implicit_gemm */
-#include "tiled_product.cuh"
+#include "../tiled_product.cuh"
+#include "conv.cuh"
 
 static int implicit_gemm(const float *x, const float *w, const float *b, float *y,
                          const conv_geometry &g);

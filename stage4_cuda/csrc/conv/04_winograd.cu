@@ -34,7 +34,8 @@
  * (conv_winograd with `turned`: the filter transform reads w[c, k, 2 - r, 2 - s]), and no bias.
  *
  * Run it: python -m grader.conv_bench --kernel winograd */
-#include "tiled_product.cuh"
+#include "../tiled_product.cuh"
+#include "conv.cuh"
 
 #define TRANSFORM_THREADS 256
 #define ENTRIES 16 /* the 4x4 entries of a transformed tile */

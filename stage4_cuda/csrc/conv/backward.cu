@@ -35,10 +35,10 @@
  * Winograd its scratch (04_winograd.cu's cost model, on dy).
  *
  * Run it: python -m grader.conv_bench (the backward row of each layer) */
-#include "tiled_product.cuh"
+#include "../tiled_product.cuh"
+#include "conv.cuh"
 
 #define REDUCE_THREADS 256
-#define SPLIT_MINIMUM 64 /* the shortest piece of depth worth a block of its own */
 /* Winograd for dx from this many channels and filters up, as the forward's rule for its input
  * channels (stage4_cuda/nvcc_impl/conv.py): below, its transforms cost more than they save. */
 #define WINOGRAD_MIN_CHANNELS 16
@@ -46,16 +46,10 @@
 __global__ void add_pieces_kernel(const float *partial, float *dw, float *db, int64_t pieces,
                                   int64_t filters, int64_t columns);
 
-/* How the weight gradient's depth N*OH*OW is split: `pieces` of `piece` each (a multiple of the
- * product's step), enough for two blocks per multiprocessor given the output's tiles. */
-static void weight_split(const conv_geometry &g, int64_t *pieces, int64_t *piece)
+/* How the weight gradient's depth N*OH*OW is split (its output is K x (C*R*S + 1)). */
+static depth_split weight_split(const conv_geometry &g)
 {
-    int64_t depth = g.n * conv_positions(g), columns = conv_rows(g) + 1;
-    int64_t tiles = ceil_div(g.filters, 64) * ceil_div(columns, 64);
-    int64_t wanted = ceil_div(2 * device_multiprocessors(), tiles);
-    int64_t length = ceil_div(ceil_div(depth, wanted), PRODUCT_DEPTH) * PRODUCT_DEPTH;
-    *piece = length > SPLIT_MINIMUM ? length : SPLIT_MINIMUM;
-    *pieces = depth > 0 ? ceil_div(depth, *piece) : 1;
+    return split_depth(g.filters, conv_rows(g) + 1, g.n * conv_positions(g));
 }
 
 /* dx as a forward convolution (stride 1): dy [N, K, OH, OW] through the turned filters, K
@@ -80,9 +74,7 @@ static bool winograd_input_gradient(const conv_geometry &g)
  * dx (when it runs), then the flag "w holds a NaN or Inf" (a float: 0 or 1). */
 static int64_t partial_sums(const conv_geometry &g)
 {
-    int64_t pieces, piece;
-    weight_split(g, &pieces, &piece);
-    return pieces * g.filters * (conv_rows(g) + 1);
+    return weight_split(g).pieces * g.filters * (conv_rows(g) + 1);
 }
 
 static int64_t winograd_part(const conv_geometry &g)
@@ -300,8 +292,8 @@ struct PieceSums {
 static int weight_gradient(const float *x, const float *dy, float *dw, float *db, float *partial,
                            const conv_geometry &g)
 {
-    int64_t pieces, piece, columns = conv_rows(g) + 1;
-    weight_split(g, &pieces, &piece);
+    int64_t columns = conv_rows(g) + 1;
+    depth_split split = weight_split(g);
     int positions = (int)conv_positions(g);
     fast_divider by_positions(positions), by_out_width((int)g.out_width);
     GradientRows rows = {dy, (int)g.filters, positions, by_positions};
@@ -310,11 +302,12 @@ static int weight_gradient(const float *x, const float *dy, float *dw, float *db
                       by_out_width};
     PieceSums sums = {partial, (int)g.filters, (int)columns};
     int status = launch_tiled_product("conv backward (dw) tiled_product_kernel", rows, taps, sums,
-                                      g.filters, columns, g.n * positions, pieces, piece);
+                                      g.filters, columns, g.n * positions, split.pieces,
+                                      split.piece);
     if (status != S2C_CUDA_OK) return status;
     int64_t outputs = g.filters * columns;
     add_pieces_kernel<<<blocks_for(outputs, REDUCE_THREADS), REDUCE_THREADS>>>(
-        partial, dw, db, pieces, g.filters, columns);
+        partial, dw, db, split.pieces, g.filters, columns);
     LAUNCH_CHECK("add_pieces_kernel");
     return S2C_CUDA_OK;
 }
