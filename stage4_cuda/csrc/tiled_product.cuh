@@ -38,10 +38,11 @@
 #define SPLIT_MINIMUM 64 /* the shortest piece of depth worth a block of its own */
 
 /* How a product's depth is split: `pieces` of `piece` each (a multiple of the step; the last may
- * be shorter). When its output has too few tiles to give every multiprocessor two blocks, enough
- * pieces to make up for it, each SPLIT_MINIMUM or longer; else one piece of all the depth. The
- * tiles counted are those launch_tiled_product takes for a split product of many rows and
- * columns (128 x 128), else 64 x 64. */
+ * be shorter). When its output has too few tiles to fill the GPU, as many pieces as fit in one
+ * wave of blocks, each SPLIT_MINIMUM or longer; else one piece of all the depth. The tiles
+ * counted are those launch_tiled_product takes for a split product of many rows and columns,
+ * 128 x 128 (64 sums a thread: 180 registers, so one block a multiprocessor), else 64 x 64 (two
+ * blocks a multiprocessor). A wave, not more: a last wave of a few blocks would run alone. */
 struct depth_split {
     int64_t pieces, piece;
 };
@@ -49,7 +50,9 @@ static depth_split split_depth(int64_t rows, int64_t cols, int64_t depth)
 {
     int64_t tile = rows > 64 && cols > 64 ? 128 : 64;
     int64_t tiles = ceil_div(rows, tile) * ceil_div(cols, tile);
-    int64_t wanted = ceil_div(2 * device_multiprocessors(), tiles);
+    int64_t per_multiprocessor = tile == 128 ? 1 : 2;
+    int64_t wanted = per_multiprocessor * device_multiprocessors() / tiles;
+    if (wanted < 1) wanted = 1;
     int64_t piece = ceil_div(ceil_div(depth, wanted), PRODUCT_DEPTH) * PRODUCT_DEPTH;
     if (piece < SPLIT_MINIMUM) piece = SPLIT_MINIMUM;
     return {depth > 0 ? ceil_div(depth, piece) : 1, piece};
@@ -131,8 +134,10 @@ __global__ void __launch_bounds__(PRODUCT_THREADS)
 /* Launch the product on the default stream with a tile that suits its shape: a short one
  * (BM = 16 or 32 rows) when there are few rows, so that fewer loads and FMAs go to waste; for a
  * split product (split_depth > 0), whose pieces were counted to fill the GPU, 128 x 128 when that
- * gives every multiprocessor two blocks: the most reuse of each load (the Fashion CNN's conv2 weight
- * gradient at batch 256: 616 us against 761 us in 64 x 64 tiles, on an H100); 128 x 64 when even
+ * gives at least every other multiprocessor a block: the most reuse of each load (the Fashion
+ * CNN's conv2 backward at batch 256 took 616 us against 761 us in 64 x 64 tiles, on an H100; a
+ * depth too short to split further keeps smaller tiles, which occupy more multiprocessors);
+ * 128 x 64 when even
  * those large tiles give every multiprocessor two blocks; else 64 x 64. A narrow tile
  * (BN = 32 columns) when there are few columns, or when the wide one would leave multiprocessors
  * with fewer than two blocks: a small product (LeNet-5's conv2 at batch 64: 16 rows, 6,400
@@ -159,7 +164,9 @@ static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, St
     auto fills = [&](int bm, int bn) { /* two blocks or more for every multiprocessor */
         return ceil_div(rows, bm) * ceil_div(cols, bn) * z_count >= 2 * device_multiprocessors();
     };
-    bool largest = split > 0 && rows > 64 && cols > 64 && fills(128, 128);
+    bool largest = split > 0 && rows > 64 && cols > 64 &&
+                   2 * ceil_div(rows, 128) * ceil_div(cols, 128) * z_count >=
+                       device_multiprocessors();
     bool large = rows > 64 && fills(128, 64);
     bool narrow = cols <= 32 || !fills(rows <= 16 ? 16 : rows <= 32 ? 32 : 64,
                                        rows <= 32 ? 128 : 64);
