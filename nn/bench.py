@@ -91,10 +91,15 @@ def torch_epoch(torch, net, data, recipe, device="cpu"):
     return time.perf_counter() - started
 
 
-def tier_epoch(model, data, recipe, **steps):
+def tier_epoch(model, data, recipe, untimed_first=False, **steps):
     """Seconds for one epoch of the nn trainer on the model's tier (the training steps only);
-    `steps`: the Trainer's `recorded` and `graph`."""
+    `steps`: the Trainer's `recorded` and `graph`. With `untimed_first`, the epoch is run once
+    before it is timed: its first steps record (and capture) the step of each batch size there."""
     trainer = Trainer(model, data, recipe, run_dir="/nonexistent", progress_bar=False, **steps)
+    if untimed_first:
+        trainer.train_epoch()
+        trainer.progress.batch = 0  # the same epoch again, replaying what it captured
+    model.tier.synchronize()
     started = time.perf_counter()
     trainer.train_epoch()
     model.tier.synchronize()
