@@ -12,14 +12,12 @@
  * while a few blocks walk the whole depth (the Fashion CNN's Linear 3200->256 at batch 64: 16
  * tiles of 64 x 64, 200 steps each, for 132 multiprocessors). Given scratch (gemm_scratch floats),
  * such a product is cut into pieces along k (split_depth), one block per tile and piece (grid z),
- * each writing its partial tile to scratch; a second kernel adds the pieces in order of k (and the
- * bias): the same sums in the same order on every run, no atomics.
+ * each writing its partial tile to scratch; a second kernel adds the pieces in a fixed order (and
+ * the bias): the same sums in the same order on every run, no atomics.
  *
  * Cost model: 2 n k m FLOPs; device memory a, b and c once (the tiles' re-reads hit L2), plus the
  * partial tiles when split (pieces x n x m floats, written and read once). */
 #include "tiled_product.cuh"
-
-#define ADD_THREADS 256
 
 /* Element (i, k) of a matrix operand: rows of a (or columns of b) along i, the depth along k.
  * Stored as it is used, a's row i is contiguous (row_stride = k, depth_stride = 1); stored
@@ -77,21 +75,19 @@ extern "C" int s2c_cuda_gemm(const float *a, const float *b, const float *bias, 
     int status = launch_tiled_product("gemm tiled_product_kernel", rows, columns, tile, n, m, k,
                                       split.pieces, split_up ? split.piece : 0);
     if (status != S2C_CUDA_OK || !split_up) return status;
-    add_pieces_kernel<<<blocks_for(n * m, ADD_THREADS), ADD_THREADS>>>(scratch, bias, c,
-                                                                     split.pieces, n, m);
+    add_pieces_kernel<<<pieces_blocks(n * m), pieces_threads(split.pieces)>>>(scratch, bias, c,
+                                                                            split.pieces, n, m);
     LAUNCH_CHECK("add_pieces_kernel");
     return S2C_CUDA_OK;
 }
 
-/* c[i, j] = the pieces' partial sums added in order of k (+ bias[j]). */
+/* c[i, j] = the pieces' partial sums added in a fixed order (+ bias[j]). */
 __global__ void add_pieces_kernel(const float *partial, const float *bias, float *c, int64_t pieces,
                                   int64_t n, int64_t m)
 {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i >= n * m) return;
-    float total = 0.0f;
-    for (int64_t piece = 0; piece < pieces; piece++)
-        total += partial[piece * n * m + i];
+    int64_t i = blockIdx.x * (int64_t)PIECES_WIDE + threadIdx.x;
+    float total = sum_of_pieces(partial, pieces, n * m, i);
+    if (threadIdx.y != 0 || i >= n * m) return;
     c[i] = bias != NULL ? total + bias[i % m] : total;
     // END SOLUTION
 }

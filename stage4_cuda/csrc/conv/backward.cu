@@ -20,7 +20,7 @@
  *     and its depth long (50,176 at LeNet-5's conv1, batch 64), so one block per output tile
  *     would leave the GPU idle (a plain tiled product took 3.3 ms there): the depth is split
  *     into pieces, one block each, enough to give every multiprocessor two blocks, and each
- *     writes its partial sums to scratch; a last kernel adds the pieces in order of the depth.
+ *     writes its partial sums to scratch; a last kernel adds the pieces in a fixed order.
  *     Deterministic: the same sums in the same order on every run, no atomics.
  *
  *   NaN and Inf in w: the product multiplies every tap of every pixel, taking 0 from dy where no
@@ -313,22 +313,20 @@ static int weight_gradient(const float *x, const float *dy, float *dw, float *db
                                       split.piece);
     if (status != S2C_CUDA_OK) return status;
     int64_t outputs = g.filters * columns;
-    add_pieces_kernel<<<blocks_for(outputs, REDUCE_THREADS), REDUCE_THREADS>>>(
+    add_pieces_kernel<<<pieces_blocks(outputs), pieces_threads(split.pieces)>>>(
         partial, dw, db, split.pieces, g.filters, columns);
     LAUNCH_CHECK("add_pieces_kernel");
     return S2C_CUDA_OK;
 }
 
-/* dw[k, col] (or db[k] for the last column) = the pieces' sums added in order. */
+/* dw[k, col] (or db[k] for the last column) = the pieces' sums added in a fixed order. */
 __global__ void add_pieces_kernel(const float *partial, float *dw, float *db, int64_t pieces,
                                   int64_t filters, int64_t columns)
 {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (i >= filters * columns) return;
+    int64_t i = blockIdx.x * (int64_t)PIECES_WIDE + threadIdx.x;
+    float total = sum_of_pieces(partial, pieces, filters * columns, i);
+    if (threadIdx.y != 0 || i >= filters * columns) return;
     int64_t k = i / columns, col = i % columns;
-    float total = 0.0f;
-    for (int64_t piece = 0; piece < pieces; piece++)
-        total += partial[piece * filters * columns + i];
     if (col == columns - 1)
         db[k] = total;
     else
