@@ -2,7 +2,7 @@
 
 A launch `kernel<<<grid, block[, shared bytes]>>>(arguments)` becomes
 `emulate::Launch(grid, block[, shared bytes]).run(kernel, arguments)`, and a kernel's dynamic
-shared memory (declared as SGEMM rung 8 and softmax rungs 4 and 5 declare it) the emulation's
+shared memory (declared as SGEMM rung 8 declares it) the emulation's
 buffer for the launch.
 """
 

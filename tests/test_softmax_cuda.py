@@ -35,16 +35,18 @@ def test_the_ladder_has_five_numbered_rungs_each_saying_how_to_time_it():
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed here")
-@pytest.mark.parametrize("kept", [False, True], ids=["rows in L2", "rows kept in shared memory"])
-def test_every_rung_computes_softmax_and_the_cross_entropy_on_a_cpu_emulation(tmp_path, kept):
-    # rungs 4 and 5 keep a row of KEEP_FROM_COLS floats or more in shared memory (softmax.cuh);
-    # the harness's rows are short, so a second build keeps every row
+@pytest.mark.parametrize("threads", [1024, 64], ids=["1024 threads a row", "64 threads a row"])
+def test_every_rung_computes_softmax_and_the_cross_entropy_on_a_cpu_emulation(tmp_path, threads):
+    # rungs 4 and 5 hold a row in registers, up to HELD_MAX float4s a thread, and read what is
+    # left where it lies (softmax.cuh, HeldRow). The harness's rows (up to 4099 floats) take 1 or
+    # 2 float4s a thread of 1024; a second build with at most 64 threads a row takes 1, 8 and 12,
+    # and reads the rest of its rows of 4099 floats from memory twice.
     for path in RUNGS:
         (tmp_path / path.name).write_text(emulated(path.read_text()))
     assert "<<<" not in "".join(p.read_text() for p in tmp_path.glob("*.cu"))
     command = ["g++", "-std=c++20", "-O1", "-pthread", "-I", EMULATION, "-I", SOFTMAX_DIR]
     command += ["-I", SOFTMAX_DIR.parent, "-include", "math.h", "-include", "cuda_runtime.h"]
-    command += ["-include", "warp_shuffle.h", *(["-DKEEP_FROM_COLS=0"] if kept else [])]
+    command += ["-include", "warp_shuffle.h", f"-DONLINE_THREADS={threads}"]
     command += ["-x", "c++", *sorted(tmp_path.glob("*.cu"))]
     command += [SOFTMAX_DIR.parent / "errors.cu", EMULATION / "softmax_harness.cpp"]
     built = subprocess.run([*command, "-o", tmp_path / "harness"], capture_output=True,

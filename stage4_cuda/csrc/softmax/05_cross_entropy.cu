@@ -3,25 +3,25 @@
  * What it changes: a classifier never needs the probabilities themselves, only
  *     loss term   = log(sum(exp(logits))) - logits[label]            (a float per row)
  *     gradient    = (softmax(logits) - one_hot(label)) / rows        ([rows, cols])
- * Both follow from rung 4's row statistics: log-sum-exp = max + log(sum). So one pass over the
- * logits gives every row's term (a block per row, the online statistics, one more read for the
- * label's logit), and, when the gradient is wanted, a second pass (from L2, as in rung 4) writes it
- * directly: no softmax or log-softmax output written to device memory and read back, as
- * PyTorch's log_softmax, nll_loss and their backwards do (4 row passes of device memory).
- * losses.cu's cross_entropy_loss adds the terms into the mean (in double, in a fixed order), and
- * cross_entropy_loss_backward asks for the gradient alone.
+ * Both follow from rung 4's row statistics: log-sum-exp = max + log(sum). So one read of the
+ * logits into the block's registers (rung 4's HeldRow) gives every row's term (a block per row,
+ * the online statistics, one more read for the label's logit), and, when the gradient is wanted,
+ * writes it from the same registers: no softmax or log-softmax output written to device memory
+ * and read back, as PyTorch's log_softmax, nll_loss and their backwards do (4 row passes of
+ * device memory). losses.cu's cross_entropy_loss adds the terms into the mean (in double, in a
+ * fixed order), and cross_entropy_loss_backward asks for the gradient alone.
  *
  * Cost model (R = 4 rows cols bytes; [8192, 50257]: R = 1.65 GB):
- *   bytes  loss alone: R read (one pass). Loss and gradient: R read + R written from device
- *          memory, the row's second read from L2: the bytes of a copy.
- *   FLOPs  an exp an element in each pass.
+ *   bytes  loss alone: R read. Loss and gradient: R read + R written, the bytes of a copy.
+ *   FLOPs  an exp an element for the statistics, another for the gradient.
  *
  * Run it: python -m stage4_cuda.softmax_bench --rungs cross_entropy */
 #include "softmax.cuh"
 
+template <int HELD>
 __global__ void softmax_cross_entropy_kernel(const float *logits, const int64_t *labels,
                                              float *terms, float *grad, int64_t rows,
-                                             int64_t cols, int keep);
+                                             int64_t cols);
 
 extern "C" int s2c_cuda_softmax_cross_entropy(const float *logits, const int64_t *labels,
                                               float *terms, float *grad, int64_t rows,
@@ -30,34 +30,32 @@ extern "C" int s2c_cuda_softmax_cross_entropy(const float *logits, const int64_t
     if (rows == 0)
         return S2C_CUDA_OK;
     // BEGIN SOLUTION week 14, task cross_entropy_loss
-    size_t kept = grad != NULL ? kept_row_bytes(cols) : 0; /* the loss alone reads once */
-    CUDA_CHECK(allow_dynamic_shared(softmax_cross_entropy_kernel, kept));
-    softmax_cross_entropy_kernel<<<rows, online_threads(cols), kept>>>(logits, labels, terms, grad,
-                                                                        rows, cols, kept != 0);
-    LAUNCH_CHECK("softmax_cross_entropy_kernel");
-    return S2C_CUDA_OK;
+    HeldLaunch launch = held_launch(cols);
+    return with_held(launch.held, [&](auto held) {
+        softmax_cross_entropy_kernel<held><<<rows, launch.threads>>>(logits, labels, terms, grad,
+                                                                      rows, cols);
+        LAUNCH_CHECK("softmax_cross_entropy_kernel");
+        return S2C_CUDA_OK;
+    });
 }
 
 /* terms[row] (unless terms is NULL) and grad[row] (unless grad is NULL) from logits[row]. */
-__global__ void __launch_bounds__(ONLINE_THREADS)
+template <int HELD>
+__global__ void __launch_bounds__(ONLINE_THREADS, 1)
 softmax_cross_entropy_kernel(const float *logits, const int64_t *labels, float *terms,
-                             float *grad, int64_t rows, int64_t cols, int keep)
+                             float *grad, int64_t rows, int64_t cols)
 {
-    extern __shared__ __align__(16) float shared[]; /* the row, when kept (softmax.cuh) */
-    const float *row = logits + blockIdx.x * cols;
-    float *kept = kept_row(shared, row, cols, keep);
+    HeldRow<HELD> row(logits + blockIdx.x * cols, cols);
     int64_t label = labels[blockIdx.x];
-    RowStats stats = {-INFINITY, 0.0f};
-    for_each_in_row(row, cols, [&](int64_t, float value) { stats_add(stats, value); }, kept);
-    stats = block_stats(stats);
+    RowStats stats = block_stats(row.stats());
     float log_sum_exp = stats.max + logf(stats.sum);
     if (terms != NULL && threadIdx.x == 0)
-        terms[blockIdx.x] = log_sum_exp - row[label];
+        terms[blockIdx.x] = log_sum_exp - row.row[label];
     if (grad != NULL) {
         float inverse_rows = 1.0f / (float)rows;
-        map_row(row, grad + blockIdx.x * cols, cols, [=](int64_t j, float value) {
-            return (expf(value - log_sum_exp) - (j == label ? 1.0f : 0.0f)) * inverse_rows;
-        }, kept);
+        row.map(grad + blockIdx.x * cols, [=](int64_t j, float value) {
+            return (__expf(value - log_sum_exp) - (j == label ? 1.0f : 0.0f)) * inverse_rows;
+        });
     }
     // END SOLUTION
 }

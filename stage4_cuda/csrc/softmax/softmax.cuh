@@ -14,12 +14,14 @@
  * NaN propagates as in PyTorch: a NaN anywhere in a row makes that row's maximum or sum NaN, and
  * every output of the row NaN. An element of -inf contributes exp(-inf) = 0.
  *
- * Given here: the shared-memory tree (rungs 1 and 2), the 16-byte row traversal (rungs 4 and 5).
+ * Given here: the shared-memory tree (rungs 1 and 2), the row held in registers (rungs 4 and 5).
  * The exercise: the online statistics (task softmax_online), which rungs 4 and 5 call. */
 #ifndef S2C_SOFTMAX_CUH
 #define S2C_SOFTMAX_CUH
 
 #include "../reduce.cuh"
+
+#include <type_traits>
 
 #define SOFTMAX_THREADS 256 /* rungs 1-3: a block of 256 threads per row (a power of two) */
 
@@ -60,12 +62,16 @@ __device__ float tree_reduce(float value, Op op)
 /* --- rungs 4 and 5: the online statistics of a row -------------------------------------------- */
 
 /* The statistics of the elements seen so far: their maximum and sum(exp(x - maximum)). Nothing
- * seen: {-inf, 0}. */
+ * seen: {-inf, 0}. Rungs 4 and 5 take exp as __expf, the hardware's 2^x (ex2.approx) of x log2(e):
+ * two instructions against about ten for expf, within a few units of 2^-23 of it relative, and
+ * still exp(-inf) = 0, exp(NaN) = NaN. With expf the first pass spent more time computing than
+ * reading at [4096, 32768] on an H100 (the loss alone read at 67% of the copy bandwidth). */
 struct RowStats {
     float max, sum;
 };
 
 __device__ inline void stats_add(RowStats &stats, float x);
+__device__ inline void stats_add_quad(RowStats &stats, float4 v);
 __device__ inline void stats_merge(RowStats &stats, RowStats other);
 __device__ inline RowStats block_stats(RowStats stats);
 
@@ -76,11 +82,22 @@ __device__ inline void stats_add(RowStats &stats, float x)
 {
     // BEGIN SOLUTION week 14, task softmax_online
     if (x > stats.max) { /* x's own term is exp(x - x): 1, or NaN for x = +inf (inf - inf) */
-        stats.sum = stats.sum * expf(stats.max - x) + (isinf(x) ? NAN : 1.0f);
+        stats.sum = stats.sum * __expf(stats.max - x) + (isinf(x) ? NAN : 1.0f);
         stats.max = x;
     } else {
-        stats.sum += x == -INFINITY ? 0.0f : expf(x - stats.max); /* a NaN x lands here: sum NaN */
+        stats.sum += x == -INFINITY ? 0.0f : __expf(x - stats.max); /* a NaN x: the sum NaN */
     }
+}
+
+/* Add four elements at once: their own statistics, relative to the largest of the four, merged
+ * in. One rescaling for four elements, and no branch between them. */
+__device__ inline void stats_add_quad(RowStats &stats, float4 v)
+{
+    float top = nan_max(nan_max(v.x, v.y), nan_max(v.z, v.w));
+    if (top == -INFINITY) /* four -inf add nothing (and -inf - -inf would be NaN) */
+        return;
+    stats_merge(stats, {top, (__expf(v.x - top) + __expf(v.y - top)) +
+                                 (__expf(v.z - top) + __expf(v.w - top))});
 }
 
 /* Merge the statistics of two sets of elements: both sums rescaled to the larger maximum. */
@@ -91,8 +108,8 @@ __device__ inline void stats_merge(RowStats &stats, RowStats other)
         stats.sum += other.sum;
         return;
     }
-    float mine = stats.max == top ? 1.0f : expf(stats.max - top);
-    float theirs = other.max == top ? 1.0f : expf(other.max - top);
+    float mine = stats.max == top ? 1.0f : __expf(stats.max - top);
+    float theirs = other.max == top ? 1.0f : __expf(other.max - top);
     stats = {top, stats.sum * mine + other.sum * theirs};
 }
 
@@ -118,7 +135,7 @@ __device__ inline RowStats block_stats(RowStats stats)
     // END SOLUTION
 }
 
-/* --- rungs 4 and 5: visiting a row 16 bytes at a time ----------------------------------------- */
+/* --- rungs 4 and 5: the row held in registers ------------------------------------------------- */
 
 /* A row of `cols` floats starting at `row`, split so that its middle can be read as float4: `head`
  * floats (0-3) up to the first 16-byte boundary, `quads` float4s, then the `tail` floats left. A
@@ -135,130 +152,136 @@ static inline __device__ RowSplit split_row(const float *row, int64_t cols)
     return {head, quads, cols - head - 4 * quads};
 }
 
-/* visit(j, value) for every element j of the row that this thread owns: the block's threads
- * stride over the row's float4s, and over the few floats before and after them. Each thread loads
- * LOADS_IN_FLIGHT float4s before it visits the first, so that many loads wait on device memory at
- * once (its latency is hidden by bytes in flight, not by threads alone). Reads go through the
- * read-only cache (__ldg), and leave the row in L2 for a second pass. With `kept` (kept_row), each
- * value is also stored there, for the second pass to read from shared memory instead. */
-#define LOADS_IN_FLIGHT 4
-template <typename Visit>
-__device__ void for_each_in_row(const float *row, int64_t cols, Visit visit, float *kept)
-{
-    RowSplit split = split_row(row, cols);
-    const float4 *quads = (const float4 *)(row + split.head);
-    float4 *kept_quads = (float4 *)(kept + split.head);
-    auto take = [&](int64_t j) {
-        float value = __ldg(row + j);
-        if (kept) kept[j] = value;
-        visit(j, value);
-    };
-    auto take_quad = [&](int64_t q, float4 v) {
-        if (kept) kept_quads[q] = v;
-        int64_t j = split.head + 4 * q;
-        visit(j, v.x);
-        visit(j + 1, v.y);
-        visit(j + 2, v.z);
-        visit(j + 3, v.w);
-    };
-    for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
-        take(j);
-    int64_t q = threadIdx.x, stride = blockDim.x;
-    for (; q + (LOADS_IN_FLIGHT - 1) * stride < split.quads; q += LOADS_IN_FLIGHT * stride) {
-        float4 v[LOADS_IN_FLIGHT];
-#pragma unroll
-        for (int k = 0; k < LOADS_IN_FLIGHT; k++)
-            v[k] = __ldg(quads + q + k * stride);
-#pragma unroll
-        for (int k = 0; k < LOADS_IN_FLIGHT; k++)
-            take_quad(q + k * stride, v[k]);
-    }
-    for (; q < split.quads; q += stride)
-        take_quad(q, __ldg(quads + q));
-    for (int64_t j = split.head + 4 * split.quads + threadIdx.x; j < cols; j += blockDim.x)
-        take(j);
-}
-
-/* out[j] = f(j, row[j]) over a row, 16 bytes at a time where `out` has the same alignment as
- * `row` (same offsets from 16-byte boundaries: rows of two arrays of one shape), else float by
- * float. The row is read from `kept` when for_each_in_row kept it, else from device memory (L2)
- * as the last read (evict-first); writes stream past L2 (__stcs): the output is not read again
- * by this kernel. A barrier (block_stats has two) must separate the two passes: with a
- * misaligned `out`, a thread reads values another one kept. */
-template <typename F>
-__device__ void map_row(const float *row, float *out, int64_t cols, F f, const float *kept)
-{
-    RowSplit split = split_row(row, cols);
-    auto value = [&](int64_t j) { return kept ? kept[j] : __ldcs(row + j); };
-    if ((uintptr_t)out % 16 != (uintptr_t)row % 16) {
-        for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
-            __stcs(out + j, f(j, value(j)));
-        return;
-    }
-    const float4 *in4 = (const float4 *)(row + split.head);
-    const float4 *kept4 = (const float4 *)(kept + split.head);
-    float4 *out4 = (float4 *)(out + split.head);
-    for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
-        __stcs(out + j, f(j, value(j)));
-#pragma unroll 4
-    for (int64_t q = threadIdx.x; q < split.quads; q += blockDim.x) {
-        float4 v = kept ? kept4[q] : __ldcs(in4 + q);
-        int64_t j = split.head + 4 * q;
-        __stcs(out4 + q, make_float4(f(j, v.x), f(j + 1, v.y), f(j + 2, v.z), f(j + 3, v.w)));
-    }
-    for (int64_t j = split.head + 4 * split.quads + threadIdx.x; j < cols; j += blockDim.x)
-        __stcs(out + j, f(j, value(j)));
-}
-
-/* Threads for a block that owns a row of `cols` floats (rungs 4 and 5): about 8 floats a thread,
- * a multiple of a warp, at most ONLINE_THREADS. */
+/* A block of up to ONLINE_THREADS threads per row, one block per multiprocessor at most: each
+ * thread then has 64 registers (65,536 a multiprocessor), and HELD_MAX float4s take 48 of them.
+ * So a block holds rows of up to 1024 x 12 x 4 = 49,152 floats in registers; of a row of
+ * GPT-2's vocabulary (50,257) it reads the last 2% twice. With 13 float4s (53,248 floats, all of
+ * it) ptxas had too few registers left and spilled one float4 to local memory; that store waits
+ * for its load, and the loads after it wait too: 93.8% of the copy bandwidth against 97.9% with
+ * 12, at [8192, 50257] on an H100. */
+#ifndef ONLINE_THREADS /* tests/test_softmax_cuda.py also builds the rungs with 64 */
 #define ONLINE_THREADS 1024
-static inline int online_threads(int64_t cols)
-{
-    int64_t warps = ceil_div(cols, 8 * 32);
-    warps = warps < 1 ? 1 : warps > ONLINE_THREADS / 32 ? ONLINE_THREADS / 32 : warps;
-    return (int)(32 * warps);
-}
-
-/* --- rungs 4 and 5: the row kept in shared memory between the two passes ---------------------- */
-
-/* The second pass reads the row again. It finds it in L2 while the rows in flight fit there: two
- * blocks of 1024 threads per multiprocessor hold 264 rows, 33 MiB of [4096, 32768]'s but 52 MB of
- * [8192, 50257]'s, more than L2's 50 MB, and there some second reads go to device memory. So a
- * row of KEEP_FROM_COLS floats or more (264 of those fill 42 MB) is also stored in the block's
- * shared memory by the first pass, when it fits there (227 KB a block on an H100: 58,000 floats;
- * 163 KB on an A100), and read back from there: device memory sees it read once, whatever L2
- * holds. The price is one block per multiprocessor, whose loads stop while it writes. Measured on
- * an H100 (2026-11-26, softmax-cuda-h100.md): at 50257 columns online went from 75.1% to 78.2% of
- * the copy bandwidth, the fused cross-entropy from 74.6% to 76.5%; at 32768, keeping the row too
- * gave 79% against 92%, hence the threshold. Keeping only as much as two blocks per
- * multiprocessor leave room for (112 KB each, the rest from L2) measured worse still: 70-72%. */
-#ifndef KEEP_FROM_COLS /* tests/test_softmax_cuda.py also builds the rungs with 0: rows all kept */
-#define KEEP_FROM_COLS 40000
 #endif
-/* The dynamic shared memory a block keeps its row of `cols` floats in, or 0 when the row is
- * short (KEEP_FROM_COLS) or does not fit. 3 floats more: room to put its float4s on 16-byte
- * boundaries (kept_row). */
-static inline size_t kept_row_bytes(int64_t cols)
-{
-    static int limit = -1;
-    if (limit < 0) {
-        int device = 0;
-        if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
-                cudaSuccess)
-            limit = 0;
+#define HELD_MAX 12
+
+/* A block's copy of one row, in its registers: thread t holds the row's float4s t, t + stride,
+ * t + 2 stride, ..., HELD of them, all loaded before the first is used (HELD 16-byte loads in
+ * flight a thread: device memory's latency is hidden by bytes in flight). The outputs are then
+ * computed from the registers: device memory sees the row read once and its outputs written
+ * once, the bytes of a copy, with no second pass over the row. What registers do not hold is
+ * read where it lies, and read again for the outputs (from L2, evict-first): the head and tail
+ * floats (split_row), and, in a row longer than HELD float4s a thread, the float4s past those.
+ * Measured on an H100 at [8192, 50257] (softmax-cuda-h100.md): the row read twice, kept in
+ * shared memory between the two passes, gave 78% of the copy bandwidth; a persistent block that
+ * copied the next row into shared memory (cp.async) while it wrote the last, 87%; the row held
+ * in registers, 98%. */
+template <int HELD>
+struct HeldRow {
+    const float *row;
+    RowSplit split;
+    float4 held[HELD];
+
+    __device__ HeldRow(const float *row_, int64_t cols) : row(row_), split(split_row(row_, cols))
+    {
+        const float4 *mine = quads() + threadIdx.x;
+        int64_t left = split.quads - threadIdx.x;
+#pragma unroll
+        for (int k = 0; k < HELD; k++)
+            held[k] = k * stride() < left ? __ldg(mine + k * stride()) : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
     }
-    size_t bytes = (size_t)(cols + 3) * sizeof(float);
-    return cols >= KEEP_FROM_COLS && bytes <= (size_t)limit ? bytes : 0;
+
+    /* The threads of the block: ONLINE_THREADS whenever a thread holds more than one float4
+     * (held_launch), known at compile time so that the HELD loads take constant offsets from one
+     * address. With blockDim.x there, each load had an address register of its own, and ptxas
+     * spilled held float4s to local memory: 84% of the copy bandwidth at [8192, 50257]. */
+    __device__ int64_t stride() const { return HELD == 1 ? blockDim.x : ONLINE_THREADS; }
+    /* The index of this thread's k-th float4 in the row's float4s. */
+    __device__ int64_t quad(int64_t k) const { return threadIdx.x + k * stride(); }
+    __device__ const float4 *quads() const { return (const float4 *)(row + split.head); }
+    /* The first float after the row's float4s: the tail's. */
+    __device__ int64_t tail() const { return split.head + 4 * split.quads; }
+
+    /* The statistics of this thread's elements. */
+    __device__ RowStats stats() const
+    {
+        RowStats stats = {-INFINITY, 0.0f};
+        for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
+            stats_add(stats, __ldg(row + j));
+        for (int64_t j = tail() + threadIdx.x; j < tail() + split.tail; j += blockDim.x)
+            stats_add(stats, __ldg(row + j));
+        for (int64_t q = quad(HELD); q < split.quads; q += stride())
+            stats_add_quad(stats, __ldg(quads() + q));
+#pragma unroll
+        for (int k = 0; k < HELD; k++)
+            stats_add_quad(stats, held[k]);
+        return stats;
+    }
+
+    /* out[j] = f(j, row[j]) for this thread's elements. Writes stream past L2 (__stcs): nothing
+     * reads them again here. `out` is written 16 bytes at a time when it lies as the row does
+     * (the same offset from a 16-byte boundary: rows of two arrays of one shape), else float by
+     * float. */
+    template <typename F>
+    __device__ void map(float *out, F f) const
+    {
+        bool aligned = (uintptr_t)out % 16 == (uintptr_t)row % 16;
+        auto put = [&](int64_t q, float4 v) {
+            int64_t j = split.head + 4 * q;
+            float4 o = make_float4(f(j, v.x), f(j + 1, v.y), f(j + 2, v.z), f(j + 3, v.w));
+            if (aligned) {
+                __stcs((float4 *)(out + j), o);
+            } else {
+                __stcs(out + j, o.x);
+                __stcs(out + j + 1, o.y);
+                __stcs(out + j + 2, o.z);
+                __stcs(out + j + 3, o.w);
+            }
+        };
+#pragma unroll
+        for (int k = 0; k < HELD; k++)
+            if (quad(k) < split.quads)
+                put(quad(k), held[k]);
+        for (int64_t q = quad(HELD); q < split.quads; q += stride())
+            put(q, __ldcs(quads() + q));
+        for (int64_t j = threadIdx.x; j < split.head; j += blockDim.x)
+            __stcs(out + j, f(j, __ldcs(row + j)));
+        for (int64_t j = tail() + threadIdx.x; j < tail() + split.tail; j += blockDim.x)
+            __stcs(out + j, f(j, __ldcs(row + j)));
+    }
+};
+
+/* How a rung-4 or rung-5 kernel is launched for rows of `cols` floats: `held`, the fewest float4s
+ * a thread of ONLINE_THREADS holds for the block to hold the row (1, 2, 4, 8 or HELD_MAX: the
+ * kernels compiled), and `threads`: ONLINE_THREADS, or for a row that takes one float4 a thread,
+ * the warps that cover it. */
+struct HeldLaunch {
+    int held, threads;
+};
+
+static inline HeldLaunch held_launch(int64_t cols)
+{
+    int64_t quads = cols / 4; /* the most float4s a row of cols floats has */
+    int held = HELD_MAX;
+    for (int choice : {8, 4, 2, 1})
+        if (choice * (int64_t)ONLINE_THREADS >= quads)
+            held = choice;
+    int64_t warps = ceil_div(quads > 0 ? quads : 1, 32);
+    return {held, held == 1 ? (int)(32 * warps) : ONLINE_THREADS};
 }
 
-/* Where the row lies in the block's dynamic shared memory (`shared`, 16-byte aligned): shifted so
- * that the floats from split_row's head on start a 16-byte boundary, as in device memory; NULL
- * when the launch gave none (`keep` 0). */
-static inline __device__ float *kept_row(float *shared, const float *row, int64_t cols, int keep)
+/* launch(HELD) for the HELD that held_launch chose, as a compile-time constant
+ * (std::integral_constant<int, HELD>: a template argument) that the launcher passes to its kernel
+ * template. Returns what launch returns. */
+template <typename Launch>
+static inline int with_held(int held, Launch launch)
 {
-    return keep ? shared + (4 - split_row(row, cols).head) % 4 : NULL;
+    switch (held) {
+    case 1: return launch(std::integral_constant<int, 1>{});
+    case 2: return launch(std::integral_constant<int, 2>{});
+    case 4: return launch(std::integral_constant<int, 4>{});
+    case 8: return launch(std::integral_constant<int, 8>{});
+    default: return launch(std::integral_constant<int, HELD_MAX>{});
+    }
 }
 
 #endif
