@@ -2,7 +2,7 @@
 
 Rungs 1 (direct), 3 (implicit GEMM), 4 (Winograd), 5 (FFT, on fake_cufft.cpp's exact DFTs) and
 the backward compute the right numbers on the CPU emulation of CUDA (tests/cuda_emulation/: a
-block's threads are real threads, __syncthreads a barrier, as for the SGEMM ladder), at the
+block's threads are fibers, __syncthreads a barrier, as for the SGEMM ladder), at the
 curriculum's layer shapes and at odd ones (tests/cuda_emulation/conv_harness.cpp). Speed, and the
 GPU's own rounding, need a GPU: tests/test_stage4_nvcc.py and `python -m grader.conv_bench`.
 """

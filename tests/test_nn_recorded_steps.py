@@ -35,20 +35,20 @@ def train(tier, data, recipe, **steps):
 
 
 def test_recorded_steps_train_exactly_as_op_by_op(numba_tier):
-    # A learning rate that changes at every step (cosine), and a last batch of another size (20
-    # examples in batches of 8: a recording for 8, launched again for the second batch, and one
-    # for 4). Small batches: the simulator runs a Python thread per CUDA thread.
-    recipe = Recipe(epochs=1, batch_size=8, optimizer="nesterov", lr=0.1, schedule="cosine",
+    # A learning rate that changes at every step (cosine), and a last batch of another size (10
+    # examples in batches of 4: a recording for 4, launched again for the second batch, and one
+    # for 2). Small batches: the simulator runs a Python thread per CUDA thread.
+    recipe = Recipe(epochs=1, batch_size=4, optimizer="nesterov", lr=0.1, schedule="cosine",
                     val_size=0, seed=3)  # fmt: skip
-    data = load_data("blobs", val_size=0, synthetic_size=20)
+    data = load_data("blobs", val_size=0, synthetic_size=10)
     _, expected = train(numba_tier, data, recipe, recorded=False)
     trainer, received = train(numba_tier, data, recipe)
-    assert sorted(trainer.recorded.launchers) == [4, 8]
+    assert sorted(trainer.recorded.launchers) == [2, 4]
     assert trainer.optimizer.steps == 3
     for name, value in expected.items():
         np.testing.assert_array_equal(received[name], value, err_msg=name)
-    assert trainer.progress.seen == 20
-    assert 0 < trainer.progress.loss_sum and 0 <= trainer.progress.correct <= 20
+    assert trainer.progress.seen == 10
+    assert 0 < trainer.progress.loss_sum and 0 <= trainer.progress.correct <= 10
 
 
 def test_a_recipe_a_recording_cannot_follow_trains_op_by_op(numba_tier, capsys):

@@ -3,7 +3,7 @@
 nvcc compiles every rung alone (as CI does) for sm_80 and sm_90 with no register spills, the
 learner's stubbed rungs compile too, and bench.cu builds with cuBLAS where cuBLAS is installed.
 Every rung, and every tile configuration of rung 8, computes the product correctly on a CPU
-emulation of CUDA (tests/cuda_emulation/: a block's threads are real threads, __syncthreads a
+emulation of CUDA (tests/cuda_emulation/: a block's threads are fibers, __syncthreads a
 barrier), at sizes on and off the tiles. The table of the README is what
 stage4_cuda/sgemm_bench.py makes of the committed results. Speed, and the real cp.async path, need
 a GPU: `python3 stage4_cuda/sgemm_bench.py` checks each rung against cuBLAS there and times it.

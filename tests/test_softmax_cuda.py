@@ -1,8 +1,8 @@
 """The softmax ladder in CUDA C (stage4_cuda/csrc/softmax/), checked without a GPU.
 
 Every rung (softmax and log_softmax) and the fused cross-entropy compute the right values on a CPU
-emulation of CUDA (tests/cuda_emulation/: a block's threads are real threads, __syncthreads a
-barrier, a warp's shuffles another: warp_shuffle.h), for rows at every offset from a 16-byte
+emulation of CUDA (tests/cuda_emulation/: a block's threads are fibers, __syncthreads a barrier,
+a warp's shuffles another: warp_shuffle.h), for rows at every offset from a 16-byte
 boundary, logits of 1e3, NaN and -inf in a row, and inputs apart from the outputs' alignment
 (softmax_harness.cpp). Each rung file says what it changes and the command that times it. Speed
 needs a GPU: `python -m stage4_cuda.softmax_bench` checks each rung there and times it beside a

@@ -1,7 +1,7 @@
 """Stage 4, nvcc variant: the memory-bound kernels (pooling, dropout, the epilogue, the losses,
 batchnorm, the optimizer steps), the dense layer's products (split along k or not) and the
 device-data hooks run on the CPU, through the emulation of
-CUDA in tests/cuda_emulation/ (a block's threads are real threads, __syncthreads a barrier, warp
+CUDA in tests/cuda_emulation/ (a block's threads are fibers, __syncthreads a barrier, warp
 shuffles a barrier of the warp's 32 threads: warp_shuffle.h), against stage 2. No GPU needed: this
 checks what the kernels compute (indices, edges, the float4 and scalar paths, the two-level
 reductions), not their speed, which tests/test_stage4_nvcc.py and grader/memory_bench.py measure

@@ -1,25 +1,33 @@
-/* cuda_runtime.h for the CPU: just enough of CUDA to run the SGEMM and conv2d ladders' kernels on
- * threads.
+/* cuda_runtime.h for the CPU: just enough of CUDA to run the stage-4 kernels (the SGEMM, conv2d and
+ * softmax ladders, the memory-bound kernels) on the calling thread.
  *
- * tests/test_sgemm_cuda.py and tests/test_conv_cuda.py compile the rung files with g++ against
- * this header (after turning
- * each `kernel<<<grid, block, shared>>>(args)` into `emulate::Launch(grid, block, shared).run(
- * kernel, args)`). A launch runs its blocks one after the other; a block runs as blockDim real
- * threads, so `__syncthreads()` is a std::barrier and a missing barrier can show up as a wrong
- * result. `static` stands for `__shared__`: the blocks of a launch share nothing at the same time.
- * Code under `#if __CUDA_ARCH__ >= 800` (cp.async) is not compiled: its fallback path is. */
+ * The tests compile the .cu files with g++ against this header (after turning each
+ * `kernel<<<grid, block, shared>>>(args)` into `emulate::Launch(grid, block, shared).run(kernel,
+ * args)`: tests/cuda_emulated.py). A launch runs its blocks one after the other. A block's
+ * threads are fibers (ucontext): each runs until it reaches a barrier (`__syncthreads()`, or a
+ * warp shuffle's barrier of its warp: warp_shuffle.h) or returns, then the next one runs; when
+ * every thread that has not returned waits at the block's barrier (or every lane of a warp at
+ * the warp's), they go on. The threads run in thread order, and in reverse order after every
+ * barrier, so a missing barrier shows up as a wrong result whichever thread writes first, on
+ * every run. Threads waiting at different barriers (a `__syncthreads()` that some threads skip)
+ * stop the program with a message. Fibers instead of real threads: a thread a CUDA thread cost
+ * the kernel, its creation and the futex of each barrier (the conv ladder took 68 s, 88 s of it
+ * in the kernel: now a few seconds). `static` stands for `__shared__`: the blocks of a launch
+ * share nothing at the same time. Code under `#if __CUDA_ARCH__ >= 800` (cp.async) is not
+ * compiled: its fallback path is. */
 #ifndef S2C_CUDA_EMULATION_H
 #define S2C_CUDA_EMULATION_H
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
+#include <functional>
+#include <memory>
+#include <ucontext.h>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <thread>
 #include <vector>
 
 #define __global__
@@ -68,9 +76,91 @@ typedef void *cudaStream_t;
 #define cudaStreamPerThread ((cudaStream_t)0x2)
 
 namespace emulate {
-inline thread_local std::barrier<> *block_barrier;
 inline std::vector<float4> dynamic_memory;
 inline float *dynamic_shared() { return (float *)dynamic_memory.data(); }
+
+/* The threads of the block that runs, as fibers. */
+enum class Wait { none, block, warp, returned };
+struct Fiber {
+    ucontext_t context;
+    Wait wait;
+    std::unique_ptr<char[]> stack;
+};
+constexpr size_t FIBER_STACK = 256 * 1024; /* a kernel's locals (register tiles) fit easily */
+inline std::vector<Fiber> fibers;          /* kept from launch to launch, with their stacks */
+inline ucontext_t scheduler;
+inline unsigned running;                   /* the fiber that runs now */
+inline std::function<void(unsigned)> thread_body;
+
+/* Leave the running fiber until the barrier it waits at lets it go on. */
+inline void wait_at(Wait barrier)
+{
+    fibers[running].wait = barrier;
+    swapcontext(&fibers[running].context, &scheduler);
+}
+
+inline void fiber_main(int thread)
+{
+    thread_body((unsigned)thread);
+    fibers[thread].wait = Wait::returned; /* then back to the scheduler: uc_link */
+}
+
+/* Run `threads` fibers to their end: each pass resumes every thread that may go on, in thread
+ * order or the reverse one (alternately), until it waits or returns; then the barrier that every
+ * waiting thread concerned has reached lets those go. */
+inline void run_block(unsigned threads, dim3 block)
+{
+    if (fibers.size() < threads) fibers.resize(threads);
+    for (unsigned t = 0; t < threads; t++) {
+        Fiber &fiber = fibers[t];
+        if (!fiber.stack) fiber.stack.reset(new char[FIBER_STACK]);
+        getcontext(&fiber.context);
+        fiber.context.uc_stack.ss_sp = fiber.stack.get();
+        fiber.context.uc_stack.ss_size = FIBER_STACK;
+        fiber.context.uc_link = &scheduler;
+        makecontext(&fiber.context, (void (*)())fiber_main, 1, (int)t);
+        fiber.wait = Wait::none;
+    }
+    bool forward = true;
+    for (;;) {
+        for (unsigned i = 0; i < threads; i++) {
+            unsigned t = forward ? i : threads - 1 - i;
+            if (fibers[t].wait != Wait::none) continue;
+            threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
+            running = t;
+            swapcontext(&scheduler, &fibers[t].context);
+        }
+        forward = !forward;
+        bool released = false, all_at_block = true, any_left = false;
+        for (unsigned warp = 0; warp * 32 < threads; warp++) {
+            unsigned first = warp * 32, last = std::min(threads, first + 32);
+            bool all_at_warp = true, any = false;
+            for (unsigned t = first; t < last; t++) {
+                if (fibers[t].wait == Wait::returned) continue;
+                any = any_left = true;
+                all_at_warp &= fibers[t].wait == Wait::warp;
+                all_at_block &= fibers[t].wait == Wait::block;
+            }
+            if (any && all_at_warp) {
+                for (unsigned t = first; t < last; t++)
+                    if (fibers[t].wait == Wait::warp) fibers[t].wait = Wait::none;
+                released = true;
+            }
+        }
+        if (!any_left) return;
+        if (!released && all_at_block) {
+            for (unsigned t = 0; t < threads; t++)
+                if (fibers[t].wait == Wait::block) fibers[t].wait = Wait::none;
+            released = true;
+        }
+        if (!released) {
+            fprintf(stderr, "emulation: block (%u, %u, %u): its threads wait at different "
+                    "barriers (a __syncthreads() or a shuffle that some threads skip)\n",
+                    blockIdx.x, blockIdx.y, blockIdx.z);
+            abort();
+        }
+    }
+}
 
 struct Launch {
     dim3 grid, block;
@@ -82,31 +172,21 @@ struct Launch {
     void run(void (*kernel)(Parameters...), Arguments... arguments)
     {
         dynamic_memory.assign(shared_bytes / sizeof(float4) + 1, float4{});
-        unsigned threads = block.x * block.y * block.z;
+        blockDim = block;
+        gridDim = grid;
+        thread_body = [&](unsigned) { kernel(arguments...); };
         for (unsigned bz = 0; bz < grid.z; bz++)
             for (unsigned by = 0; by < grid.y; by++)
                 for (unsigned bx = 0; bx < grid.x; bx++) {
-                    std::barrier<> barrier(threads);
-                    std::vector<std::thread> team;
-                    for (unsigned t = 0; t < threads; t++)
-                        team.emplace_back([&, t] {
-                            threadIdx = {t % block.x, t / block.x % block.y,
-                                         t / (block.x * block.y)};
-                            blockIdx = {bx, by, bz};
-                            blockDim = block;
-                            gridDim = grid;
-                            block_barrier = &barrier;
-                            kernel(arguments...);
-                            barrier.arrive_and_drop(); /* an exited thread waits for no one */
-                        });
-                    for (std::thread &member : team)
-                        member.join();
+                    blockIdx = {bx, by, bz};
+                    run_block(block.x * block.y * block.z, block);
                 }
+        thread_body = nullptr;
     }
 };
 } // namespace emulate
 
-inline void __syncthreads(void) { emulate::block_barrier->arrive_and_wait(); }
+inline void __syncthreads(void) { emulate::wait_at(emulate::Wait::block); }
 
 /* Whether `predicate` is nonzero in any thread of the block, for every thread. One block runs at
  * a time here, so one flag serves every block: set, read after a barrier, cleared after another,
