@@ -9,11 +9,11 @@
  * every thread that has not returned waits at the block's barrier (or every lane of a warp at
  * the warp's), they go on. The threads run in thread order, and in reverse order after every
  * barrier, so a missing barrier shows up as a wrong result whichever thread writes first, on
- * every run. Threads waiting at different barriers (a `__syncthreads()` that some threads skip)
- * stop the program with a message. Fibers instead of real threads: a thread a CUDA thread cost
- * the kernel, its creation and the futex of each barrier (the conv ladder took 68 s, 88 s of it
- * in the kernel: now a few seconds). `static` stands for `__shared__`: the blocks of a launch
- * share nothing at the same time. Code under `#if __CUDA_ARCH__ >= 800` (cp.async) is not
+ * every run. Threads that no barrier can let go on (some at the block's, the rest at shuffles)
+ * stop the program with a message. Fibers, not an OS thread a CUDA thread, created, joined and
+ * woken at every barrier by the kernel: the conv ladder's harness took 68 s that way (88 s of
+ * CPU time in system calls), 7 s as fibers. `static` stands for `__shared__`: the blocks of a
+ * launch share nothing at the same time. Code under `#if __CUDA_ARCH__ >= 800` (cp.async) is not
  * compiled: its fallback path is. */
 #ifndef S2C_CUDA_EMULATION_H
 #define S2C_CUDA_EMULATION_H
