@@ -3,10 +3,11 @@
  * each computing a few rows and columns of a tile held in registers, the next step's loads in
  * flight while the current one computes). The SGEMM ladder that reaches cuBLAS lives in sgemm/.
  *
- * Either operand may be stored transposed (the dense layer's w and dy.T): a loader reads element
- * (i, k) at i * row_stride + k * depth_stride, so a transposed operand is the same loader with
- * its strides swapped, read where it lies (no transposed copy). An optional bias is added to every
- * row as c is written (the dense layer's + b).
+ * Either operand may be stored transposed (the dense layer's w and dy.T): the loader
+ * (tiled_product.cuh, StridedOperand) reads element (i, k) at i * row_stride + k * depth_stride,
+ * so a transposed operand is the same loader with its strides swapped, read where it lies (no
+ * transposed copy). An optional bias is added to every row as c is written (the dense layer's
+ * + b: StridedResult).
  *
  * Split along k: a product with few output tiles and a long k leaves most multiprocessors idle
  * while a few blocks walk the whole depth (the Fashion CNN's Linear 3200->256 at batch 64: 16
@@ -18,33 +19,6 @@
  * Cost model: 2 n k m FLOPs; device memory a, b and c once (the tiles' re-reads hit L2), plus the
  * partial tiles when split (pieces x n x m floats, written and read once). */
 #include "tiled_product.cuh"
-
-/* Element (i, k) of a matrix operand: rows of a (or columns of b) along i, the depth along k.
- * Stored as it is used, a's row i is contiguous (row_stride = k, depth_stride = 1); stored
- * transposed, its column is (row_stride = 1, depth_stride = n). */
-struct MatrixOperand {
-    const float *data;
-    int64_t row_stride, depth_stride;
-    __device__ float operator()(int, int i, int k) const
-    {
-        return __ldg(data + i * row_stride + k * depth_stride);
-    }
-    /* As B: a thread loads from one column (i) throughout. */
-    typedef const float *Column;
-    __device__ Column column(int, int i) const { return data + i * row_stride; }
-    __device__ float operator()(Column at, int k) const { return __ldg(at + k * depth_stride); }
-};
-
-/* c[z][i, j] = sum (+ bias[j]): z is the piece of a split product (its partial tile in scratch). */
-struct ProductTile {
-    float *c;
-    const float *bias;
-    int64_t m, slice;
-    __device__ void operator()(int z, int i, int j, float sum) const
-    {
-        c[z * slice + i * m + j] = bias != NULL ? sum + bias[j] : sum;
-    }
-};
 
 int64_t gemm_scratch(int64_t n, int64_t k, int64_t m)
 {
@@ -68,10 +42,10 @@ extern "C" int s2c_cuda_gemm(const float *a, const float *b, const float *bias, 
     // BEGIN SOLUTION week 15, task matmul
     depth_split split = scratch != NULL ? split_depth(n, m, k) : depth_split{1, k};
     /* op(a) [n, k]: a [n, k], or a [k, n] read transposed; op(b) [k, m]: b [k, m] or b [m, k] */
-    MatrixOperand rows = transpose_a ? MatrixOperand{a, 1, n} : MatrixOperand{a, k, 1};
-    MatrixOperand columns = transpose_b ? MatrixOperand{b, k, 1} : MatrixOperand{b, 1, m};
-    bool split_up = split.pieces > 1;
-    ProductTile tile = {split_up ? scratch : c, split_up ? NULL : bias, m, n * m};
+    StridedOperand rows = transpose_a ? StridedOperand{a, 0, 1, n} : StridedOperand{a, 0, k, 1};
+    StridedOperand columns = transpose_b ? StridedOperand{b, 0, k, 1} : StridedOperand{b, 0, 1, m};
+    bool split_up = split.pieces > 1; /* then piece z's partial tile goes to scratch[z] */
+    StridedResult tile = {split_up ? scratch : c, split_up ? NULL : bias, n * m, m};
     int status = launch_tiled_product("gemm tiled_product_kernel", rows, columns, tile, n, m, k,
                                       split.pieces, split_up ? split.piece : 0);
     if (status != S2C_CUDA_OK || !split_up) return status;

@@ -163,6 +163,37 @@ __global__ void __launch_bounds__(PRODUCT_THREADS)
         }
 }
 
+/* Stored operands and results: a stack of matrices, matrix z at z * slice. Element (i, k) of an
+ * operand lies at i * row_stride + k * depth_stride: as A, i is a row of the product; as B, a
+ * column, and each thread loads from one column throughout (column). A matrix stored as it is
+ * used has (row_stride, depth_stride) = (its depth, 1) as A, (1, its columns) as B; stored
+ * transposed, the same loader with the two strides swapped reads it where it lies. gemm's
+ * operands (matmul.cu) and Winograd's 16 products (conv/04_winograd.cu) are these. */
+struct StridedOperand {
+    const float *data;
+    int64_t slice, row_stride, depth_stride;
+    __device__ float operator()(int z, int i, int k) const
+    {
+        return __ldg(data + z * slice + i * row_stride + k * depth_stride);
+    }
+    typedef const float *Column;
+    __device__ Column column(int z, int i) const { return data + z * slice + i * row_stride; }
+    __device__ float operator()(Column at, int k) const { return __ldg(at + k * depth_stride); }
+};
+
+/* out[z][i, j] = sum (+ bias[j] when bias is not NULL) at data[z * slice + i * row_stride + j]:
+ * a product's result, a batch of them (Winograd), or a split product's partial tiles, matrix z
+ * the piece z (gemm, the conv weight gradient). */
+struct StridedResult {
+    float *data;
+    const float *bias;
+    int64_t slice, row_stride;
+    __device__ void operator()(int z, int i, int j, float sum) const
+    {
+        data[z * slice + i * row_stride + j] = bias != NULL ? sum + bias[j] : sum;
+    }
+};
+
 /* Launch the product on the default stream with a tile that suits its shape: a short one
  * (BM = 16 or 32 rows) when there are few rows, so that fewer loads and FMAs go to waste; for a
  * split product (split_depth > 0), whose pieces were counted to fill the GPU, 128 x 128 when that

@@ -159,47 +159,14 @@ __global__ void input_transform_kernel(const float *x, float *v, conv_geometry g
     }
 }
 
-/* A(xi, k, c) = U[xi][k, c] and B(xi, c, t) = V[xi][c, t]: stored matrices, batched along z. */
-struct BatchRows {
-    const float *u;
-    int rows, depth;
-    __device__ float operator()(int xi, int k, int c) const
-    {
-        return u[((int64_t)xi * rows + k) * depth + c];
-    }
-};
-struct BatchColumns {
-    const float *v;
-    int depth, cols;
-    struct Column {
-        const float *first; /* V[xi][0, t] */
-        int stride;
-    };
-    __device__ Column column(int xi, int t) const
-    {
-        return {v + (int64_t)xi * depth * cols + t, cols};
-    }
-    __device__ float operator()(const Column &at, int c) const
-    {
-        return at.first[(int64_t)c * at.stride];
-    }
-};
-struct BatchOutput {
-    float *m;
-    int rows, cols;
-    __device__ void operator()(int xi, int k, int t, float sum) const
-    {
-        m[((int64_t)xi * rows + k) * cols + t] = sum;
-    }
-};
-
 static int winograd_products(const float *u, const float *v, float *m, const conv_geometry &g,
                              int64_t tiles)
 {
-    int k = (int)g.filters, c = (int)g.channels, t = (int)tiles;
-    return launch_tiled_product("conv winograd tiled_product_kernel", BatchRows{u, k, c},
-                                BatchColumns{v, c, t}, BatchOutput{m, k, t}, k, t, c, ENTRIES,
-                                0);
+    int64_t k = g.filters, c = g.channels, t = tiles;
+    /* product xi: M[xi] [k, t] = U[xi] [k, c] @ V[xi] [c, t], stored matrices, batched along z */
+    StridedOperand rows = {u, k * c, c, 1}, columns = {v, c * t, 1, t};
+    return launch_tiled_product("conv winograd tiled_product_kernel", rows, columns,
+                                StridedResult{m, NULL, k * t, t}, k, t, c, ENTRIES, 0);
 }
 
 /* y's 2x2 block t of filter k = A^T M A + b[k] (+ 0 when b is NULL); A^T = [1 1 1 0; 0 1 -1 -1]. */

@@ -286,16 +286,6 @@ struct InputTaps {
     }
 };
 
-/* partial[piece, k, col] = sum over the piece's depth. */
-struct PieceSums {
-    float *partial;
-    int filters, columns;
-    __device__ void operator()(int piece, int k, int col, float sum) const
-    {
-        partial[((int64_t)piece * filters + k) * columns + col] = sum;
-    }
-};
-
 static int weight_gradient(const float *x, const float *dy, float *dw, float *db, float *partial,
                            const conv_geometry &g)
 {
@@ -307,7 +297,8 @@ static int weight_gradient(const float *x, const float *dy, float *dw, float *db
     InputTaps taps = {x, (int)g.channels, (int)g.height, (int)g.width, (int)g.kh, (int)g.kw,
                       (int)g.stride, (int)g.padding, (int)g.out_width, positions, by_positions,
                       by_out_width};
-    PieceSums sums = {partial, (int)g.filters, (int)columns};
+    /* partial[piece, k, col] = the sum over the piece's depth */
+    StridedResult sums = {partial, NULL, g.filters * columns, columns};
     int status = launch_tiled_product("conv backward (dw) tiled_product_kernel", rows, taps, sums,
                                       g.filters, columns, g.n * positions, split.pieces,
                                       split.piece);
