@@ -64,6 +64,8 @@ int main(int argc, char **argv)
         {2, 7, 5, 1, 1, 1, 0, 8, 9},
         {2, 16, 17, 3, 3, 1, 1, 9, 7},  /* dx by Winograd (16 channels and filters or more) */
         {1, 16, 16, 3, 3, 1, 2, 5, 6},  /* the same, padded by 2: dy through the turned filters */
+        {2, 9, 6, 5, 5, 1, 2, 8, 8},    /* dx by the implicit product (more than 8 channels) */
+        {2, 12, 5, 3, 3, 2, 1, 9, 9},   /* the same, stride 2 (no Winograd) */
     };
     std::mt19937 generator(7);
     std::normal_distribution<float> normal;
