@@ -18,16 +18,17 @@
 #ifndef S2C_CUDA_EMULATION_H
 #define S2C_CUDA_EMULATION_H
 
+#include <ucontext.h>
+
 #include <algorithm>
 #include <atomic>
-#include <functional>
-#include <memory>
-#include <ucontext.h>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #define __global__

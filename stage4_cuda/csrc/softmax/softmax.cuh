@@ -183,11 +183,13 @@ struct HeldRow {
 
     __device__ HeldRow(const float *row_, int64_t cols) : row(row_), split(split_row(row_, cols))
     {
+        /* past the row's end, four -inf: they add nothing to the statistics (stats_add_quad) */
+        const float4 none = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
         const float4 *mine = quads() + threadIdx.x;
         int64_t left = split.quads - threadIdx.x;
 #pragma unroll
         for (int k = 0; k < HELD; k++)
-            held[k] = k * stride() < left ? __ldg(mine + k * stride()) : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+            held[k] = k * stride() < left ? __ldg(mine + k * stride()) : none;
     }
 
     /* The threads of the block: ONLINE_THREADS whenever a thread holds more than one float4
