@@ -7,6 +7,7 @@ curriculum's layer shapes and at odd ones (tests/cuda_emulation/conv_harness.cpp
 GPU's own rounding, need a GPU: tests/test_stage4_nvcc.py and `python -m grader.conv_bench`.
 """
 
+import os
 import shutil
 import subprocess
 
@@ -42,10 +43,16 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
     command += [EMULATION / "conv_harness.cpp", "-ldl", "-o", tmp_path / "harness"]
     built = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout + built.stderr
-    ran = subprocess.run([tmp_path / "harness", fake_cufft], capture_output=True, text=True,
-                         timeout=600)  # fmt: skip
-    # conv_harness.cpp's main: 13 shapes, each direct, implicit_gemm and the backward's 3 outputs
-    # (dx by its definition up to 8 channels, by Winograd or the implicit product above); winograd
-    # on its 5 shapes of 3x3 stride 1; fft and dx with a NaN weight on the 12 shapes small enough
-    # for the emulation
-    assert ran.returncode == 0 and ran.stdout.endswith("94 passed, 0 failed\n"), ran.stdout
+    # On an H100's 132 multiprocessors, then on 2: the products (tiled_product.cuh) that would
+    # leave multiprocessors idle take small tiles at these sizes, and on 2 their largest ones,
+    # whose threads read their rows and columns in runs of 4.
+    for multiprocessors in ("132", "2"):
+        ran = subprocess.run([tmp_path / "harness", fake_cufft], capture_output=True, text=True,
+                             timeout=600, env={**os.environ, "EMULATED_MULTIPROCESSORS": multiprocessors})
+        # conv_harness.cpp's main: 13 shapes, each direct, implicit_gemm and the backward's 3
+        # outputs (dx by its definition up to 8 channels, by Winograd or the implicit product
+        # above); winograd on its 5 shapes of 3x3 stride 1; fft and dx with a NaN weight on the
+        # 12 shapes small enough for the emulation
+        passed = ran.returncode == 0 and ran.stdout.endswith("94 passed, 0 failed\n")
+        assert passed, f"{multiprocessors} multiprocessors:\n{ran.stdout}"
+

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -220,9 +221,15 @@ inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 inline const char *cudaGetErrorString(cudaError_t) { return "emulated error"; }
 inline const char *cudaGetErrorName(cudaError_t) { return "cudaErrorEmulated"; }
 inline cudaError_t cudaGetDevice(int *device) { *device = 0; return cudaSuccess; }
+/* An H100's attributes; its 132 multiprocessors unless EMULATED_MULTIPROCESSORS says otherwise
+ * (few of them make the launchers that fill the GPU choose their largest tiles at small sizes). */
 inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, int)
 {
-    *value = attribute == cudaDevAttrMaxSharedMemoryPerBlockOptin ? 232448 : 132; /* an H100's */
+    const char *multiprocessors = std::getenv("EMULATED_MULTIPROCESSORS");
+    if (attribute == cudaDevAttrMaxSharedMemoryPerBlockOptin)
+        *value = 232448;
+    else
+        *value = multiprocessors != nullptr ? std::atoi(multiprocessors) : 132;
     return cudaSuccess;
 }
 template <class F> cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
