@@ -33,6 +33,9 @@ template <typename Index>
 __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, float *dx,
                                         pool_geometry g);
 template <typename Index>
+__global__ void maxpool_backward_disjoint_kernel(const float *dy, const int64_t *argmax,
+                                                 float *dx, pool_geometry g);
+template <typename Index>
 __global__ void avgpool_kernel(const float *x, float *y, pool_geometry g);
 template <typename Index>
 __global__ void avgpool_backward_kernel(const float *dy, float *dx, pool_geometry g);
@@ -135,7 +138,10 @@ extern "C" int s2c_cuda_maxpool2d_backward(const float *dy, const int64_t *argma
                                            const pool_geometry *g)
 {
     // BEGIN SOLUTION week 16, task maxpool2d_backward
-    LAUNCH_POOL(maxpool_backward_kernel, cells(g), g, dy, argmax, dx);
+    if (g->k == g->stride)
+        LAUNCH_POOL(maxpool_backward_disjoint_kernel, cells(g), g, dy, argmax, dx);
+    else
+        LAUNCH_POOL(maxpool_backward_kernel, cells(g), g, dy, argmax, dx);
     return S2C_CUDA_OK;
 }
 
@@ -164,6 +170,29 @@ __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, 
                 }
             plane_dx[h * width + w] = total;
         }
+}
+
+/* Windows that neither overlap nor leave gaps (k == stride, as in every network here): the inputs
+ * of cell (ch, cw) are window (ch, cw)'s, so each thread loads one argmax and one dy, where the
+ * general kernel above reads them again for each input of its cell (the Fashion CNN's two
+ * poolings at batch 256 took 77 us that way on an H100). A cell past the last window (rows or
+ * columns left over) reads the last one (last_oh, last_ow), which holds none of its inputs: its
+ * dx is 0. */
+template <typename Index>
+__global__ void maxpool_backward_disjoint_kernel(const float *dy, const int64_t *argmax,
+                                                 float *dx, pool_geometry g)
+{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= cells(&g)) return;
+    pool_cell<Index> cell = cell_of<Index>(i, g);
+    int64_t window = (cell.plane * g.out_height + cell.last_oh) * g.out_width + cell.last_ow;
+    Index chosen = (Index)argmax[window]; /* an index within the plane */
+    float gradient = dy[window];
+    float *plane_dx = dx + cell.plane * g.height * g.width;
+    Index height = g.height, width = g.width, s = g.stride;
+    for (Index h = cell.top; h < cell.top + s && h < height; h++)
+        for (Index w = cell.left; w < cell.left + s && w < width; w++)
+            plane_dx[h * width + w] = h * width + w == chosen ? gradient : 0.0f;
     // END SOLUTION
 }
 

@@ -5,16 +5,18 @@ turn; it grows when an op needs more. A recorded step keeps each call's view, an
 buffer that view points into."""
 
 from ..numba_impl import _device
-from ._library import call, ffi
+from ._library import check_status, ffi, library
 
 _buffer = None
 
 
 def scratch_for(function, *args):
     """The shared scratch an op needs: `function(*args, &floats)` of the library says how many
-    floats (s2c_cuda_conv2d_scratch, s2c_cuda_linear_scratch); None when it needs none."""
+    floats (s2c_cuda_conv2d_scratch, s2c_cuda_linear_scratch); None when it needs none. Called
+    directly, not through `call`: a size computed on the host has no place in a recorded step,
+    whose every call is made again at each step."""
     floats = ffi.new("int64_t *")
-    call(function, *args, floats)
+    check_status(function, getattr(library(), function)(*args, floats))
     return shared_scratch(floats[0])
 
 
