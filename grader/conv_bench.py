@@ -122,7 +122,8 @@ def bench_layer(layer, batch, kernels, repeats, seed):
         dy64, x64, w64, [k], [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1, dx_mask)
     with poisoned_allocations(gpu):
         received_grads = gpu.conv2d_backward(x, w, dy, stride, padding, need_dx=need_dx)
-    bounds = conv_accuracy.backward_bound(x64, w64, dy64, stride, padding)
+    winograd = conv.backward_takes_winograd(x.shape[1], k, *w.shape[2:], stride, padding)
+    bounds = conv_accuracy.backward_bound(x64, w64, dy64, stride, padding, winograd)
     pairs = zip(received_grads, expected_grads, bounds, strict=True)
     excess = max(worst_excess(got, want, bound) for got, want, bound in pairs if want is not None)
     dx = torch.empty_like(x) if need_dx else None

@@ -47,12 +47,13 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
     # leave multiprocessors idle take small tiles at these sizes, and on 2 their largest ones,
     # whose threads read their rows and columns in runs of 4.
     for multiprocessors in ("132", "2"):
+        env = {**os.environ, "EMULATED_MULTIPROCESSORS": multiprocessors}
         ran = subprocess.run([tmp_path / "harness", fake_cufft], capture_output=True, text=True,
-                             timeout=600, env={**os.environ, "EMULATED_MULTIPROCESSORS": multiprocessors})
+                             timeout=600, env=env)  # fmt: skip
         # conv_harness.cpp's main: 13 shapes, each direct, implicit_gemm and the backward's 3
-        # outputs (dx by its definition up to 8 channels, by Winograd or the implicit product
-        # above); winograd on its 5 shapes of 3x3 stride 1; fft and dx with a NaN weight on the
-        # 12 shapes small enough for the emulation
-        passed = ran.returncode == 0 and ran.stdout.endswith("94 passed, 0 failed\n")
+        # outputs (dx by its definition up to 8 channels, dx and dw by Winograd or the implicit
+        # products above); winograd on its 5 shapes of 3x3 stride 1; fft, dx with a NaN weight
+        # and dw with a NaN pixel on the 12 shapes small enough for the emulation
+        passed = ran.returncode == 0 and ran.stdout.endswith("106 passed, 0 failed\n")
         assert passed, f"{multiprocessors} multiprocessors:\n{ran.stdout}"
 

@@ -376,6 +376,7 @@ CONV_SHAPES = [
     (2, 64, 128, 3, 1, 0, 13, 13),
     (3, 5, 7, 3, 1, 1, 9, 11),
     (3, 4, 33, 3, 2, 1, 10, 7),
+    (2, 16, 24, 3, 1, 1, 9, 11),  # padded, and the backward by Winograd
 ]
 
 
@@ -439,6 +440,7 @@ def test_conv_backward_within_its_error_bound_and_stage_3(gpu, rng, shape):
     torch = pytest.importorskip("torch")
     from grader.poison import poisoned_allocations
     from stage4_cuda import conv_accuracy
+    from stage4_cuda.nvcc_impl.conv import backward_takes_winograd
 
     stride, padding = shape[4], shape[5]
     x, w, _, dy = _conv_inputs(rng, shape)
@@ -448,7 +450,8 @@ def test_conv_backward_within_its_error_bound_and_stage_3(gpu, rng, shape):
     exact = torch.ops.aten.convolution_backward(
         dy64, x64, w64, [w.shape[0]], [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1,
         [True, True, True])
-    bounds = conv_accuracy.backward_bound(x64, w64, dy64, stride, padding)
+    winograd = backward_takes_winograd(x.shape[1], w.shape[0], *w.shape[2:], stride, padding)
+    bounds = conv_accuracy.backward_bound(x64, w64, dy64, stride, padding, winograd)
     s3 = load_tier("c")
     stage3 = s3.conv2d_backward(*map(s3.from_numpy, (x, w, dy)), stride, padding)
     results = zip("dx dw db".split(), grads, exact, bounds, stage3, strict=True)

@@ -43,10 +43,6 @@ __global__ void im2col_kernel(const float *x, float *cols, conv_geometry g, int6
                               int64_t row_stride);
 __global__ void col2im_kernel(const float *cols, float *x, conv_geometry g, int64_t batch_stride,
                               int64_t row_stride);
-__global__ void from_batch_last_kernel(const float *product, const float *b, float *y,
-                                       conv_geometry g);
-__global__ void to_batch_last_kernel(const float *dy, float *dy_last, conv_geometry g);
-__global__ void bias_gradient_kernel(const float *dy, float *db, conv_geometry g);
 
 extern "C" int s2c_cuda_im2col(const float *x, float *cols, const conv_geometry *g,
                                int batch_last)

@@ -59,6 +59,14 @@ def winograd_applies(kh, kw, stride):
     return kh == kw == 3 and stride == 1
 
 
+def backward_takes_winograd(channels, filters, kh, kw, stride, padding):
+    """Whether the backward computes dx and dw by Winograd (csrc/conv/backward.cu's
+    winograd_backward): rung 4's layers, padded by 2 or less, of WINOGRAD_MIN_CHANNELS or more
+    channels and filters."""
+    return (winograd_applies(kh, kw, stride) and padding <= 2
+            and min(channels, filters) >= WINOGRAD_MIN_CHANNELS)  # fmt: skip
+
+
 def best_kernel(channels, kh, kw, stride):
     """The rung "best" runs for a layer (BEST_RULE)."""
     if winograd_applies(kh, kw, stride) and channels >= WINOGRAD_MIN_CHANNELS:

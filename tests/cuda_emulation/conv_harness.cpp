@@ -150,6 +150,30 @@ int main(int argc, char **argv)
         (wrong ? failed : passed)++;
         printf("backward dx, NaN in w[0, 0, 0, 0]: %lld wrong: %s\n", (long long)wrong,
                wrong ? "FAILED" : "ok");
+
+        /* A NaN pixel reaches only the weights of the taps whose windows cover it, as in PyTorch.
+         * Winograd's dw (3x3, stride 1, 16 channels and filters or more) would carry the last
+         * pixel of a padded plane into tap row and column 0 as well, through products whose
+         * coefficient is exactly 0: its pass for a non-finite x recomputes dw by the definition. */
+        int64_t last = (H - 1) * W + W - 1; /* image 0, channel 0 */
+        float pixel = x[last];
+        x[last] = NAN;
+        got_dw.assign(w.size(), NAN);
+        status = s2c_cuda_conv2d_backward(x.data(), w.data(), dy.data(), got_dx.data(),
+                                          got_dw.data(), got_db.data(), scratch.data(), &g);
+        x[last] = pixel;
+        wrong = status == S2C_CUDA_OK ? 0 : 1;
+        for (size_t wi = 0; wi < w.size(); wi++) {
+            int64_t c = wi / (R * S) % C, r = wi % (R * S) / S, q = wi % S;
+            int64_t oh = H - 1 - r + g.padding, ow = W - 1 - q + g.padding; /* times stride */
+            bool covers = oh >= 0 && ow >= 0 && oh % g.stride == 0 && ow % g.stride == 0 &&
+                          oh / g.stride < OH && ow / g.stride < OW;
+            wrong += c == 0 && covers ? !std::isnan(got_dw[wi])
+                                      : !(std::fabs(got_dw[wi] - dw[wi]) <= 1e-5 * dw_size[wi]);
+        }
+        (wrong ? failed : passed)++;
+        printf("backward dw, NaN in x[0, 0, %lld, %lld]: %lld wrong: %s\n", (long long)H - 1,
+               (long long)W - 1, (long long)wrong, wrong ? "FAILED" : "ok");
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;

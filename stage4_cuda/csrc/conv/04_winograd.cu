@@ -38,29 +38,18 @@
 #include "conv.cuh"
 
 #define TRANSFORM_THREADS 256
-#define ENTRIES 16 /* the 4x4 entries of a transformed tile */
-
-struct winograd_shape {
-    int64_t tiles_high, tiles_wide, tiles; /* output blocks of 2x2: ceil(OH/2), ceil(OW/2), all */
-};
-
-static winograd_shape winograd_tiles(const conv_geometry &g)
-{
-    int64_t high = ceil_div(g.out_height, 2), wide = ceil_div(g.out_width, 2);
-    return {high, wide, g.n * high * wide};
-}
 
 /* U [16, K, C], then V [16, C, T], then M [16, K, T]. */
 int64_t conv_winograd_scratch(const conv_geometry &g)
 {
     int64_t tiles = winograd_tiles(g).tiles;
-    return ENTRIES * (g.filters * g.channels + g.channels * tiles + g.filters * tiles);
+    return WINOGRAD_ENTRIES * (g.filters * g.channels + g.channels * tiles + g.filters * tiles);
 }
 
 __global__ void filter_transform_kernel(const float *w, float *u, int64_t filters,
                                         int64_t channels, bool turned);
 __global__ void input_transform_kernel(const float *x, float *v, conv_geometry g,
-                                       winograd_shape shape);
+                                       winograd_shape shape, bool tile_major);
 __global__ void output_transform_kernel(const float *m, const float *b, float *y,
                                         conv_geometry g, winograd_shape shape);
 static int winograd_products(const float *u, const float *v, float *m, const conv_geometry &g,
@@ -80,16 +69,15 @@ int conv_winograd(const float *x, const float *w, const float *b, float *y, floa
                   const conv_geometry &g, bool turned)
 {
     winograd_shape shape = winograd_tiles(g);
-    float *u = scratch, *v = u + ENTRIES * g.filters * g.channels;
-    float *m = v + ENTRIES * g.channels * shape.tiles;
-    int64_t pairs = g.filters * g.channels, patches = g.channels * shape.tiles;
+    float *u = scratch, *v = u + WINOGRAD_ENTRIES * g.filters * g.channels;
+    float *m = v + WINOGRAD_ENTRIES * g.channels * shape.tiles;
+    int64_t pairs = g.filters * g.channels;
     filter_transform_kernel<<<blocks_for(pairs, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
         w, u, g.filters, g.channels, turned);
     LAUNCH_CHECK("filter_transform_kernel");
-    input_transform_kernel<<<blocks_for(patches, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        x, v, g, shape);
-    LAUNCH_CHECK("input_transform_kernel");
-    int status = winograd_products(u, v, m, g, shape.tiles);
+    int status = winograd_input_transform(x, v, g, false);
+    if (status != S2C_CUDA_OK) return status;
+    status = winograd_products(u, v, m, g, shape.tiles);
     if (status != S2C_CUDA_OK) return status;
     int64_t blocks = g.filters * shape.tiles;
     output_transform_kernel<<<blocks_for(blocks, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
@@ -124,14 +112,26 @@ __global__ void filter_transform_kernel(const float *w, float *u, int64_t filter
     }
 }
 
-/* V[xi][c, t] = B^T d B for the 4x4 patch d of channel c under output block t = (n, th, tw);
+int winograd_input_transform(const float *x, float *v, const conv_geometry &g, bool tile_major)
+{
+    winograd_shape shape = winograd_tiles(g);
+    int64_t patches = g.channels * shape.tiles;
+    input_transform_kernel<<<blocks_for(patches, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
+        x, v, g, shape, tile_major);
+    LAUNCH_CHECK("input_transform_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* V[xi][c, t] = B^T d B for the 4x4 patch d of channel c under output block t = (n, th, tw), or
+ * with `tile_major` V[xi][t, c] (the backward's weight gradient reads it along c);
  * B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. Pixels outside the image read as zero. */
 __global__ void input_transform_kernel(const float *x, float *v, conv_geometry g,
-                                       winograd_shape shape)
+                                       winograd_shape shape, bool tile_major)
 {
-    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* c * T + t */
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* c * T + t, or t * C + c */
     if (i >= g.channels * shape.tiles) return;
-    int64_t c = i / shape.tiles, t = i % shape.tiles;
+    int64_t c = tile_major ? i % g.channels : i / shape.tiles;
+    int64_t t = tile_major ? i / g.channels : i % shape.tiles;
     int64_t per_image = shape.tiles_high * shape.tiles_wide, n = t / per_image;
     int64_t top = t % per_image / shape.tiles_wide * 2 - g.padding;
     int64_t left = t % shape.tiles_wide * 2 - g.padding;
@@ -166,7 +166,7 @@ static int winograd_products(const float *u, const float *v, float *m, const con
     /* product xi: M[xi] [k, t] = U[xi] [k, c] @ V[xi] [c, t], stored matrices, batched along z */
     StridedOperand rows = {u, k * c, c, 1}, columns = {v, c * t, 1, t};
     return launch_tiled_product("conv winograd tiled_product_kernel", rows, columns,
-                                StridedResult{m, NULL, k * t, t}, k, t, c, ENTRIES, 0);
+                                StridedResult{m, NULL, k * t, t}, k, t, c, WINOGRAD_ENTRIES, 0);
 }
 
 /* y's 2x2 block t of filter k = A^T M A + b[k] (+ 0 when b is NULL); A^T = [1 1 1 0; 0 1 -1 -1]. */

@@ -25,28 +25,39 @@
  *     into pieces, one block each, enough to give every multiprocessor two blocks, and each
  *     writes its partial sums to scratch; a last kernel adds the pieces in a fixed order.
  *     Deterministic: the same sums in the same order on every run, no atomics.
+ *     A 3x3 stride-1 layer with enough channels takes Winograd instead, as dx does: dw[k, c] is a
+ *     sum over dy's 2x2 blocks of the 3x3 correlation of x's 4x4 patch under the block with the
+ *     block itself, Winograd's F(3x3, 2x2) (winograd_weight_gradient): 16 products of K x C over
+ *     the blocks, 16 multiplications per block and channel pair where the product above spends
+ *     36. Gathered im2col entries cost the product above as many other instructions as FMAs
+ *     (ncu: 326 us, 14 TFLOP/s, on the Fashion CNN's conv2 at batch 256 on an H100).
  *
  *   NaN and Inf in w: the product multiplies every tap of every pixel, taking 0 from dy where no
  *     window covers the pixel, and 0 x NaN is NaN; PyTorch (col2im) adds only the taps that
  *     cover a pixel, so a non-finite weight reaches only those pixels. A kernel checks w for a
  *     non-finite value, each block writing its flag into scratch; when one is set, a last kernel
  *     recomputes dx tap by tap, the taps that cover each pixel only (the definition). Both are
- *     on the device: no wait for the host, and a CUDA graph captures them.
+ *     on the device: no wait for the host, and a CUDA graph captures them. Winograd's dw does the
+ *     same for x: its transforms carry a pixel into taps whose coefficient is exactly 0 (a pixel
+ *     in a patch's second row reaches the tap of row 2), and 0 x NaN is NaN.
  *
- * Cost model: 2 N K OH OW C R S FLOPs for each of dx and dw; device memory x, w, dy, dx, dw once,
- * plus the partial sums (splits x K x (C R S + 1) floats, written and read once), and with
- * Winograd its scratch (04_winograd.cu's cost model, on dy).
+ * Cost model: 2 N K OH OW C R S FLOPs for each of dx and dw (with Winograd 2 x 16 K C T for
+ * T = N ceil(OH/2) ceil(OW/2) blocks, in each); device memory x, w, dy, dx, dw once, plus the
+ * partial sums (splits x K x (C R S + 1) floats, or 16 x splits x K x C with Winograd) written
+ * and read once, and with Winograd the transformed blocks (16 (K + C) T floats for dw,
+ * 04_winograd.cu's cost model on dy for dx), written and read once.
  *
  * Run it: python -m grader.conv_bench (the backward row of each layer) */
 #include "../tiled_product.cuh"
 #include "conv.cuh"
 
 #define REDUCE_THREADS 256
-/* Blocks that look for a NaN or an Inf in w, one flag each: one block alone took 117 us on the
- * Fashion CNN's conv2 (73,728 weights), its threads' loads waiting one after another. */
-#define FLAG_BLOCKS 64
-/* Winograd for dx from this many channels and filters up, as the forward's rule for its input
- * channels (stage4_cuda/nvcc_impl/conv.py): below, its transforms cost more than they save. */
+/* Blocks that look for a NaN or an Inf in w (or x), one flag each: one block alone took 117 us on
+ * the Fashion CNN's conv2 (73,728 weights), its threads' loads waiting one after another. */
+#define FLAG_BLOCKS REDUCE_THREADS
+/* Winograd for dx and dw from this many channels and filters up, as the forward's rule for its
+ * input channels (stage4_cuda/nvcc_impl/conv.py): below, its transforms cost more than they
+ * save. */
 #define WINOGRAD_MIN_CHANNELS 16
 
 __global__ void add_pieces_kernel(const float *partial, float *dw, float *db, int64_t pieces,
@@ -70,44 +81,70 @@ static conv_geometry input_gradient_geometry(const conv_geometry &g)
     return turned;
 }
 
-static bool winograd_input_gradient(const conv_geometry &g)
+/* Whether dx and dw go through Winograd (3x3, stride 1, enough channels and filters). */
+static bool winograd_backward(const conv_geometry &g)
 {
     return g.kh == 3 && g.kw == 3 && g.stride == 1 && g.padding <= 2 &&
            g.channels >= WINOGRAD_MIN_CHANNELS && g.filters >= WINOGRAD_MIN_CHANNELS;
 }
 
-/* The partial sums of the weight gradient, pieces x K x (C*R*S + 1), then Winograd's scratch for
- * dx (when it runs), then the flags "this block found a NaN or Inf in w" (FLAG_BLOCKS floats, 0 or
- * 1). */
-static int64_t partial_sums(const conv_geometry &g)
+/* Winograd's weight gradient: its 16 products of K x C, each of depth T (the blocks), in pieces
+ * enough for two blocks of 128 x 64 (the tile tiled_product.cuh takes for them) on every
+ * multiprocessor. */
+static depth_split winograd_weight_split(const conv_geometry &g)
 {
-    return weight_split(g).pieces * g.filters * (conv_rows(g) + 1);
+    int64_t tiles = WINOGRAD_ENTRIES * ceil_div(g.filters, 128) * ceil_div(g.channels, 64);
+    int64_t depth = winograd_tiles(g).tiles;
+    int64_t pieces = ceil_div(2 * device_multiprocessors(), tiles);
+    int64_t piece = ceil_div(ceil_div(depth, pieces), PRODUCT_DEPTH) * PRODUCT_DEPTH;
+    if (piece < SPLIT_MINIMUM) piece = SPLIT_MINIMUM;
+    return {ceil_div(depth, piece), piece};
 }
 
+/* The weight gradient's scratch: the partial sums, pieces x K x (C*R*S + 1); with Winograd, the
+ * transformed blocks of dy [16, K, T] and of x [16, T, C], then the partial products
+ * [16 x pieces, K, C]. */
+static int64_t weight_part(const conv_geometry &g)
+{
+    if (!winograd_backward(g))
+        return weight_split(g).pieces * g.filters * (conv_rows(g) + 1);
+    int64_t tiles = winograd_tiles(g).tiles, pieces = winograd_weight_split(g).pieces;
+    return WINOGRAD_ENTRIES * (g.filters * tiles + tiles * g.channels +
+                               pieces * g.filters * g.channels);
+}
+
+/* dx's scratch with Winograd (04_winograd.cu's, for dy through the turned filters). */
 static int64_t winograd_part(const conv_geometry &g)
 {
-    return winograd_input_gradient(g) ? conv_winograd_scratch(input_gradient_geometry(g)) : 0;
+    return winograd_backward(g) ? conv_winograd_scratch(input_gradient_geometry(g)) : 0;
 }
 
+/* The flags "this block found a NaN or Inf in w" and "... in x" (FLAG_BLOCKS floats each, 0 or 1),
+ * then the weight gradient's scratch, which dx's Winograd reuses once dw is written. */
 int64_t conv_backward_scratch(const conv_geometry &g)
 {
-    return partial_sums(g) + winograd_part(g) + FLAG_BLOCKS;
+    int64_t weights = weight_part(g), winograd = winograd_part(g);
+    return 2 * FLAG_BLOCKS + (weights > winograd ? weights : winograd);
 }
 
 static int input_gradient(const float *w, const float *dy, float *dx, float *winograd,
                           float *flags, const conv_geometry &g);
 static int weight_gradient(const float *x, const float *dy, float *dw, float *db, float *partial,
                            const conv_geometry &g);
+static int winograd_weight_gradient(const float *x, const float *dy, float *dw, float *db,
+                                    float *scratch, float *flags, const conv_geometry &g);
 
 extern "C" int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx,
                                         float *dw, float *db, float *scratch,
                                         const conv_geometry *g)
 {
     // BEGIN SOLUTION week 16, task conv2d_backward
-    int status = weight_gradient(x, dy, dw, db, scratch, *g);
+    float *w_flags = scratch, *x_flags = scratch + FLAG_BLOCKS, *work = x_flags + FLAG_BLOCKS;
+    int status = winograd_backward(*g)
+                     ? winograd_weight_gradient(x, dy, dw, db, work, x_flags, *g)
+                     : weight_gradient(x, dy, dw, db, work, *g);
     if (status != S2C_CUDA_OK || dx == NULL) return status;
-    float *winograd = scratch + partial_sums(*g), *flags = winograd + winograd_part(*g);
-    return input_gradient(w, dy, dx, winograd, flags, *g);
+    return input_gradient(w, dy, dx, work, w_flags, *g);
 }
 
 /* A(c, j) = w[k, c, r, s] for j = (k, r, s): the weights transposed where they lie. KH x KW:
@@ -218,7 +255,7 @@ static int input_gradient(const float *w, const float *dy, float *dx, float *win
         LAUNCH_CHECK("input_gradient_direct_kernel");
         return S2C_CUDA_OK;
     }
-    int status = winograd_input_gradient(g)
+    int status = winograd_backward(g)
                      ? conv_winograd(dy, w, NULL, dx, winograd, input_gradient_geometry(g), true)
                      : implicit_input_gradient(w, dy, dx, g);
     if (status != S2C_CUDA_OK) return status;
@@ -391,6 +428,175 @@ static int weight_gradient(const float *x, const float *dy, float *dw, float *db
         partial, dw, db, split.pieces, g.filters, columns);
     LAUNCH_CHECK("add_pieces_kernel");
     return S2C_CUDA_OK;
+}
+
+__global__ void gradient_transform_kernel(const float *dy, float *e, conv_geometry g,
+                                          winograd_shape shape);
+__global__ void bias_from_blocks_kernel(const float *e5, float *db, int64_t tiles);
+#define PAIRS_A_BLOCK 16 /* weights_from_products_kernel's block: 16 pairs x 16 entries */
+__global__ void weights_from_products_kernel(const float *partial, float *dw, int64_t pieces,
+                                             int64_t pairs);
+__global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, float *dw,
+                                               const float *flags, conv_geometry g);
+
+/* dw and db by Winograd's F(3x3, 2x2). For dy's 2x2 block e[k, t] of output block t = (n, th, tw)
+ * and x's 4x4 patch d[c, t] under it (rung 4's patch), the block's share of dw[k, c] is the 3x3
+ * correlation of d with e, so, with rung 4's B and G' = [1 0; 1/2 1/2; 1/2 -1/2; 0 1],
+ * A'^T = [1 1 1 0; 0 1 -1 0; 0 1 1 -1]:
+ *
+ *     E[xi][k, t] = (G' e[k, t] G'^T)[xi]                   gradient_transform_kernel
+ *     V[xi][t, c] = (B^T d[c, t] B)[xi]                     rung 4's input transform, tile-major
+ *     M[xi][k, c] = sum over t of E[xi][k, t] V[xi][t, c]   16 products, split along t
+ *     dw[k, c]    = A'^T M[.][k, c] A'                      weights_from_products_kernel
+ *
+ * and db[k] = 4 x the sum over t of E[5][k, t] ((G' e G'^T)[1][1] is a quarter of e's sum). Then,
+ * when x holds a NaN or an Inf, dw again by the definition (see the top of this file). */
+static int winograd_weight_gradient(const float *x, const float *dy, float *dw, float *db,
+                                    float *scratch, float *flags, const conv_geometry &g)
+{
+    winograd_shape shape = winograd_tiles(g);
+    int64_t k = g.filters, c = g.channels, t = shape.tiles;
+    depth_split split = winograd_weight_split(g);
+    float *e = scratch, *v = e + WINOGRAD_ENTRIES * k * t, *partial = v + WINOGRAD_ENTRIES * t * c;
+    gradient_transform_kernel<<<blocks_for(k * t, REDUCE_THREADS), REDUCE_THREADS>>>(dy, e, g,
+                                                                                   shape);
+    LAUNCH_CHECK("gradient_transform_kernel");
+    bias_from_blocks_kernel<<<(unsigned)k, REDUCE_THREADS>>>(e + 5 * k * t, db, t);
+    LAUNCH_CHECK("bias_from_blocks_kernel");
+    int status = winograd_input_transform(x, v, g, true);
+    if (status != S2C_CUDA_OK) return status;
+    /* product xi: M[xi] [k, c] = E[xi] [k, t] @ V[xi] [t, c], piece z of it into partial[z] */
+    StridedOperand rows = {e, k * t, t, 1}, columns = {v, t * c, 1, c};
+    StridedResult sums = {partial, NULL, k * c, c};
+    status = launch_tiled_product("conv backward (dw) winograd tiled_product_kernel", rows,
+                                  columns, sums, k, c, t, WINOGRAD_ENTRIES * split.pieces,
+                                  split.piece);
+    if (status != S2C_CUDA_OK) return status;
+    int64_t pair_blocks = blocks_for(k * c, PAIRS_A_BLOCK);
+    weights_from_products_kernel<<<pair_blocks, PAIRS_A_BLOCK * WINOGRAD_ENTRIES>>>(
+        partial, dw, split.pieces, k * c);
+    LAUNCH_CHECK("weights_from_products_kernel");
+    int64_t pixels = g.n * c * g.height * g.width;
+    nonfinite_flags_kernel<<<FLAG_BLOCKS, REDUCE_THREADS>>>(x, pixels, flags);
+    LAUNCH_CHECK("nonfinite_flags_kernel");
+    int64_t blocks = blocks_for(k * conv_rows(g), REDUCE_THREADS);
+    weight_gradient_by_taps_kernel<<<blocks < 1024 ? blocks : 1024, REDUCE_THREADS>>>(x, dy, dw,
+                                                                                    flags, g);
+    LAUNCH_CHECK("weight_gradient_by_taps_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* E[xi][k, t] = (G' e G'^T)[xi] for e = dy[n, k, 2th .. 2th + 1, 2tw .. 2tw + 1] (0 past the
+ * edge), t = (n, th, tw). */
+__global__ void gradient_transform_kernel(const float *dy, float *e, conv_geometry g,
+                                          winograd_shape shape)
+{
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * T + t */
+    if (i >= g.filters * shape.tiles) return;
+    int64_t k = i / shape.tiles, t = i % shape.tiles;
+    int64_t per_image = shape.tiles_high * shape.tiles_wide, n = t / per_image;
+    int64_t top = t % per_image / shape.tiles_wide * 2, left = t % shape.tiles_wide * 2;
+    const float *plane = dy + (n * g.filters + k) * g.out_height * g.out_width;
+    float block[2][2];
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            bool inside = top + a < g.out_height && left + b < g.out_width;
+            block[a][b] = inside ? plane[(top + a) * g.out_width + left + b] : 0.0f;
+        }
+    float ge[4][2]; /* G' e */
+    for (int b = 0; b < 2; b++) {
+        ge[0][b] = block[0][b];
+        ge[1][b] = 0.5f * (block[0][b] + block[1][b]);
+        ge[2][b] = 0.5f * (block[0][b] - block[1][b]);
+        ge[3][b] = block[1][b];
+    }
+    int64_t entry = g.filters * shape.tiles; /* the distance between entries xi and xi+1 */
+    for (int a = 0; a < 4; a++) { /* (G' e) G'^T, row a */
+        float h0 = ge[a][0], h1 = ge[a][1];
+        float row[4] = {h0, 0.5f * (h0 + h1), 0.5f * (h0 - h1), h1};
+        for (int j = 0; j < 4; j++)
+            e[(a * 4 + j) * entry + i] = row[j];
+    }
+}
+
+/* db[k] = 4 x the sum over t of e5[k, t]: a block per filter, its threads' sums added in a fixed
+ * order (the same bits on every run). */
+__global__ void bias_from_blocks_kernel(const float *e5, float *db, int64_t tiles)
+{
+    __shared__ float sums[REDUCE_THREADS];
+    float total = 0.0f;
+#pragma unroll 4 /* four loads in flight before their additions */
+    for (int64_t t = threadIdx.x; t < tiles; t += blockDim.x)
+        total += e5[blockIdx.x * tiles + t];
+    sums[threadIdx.x] = total;
+    __syncthreads();
+    for (int half = REDUCE_THREADS / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) db[blockIdx.x] = 4.0f * sums[0];
+}
+
+/* dw[k, c] = A'^T M[.][k, c] A' for the block's PAIRS_A_BLOCK pairs i = k * C + c, M[xi] the sum
+ * of its pieces (product xi's piece at z = xi * pieces + piece), added in order: thread (xi, pair)
+ * adds one entry's pieces, then a thread per pair transforms its 16 entries. A thread per pair
+ * adding all 16 took 49 us on the Fashion CNN's conv2 at batch 256 (8,192 threads, 272 loads each,
+ * on an H100). */
+__global__ void weights_from_products_kernel(const float *partial, float *dw, int64_t pieces,
+                                             int64_t pairs)
+{
+    __shared__ float m[PAIRS_A_BLOCK][WINOGRAD_ENTRIES + 1];
+    int xi = threadIdx.x / PAIRS_A_BLOCK, local = threadIdx.x % PAIRS_A_BLOCK;
+    int64_t i = blockIdx.x * (int64_t)PAIRS_A_BLOCK + local;
+    float total = 0.0f;
+    if (i < pairs)
+        for (int64_t piece = 0; piece < pieces; piece++)
+            total += partial[(xi * pieces + piece) * pairs + i];
+    m[local][xi] = total;
+    __syncthreads();
+    if (xi != 0 || i >= pairs) return;
+    const float *entry = m[local];
+    float am[3][4]; /* A'^T M */
+    for (int e = 0; e < 4; e++) {
+        float m0 = entry[e], m1 = entry[4 + e], m2 = entry[8 + e], m3 = entry[12 + e];
+        am[0][e] = m0 + m1 + m2;
+        am[1][e] = m1 - m2;
+        am[2][e] = m1 + m2 - m3;
+    }
+    for (int r = 0; r < 3; r++) { /* (A'^T M) A', row r */
+        float out[3] = {am[r][0] + am[r][1] + am[r][2], am[r][1] - am[r][2],
+                        am[r][1] + am[r][2] - am[r][3]};
+        for (int s = 0; s < 3; s++)
+            dw[i * 9 + r * 3 + s] = out[s];
+    }
+}
+
+/* When a flag is set: dw[k, c, r, s] = the sum over n, oh, ow of dy[n, k, oh, ow] *
+ * x[n, c, oh*stride + r - padding, ow*stride + s - padding], the taps inside the image only (the
+ * definition); otherwise nothing. */
+__global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, float *dw,
+                                               const float *flags, conv_geometry g)
+{
+    static_assert(FLAG_BLOCKS <= REDUCE_THREADS, "a thread reads each flag");
+    if (!__syncthreads_or(threadIdx.x < FLAG_BLOCKS && flags[threadIdx.x] != 0.0f))
+        return;
+    int64_t count = g.filters * conv_rows(g), taps = g.kh * g.kw;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t k = i / conv_rows(g), c = i / taps % g.channels;
+        int64_t r = i % taps / g.kw, s = i % g.kw;
+        float sum = 0.0f;
+        for (int64_t n = 0; n < g.n; n++)
+            for (int64_t oh = 0; oh < g.out_height; oh++)
+                for (int64_t ow = 0; ow < g.out_width; ow++) {
+                    int64_t h = oh * g.stride + r - g.padding, w = ow * g.stride + s - g.padding;
+                    if (h < 0 || h >= g.height || w < 0 || w >= g.width)
+                        continue;
+                    sum += dy[((n * g.filters + k) * g.out_height + oh) * g.out_width + ow] *
+                           x[((n * g.channels + c) * g.height + h) * g.width + w];
+                }
+        dw[i] = sum;
+    }
 }
 
 /* dw[k, col] (or db[k] for the last column) = the pieces' sums added in a fixed order. */

@@ -95,4 +95,18 @@ int64_t conv_backward_scratch(const conv_geometry &g);
 int conv_winograd(const float *x, const float *w, const float *b, float *y, float *scratch,
                   const conv_geometry &g, bool turned);
 
+/* Winograd's tiles: the blocks of 2x2 outputs, and the 4x4 entries of a transformed tile. */
+#define WINOGRAD_ENTRIES 16
+struct winograd_shape {
+    int64_t tiles_high, tiles_wide, tiles; /* ceil(OH/2), ceil(OW/2), all of them (N of each) */
+};
+static inline winograd_shape winograd_tiles(const conv_geometry &g)
+{
+    int64_t high = ceil_div(g.out_height, 2), wide = ceil_div(g.out_width, 2);
+    return {high, wide, g.n * high * wide};
+}
+
+/* Rung 4's input transform, V [16, C, T], or [16, T, C] when tile_major (the backward's dw). */
+int winograd_input_transform(const float *x, float *v, const conv_geometry &g, bool tile_major);
+
 #endif
