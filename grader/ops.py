@@ -106,7 +106,7 @@ CONV_CASES = (  # (n, c, h, w, k, r, s, stride, padding)
     (2, 3, 7, 6, 4, 3, 3, 1, 1),
     (2, 2, 10, 8, 3, 3, 2, 2, 1),  # stride 2 leaves a row over: OH = 9 // 2 + 1
     (1, 3, 6, 7, 2, 5, 5, 1, 2),
-    (1, 16, 4, 3, 16, 3, 3, 1, 1),  # 16 channels and filters: stage 4's Winograd, forward and dx
+    (1, 16, 4, 3, 16, 3, 3, 1, 1),  # 16 channels and filters: stage 4's Winograd, forward, dx, dw
 )
 CONV_GRAD_CASES = ((2, 2, 5, 6, 3, 3, 3, 1, 1), (1, 2, 8, 6, 2, 3, 2, 2, 2))
 POOL_CASES = (  # (n, c, h, w, k, stride, ties)

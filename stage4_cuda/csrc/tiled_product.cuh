@@ -8,8 +8,8 @@
  * x[n, c, oh*stride + r - padding, ...] for k = (c, r, s) and col = (n, oh, ow), an im2col entry
  * computed where it is loaded (implicit GEMM). So the kernel takes three small function objects:
  *
- *     load_a(batch, row, k)    -> float, A's element (row < rows, k < depth)
- *     load_b.column(batch, col) -> a Column: what B's loads depend on through col only, computed
+ *     load_a(z, row, k)        -> float, A's element (row < rows, k < depth)
+ *     load_b.column(z, col)    -> a Column: what B's loads depend on through col only, computed
  *                                 once per thread (each thread loads from one column throughout)
  *     load_b(column, k)        -> float, B's element (k < depth)
  *     store(z, row, col, sum)  -> where the result goes (bias, layout: the caller's)
@@ -30,12 +30,9 @@
  * loads, and 1127 us with B's columns in runs of 4 as well: a warp's stores then spread over
  * twice the bytes, and the implicit GEMM forward of its conv1 went from 47 to 71 us.
  *
- * The z index of the grid runs over a batch of independent products (Winograd's 16), each split
- * along its depth when split_depth > 0 into pieces = ceil(depth / split_depth): block z computes
- * piece z % pieces of product z / pieces, summing k in [piece * split_depth, (piece + 1) *
- * split_depth), and the caller adds the partial sums in a fixed order (deterministic, without
- * atomics). The loaders see the product (load_a(batch, row, k)), the store sees z, so that each
- * piece writes its partial tile apart. */
+ * The z index of the grid is either a batch of independent products (Winograd's 16) or, with
+ * split_depth > 0, a split of the depth: block z sums k in [z * split_depth, (z+1) * split_depth)
+ * and the caller adds the partial sums in a fixed order (deterministic, without atomics). */
 #ifndef S2C_TILED_PRODUCT_CUH
 #define S2C_TILED_PRODUCT_CUH
 
@@ -108,15 +105,8 @@ __device__ __forceinline__ int tile_row(int ty, int i)
     return TM % 4 == 0 ? 4 * ty + 64 * (i / 4) + i % 4 : ty + 16 * i;
 }
 
-/* Blocks of a tile up to 128 x 64 fit two to a multiprocessor (128 registers a thread or fewer);
- * 128 x 128 (64 sums a thread) one. ptxas left to itself gave 128 x 64 129 registers once the
- * block also split its z into product and piece: one block a multiprocessor, and rung 4's
- * forward on the Fashion CNN's conv2 went from 161 to 190 us at batch 256 on an H100. */
-template <int BM, int BN>
-constexpr int product_blocks_per_multiprocessor() { return BM * BN <= 128 * 64 ? 2 : 1; }
-
 template <int BM, int BN, class LoadA, class LoadB, class Store>
-__global__ void __launch_bounds__(PRODUCT_THREADS, product_blocks_per_multiprocessor<BM, BN>())
+__global__ void __launch_bounds__(PRODUCT_THREADS)
     tiled_product_kernel(LoadA load_a, LoadB load_b, Store store, int rows, int cols, int depth,
                          int split_depth)
 {
@@ -129,19 +119,18 @@ __global__ void __launch_bounds__(PRODUCT_THREADS, product_blocks_per_multiproce
     __shared__ float b_tile[BK][BN];
     const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
     const int z = blockIdx.z, row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    const int pieces = split_depth && depth > 0 ? (depth + split_depth - 1) / split_depth : 1;
-    const int batch = z / pieces, k_begin = split_depth ? z % pieces * split_depth : 0;
+    const int k_begin = split_depth ? z * split_depth : 0;
     const int k_end = split_depth ? min(depth, k_begin + split_depth) : depth;
     const int b_col = tid % BN, b_k = tid / BN;
     const bool b_col_inside = col0 + b_col < cols;
-    const typename LoadB::Column column = load_b.column(batch, b_col_inside ? col0 + b_col : 0);
+    const typename LoadB::Column column = load_b.column(z, b_col_inside ? col0 + b_col : 0);
 
     float a_next[A_LOADS], b_next[B_LOADS];
     auto fetch = [&](int k0) { /* the step at depth k0 into registers, zeros past the edges */
 #pragma unroll
         for (int l = 0; l < A_LOADS; l++) {
             int e = tid + l * PRODUCT_THREADS, row = row0 + e / BK, k = k0 + e % BK;
-            a_next[l] = row < rows && k < k_end ? load_a(batch, row, k) : 0.0f;
+            a_next[l] = row < rows && k < k_end ? load_a(z, row, k) : 0.0f;
         }
 #pragma unroll
         for (int l = 0; l < B_LOADS; l++) {
@@ -243,7 +232,7 @@ struct StridedResult {
  * with fewer than two blocks: a small product (LeNet-5's conv2 at batch 64: 16 rows, 6,400
  * columns, 50 blocks of 16 x 128 for 132 multiprocessors) then runs as 200 blocks of a quarter
  * of the work each, side by side, instead of one block per multiprocessor waiting on each step's
- * loads in turn. z_count blocks along the grid's z: products times the pieces of each (above). */
+ * loads in turn. z_count products (or depth splits, with split_depth > 0) along the grid's z. */
 template <class LoadA, class LoadB, class Store>
 static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, Store store,
                                 int64_t rows, int64_t cols, int64_t depth, int64_t z_count,

@@ -434,6 +434,32 @@ __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geomet
                                           winograd_shape shape);
 __global__ void bias_from_blocks_kernel(const float *e5, float *db, int64_t tiles);
 #define PAIRS_A_BLOCK 16 /* weights_from_products_kernel's block: 16 pairs x 16 entries */
+
+/* Piece p of product xi of a stored operand, as product z = xi * pieces + p of depth `piece`: its
+ * depth k is the product's p * piece + k (0 past the product's depth). The split products of
+ * tiled_product.cuh sum one product's pieces; these are 16 products, each in pieces. */
+struct PieceOf {
+    StridedOperand whole;
+    int pieces, piece, depth;
+    __device__ float operator()(int z, int i, int k) const
+    {
+        int first = z % pieces * piece;
+        return first + k < depth ? whole(z / pieces, i, first + k) : 0.0f;
+    }
+    struct Column {
+        const float *at; /* the piece's first element of the column */
+        int left;        /* the product's depth left from there */
+    };
+    __device__ Column column(int z, int i) const
+    {
+        int first = z % pieces * piece;
+        return {whole.column(z / pieces, i) + first * whole.depth_stride, depth - first};
+    }
+    __device__ float operator()(const Column &at, int k) const
+    {
+        return k < at.left ? __ldg(at.at + k * whole.depth_stride) : 0.0f;
+    }
+};
 __global__ void weights_from_products_kernel(const float *partial, float *dw, int64_t pieces,
                                              int64_t pairs);
 __global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, float *dw,
@@ -465,12 +491,15 @@ static int winograd_weight_gradient(const float *x, const float *dy, float *dw, 
     LAUNCH_CHECK("bias_from_blocks_kernel");
     int status = winograd_input_transform(x, v, g, true);
     if (status != S2C_CUDA_OK) return status;
-    /* product xi: M[xi] [k, c] = E[xi] [k, t] @ V[xi] [t, c], piece z of it into partial[z] */
-    StridedOperand rows = {e, k * t, t, 1}, columns = {v, t * c, 1, c};
+    /* product xi: M[xi] [k, c] = E[xi] [k, t] @ V[xi] [t, c]; its pieces are products of their
+     * own (z = xi * pieces + piece), each into partial[z] */
+    int pieces = (int)split.pieces, piece = (int)split.piece, depth = (int)t;
+    PieceOf rows = {{e, k * t, t, 1}, pieces, piece, depth};
+    PieceOf columns = {{v, t * c, 1, c}, pieces, piece, depth};
     StridedResult sums = {partial, NULL, k * c, c};
     status = launch_tiled_product("conv backward (dw) winograd tiled_product_kernel", rows,
-                                  columns, sums, k, c, t, WINOGRAD_ENTRIES * split.pieces,
-                                  split.piece);
+                                  columns, sums, k, c, split.piece,
+                                  WINOGRAD_ENTRIES * split.pieces, 0);
     if (status != S2C_CUDA_OK) return status;
     int64_t pair_blocks = blocks_for(k * c, PAIRS_A_BLOCK);
     weights_from_products_kernel<<<pair_blocks, PAIRS_A_BLOCK * WINOGRAD_ENTRIES>>>(
