@@ -45,7 +45,7 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
     assert built.returncode == 0, built.stdout + built.stderr
     # On an H100's 132 multiprocessors, then on 2: the products (tiled_product.cuh) that would
     # leave multiprocessors idle take small tiles at these sizes, and on 2 their largest ones,
-    # whose threads read their rows and columns in runs of 4.
+    # whose threads read their rows in runs of 4.
     for multiprocessors in ("132", "2"):
         env = {**os.environ, "EMULATED_MULTIPROCESSORS": multiprocessors}
         ran = subprocess.run([tmp_path / "harness", fake_cufft], capture_output=True, text=True,
@@ -56,4 +56,3 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
         # and dw with a NaN pixel on the 12 shapes small enough for the emulation
         passed = ran.returncode == 0 and ran.stdout.endswith("106 passed, 0 failed\n")
         assert passed, f"{multiprocessors} multiprocessors:\n{ran.stdout}"
-
