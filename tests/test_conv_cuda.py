@@ -22,7 +22,7 @@ EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
 # ladder), the headers they include, and errors.cu's messages.
 SOURCES = ["conv.cu", "errors.cu", "conv/01_direct.cu", "conv/03_implicit_gemm.cu",
            "conv/04_winograd.cu", "conv/05_fft.cu", "conv/backward.cu"]  # fmt: skip
-HEADERS = ["common.h", "s2c_cuda.h", "conv/conv.cuh", "tiled_product.cuh",
+HEADERS = ["common.h", "s2c_cuda.h", "conv/conv.cuh", "tiled_product.cuh", "reduce.cuh",
            "conv/cufft_runtime.h"]  # fmt: skip
 
 
@@ -38,7 +38,8 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
     library = ["g++", "-O2", "-shared", "-fPIC", EMULATION / "fake_cufft.cpp", "-o", fake_cufft]
     built = subprocess.run(library, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr
-    command = ["g++", "-std=c++20", "-O1", "-pthread", "-I", EMULATION, "-I", tmp_path, "-x", "c++"]
+    command = ["g++", "-std=c++20", "-O1", "-pthread", "-I", EMULATION, "-I", tmp_path]
+    command += ["-include", "cuda_runtime.h", "-include", "warp_shuffle.h", "-x", "c++"]
     command += [tmp_path / name for name in SOURCES]
     command += [EMULATION / "conv_harness.cpp", "-ldl", "-o", tmp_path / "harness"]
     built = subprocess.run(command, capture_output=True, text=True, timeout=600)

@@ -66,34 +66,44 @@ static depth_split split_depth(int64_t rows, int64_t cols, int64_t depth)
 }
 
 /* Adding a split product's pieces: partial[piece * outputs + i] for every piece, in a fixed order
- * (the same sums on every run). A block of PIECES_WIDE outputs x `deep` threads: thread (x, y)
- * adds pieces y, y + deep, ... of output x in order, then each thread adds the rows' sums in
- * order. One thread per output, each load waiting on the one before, took 32 us for LeNet-5's
- * conv1 weight gradient at batch 256 (264 pieces of 156 outputs) on an H100. Launch with
- * pieces_threads(pieces) threads and pieces_blocks(outputs) blocks; the total is for the threads
- * of row 0 (threadIdx.y == 0) whose i < outputs. */
-#define PIECES_WIDE 32
+ * (the same sums on every run). A block of `wide` outputs x `deep` threads: thread (x, y) adds
+ * pieces y, y + deep, ... of output x in order, then each thread adds the rows' sums in order.
+ * One thread per output, each load waiting on the one before, took 32 us for LeNet-5's conv1
+ * weight gradient at batch 256 (264 pieces of 156 outputs) on an H100. A block has 256 threads
+ * or more: the dense layer's backward at batch 256 (819,200 outputs in 2 pieces) took 18.8 us in
+ * blocks of 32 (ncu, H100). Launch with pieces_threads(pieces) threads and
+ * pieces_blocks(outputs, pieces) blocks; i = blockIdx.x * blockDim.x + threadIdx.x, and the
+ * total is for the threads of row 0 (threadIdx.y == 0) whose i < outputs. */
+#define PIECES_THREADS 256 /* the threads of a block with one row of them */
+#define PIECES_WIDE 32     /* the fewest outputs a block adds: a warp's */
 #define PIECES_DEEPEST 32
-static inline int64_t pieces_blocks(int64_t outputs) { return blocks_for(outputs, PIECES_WIDE); }
 static inline dim3 pieces_threads(int64_t pieces)
 {
     unsigned deep = 1; /* a thread for every 8 pieces or so */
     while (deep < PIECES_DEEPEST && deep * 8 < pieces) deep *= 2;
-    return dim3(PIECES_WIDE, deep);
+    unsigned wide = PIECES_THREADS / deep;
+    return dim3(wide > PIECES_WIDE ? wide : PIECES_WIDE, deep);
+}
+static inline int64_t pieces_blocks(int64_t outputs, int64_t pieces)
+{
+    return blocks_for(outputs, pieces_threads(pieces).x);
 }
 __device__ inline float sum_of_pieces(const float *partial, int64_t pieces, int64_t outputs,
                                       int64_t i)
 {
-    __shared__ float sums[PIECES_DEEPEST][PIECES_WIDE + 1];
+    /* row y of the sums at y * (wide + 1): a row's end padded so that the reads below, down a
+     * column, fall in different banks */
+    __shared__ float sums[PIECES_DEEPEST * (PIECES_WIDE + 1)];
     float total = 0.0f;
     if (i < outputs)
         for (int64_t piece = threadIdx.y; piece < pieces; piece += blockDim.y)
             total += partial[piece * outputs + i];
-    sums[threadIdx.y][threadIdx.x] = total;
+    const unsigned row = blockDim.x + 1;
+    sums[threadIdx.y * row + threadIdx.x] = total;
     __syncthreads();
     total = 0.0f;
-    for (unsigned row = 0; row < blockDim.y; row++)
-        total += sums[row][threadIdx.x];
+    for (unsigned y = 0; y < blockDim.y; y++)
+        total += sums[y * row + threadIdx.x];
     return total;
 }
 
@@ -226,13 +236,14 @@ struct StridedResult {
  * gives at least every other multiprocessor a block: the most reuse of each load (the Fashion
  * CNN's conv2 backward at batch 256 took 616 us against 761 us in 64 x 64 tiles, on an H100; a
  * depth too short to split further keeps smaller tiles, which occupy more multiprocessors);
- * 128 x 64 when even
- * those large tiles give every multiprocessor two blocks; else 64 x 64. A narrow tile
- * (BN = 32 columns) when there are few columns, or when the wide one would leave multiprocessors
- * with fewer than two blocks: a small product (LeNet-5's conv2 at batch 64: 16 rows, 6,400
- * columns, 50 blocks of 16 x 128 for 132 multiprocessors) then runs as 200 blocks of a quarter
- * of the work each, side by side, instead of one block per multiprocessor waiting on each step's
- * loads in turn. z_count products (or depth splits, with split_depth > 0) along the grid's z. */
+ * 128 x 64 when even those large tiles give every multiprocessor two blocks; else 64 x 64. A
+ * narrow tile (BN = 32 columns) when there are few columns, or when the wide one would leave
+ * multiprocessors with fewer than two blocks: a small product (LeNet-5's conv2 at batch 64: 16
+ * rows, 6,400 columns, 50 blocks of 16 x 128 for 132 multiprocessors) then runs as 200 blocks of
+ * a quarter of the work each, side by side, instead of one block per multiprocessor waiting on
+ * each step's loads in turn. 16 columns for 16 or fewer, and more than 32 rows: the weight
+ * gradient of a one-channel 3x3 layer (9 taps and the bias) would compute 22 of 32 columns for
+ * nothing. z_count products (or depth splits, with split_depth > 0) along the grid's z. */
 template <class LoadA, class LoadB, class Store>
 static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, Store store,
                                 int64_t rows, int64_t cols, int64_t depth, int64_t z_count,
@@ -267,6 +278,8 @@ static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, St
         PRODUCT(32, 32);
     else if (rows <= 32)
         PRODUCT(32, 128);
+    else if (cols <= 16)
+        PRODUCT(64, 16);
     else if (largest)
         PRODUCT(128, 128);
     else if (large)

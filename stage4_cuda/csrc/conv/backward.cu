@@ -48,6 +48,7 @@
  * 04_winograd.cu's cost model on dy for dx), written and read once.
  *
  * Run it: python -m grader.conv_bench (the backward row of each layer) */
+#include "../reduce.cuh"
 #include "../tiled_product.cuh"
 #include "conv.cuh"
 
@@ -89,13 +90,17 @@ static bool winograd_backward(const conv_geometry &g)
 }
 
 /* Winograd's weight gradient: its 16 products of K x C, each of depth T (the blocks), in pieces
- * enough for two blocks of 128 x 64 (the tile tiled_product.cuh takes for them) on every
- * multiprocessor. */
+ * that fill two waves of 128 x 64 blocks, two on every multiprocessor (tiled_product.cuh takes
+ * that tile only when there are that many blocks, else 64 x 64). One wave of them is not enough,
+ * and a few more than one is a second wave as long as the first: the Fashion CNN's conv2 at batch
+ * 256 in 17 pieces (272 blocks for 264 places on an H100) took 244 us, its last 8 blocks running
+ * alone (ncu). */
 static depth_split winograd_weight_split(const conv_geometry &g)
 {
     int64_t tiles = WINOGRAD_ENTRIES * ceil_div(g.filters, 128) * ceil_div(g.channels, 64);
     int64_t depth = winograd_tiles(g).tiles;
-    int64_t pieces = ceil_div(2 * device_multiprocessors(), tiles);
+    int64_t pieces = 2 * (2 * device_multiprocessors()) / tiles;
+    if (pieces < 1) pieces = 1;
     int64_t piece = ceil_div(ceil_div(depth, pieces), PRODUCT_DEPTH) * PRODUCT_DEPTH;
     if (piece < SPLIT_MINIMUM) piece = SPLIT_MINIMUM;
     return {ceil_div(depth, piece), piece};
@@ -282,13 +287,19 @@ __global__ void nonfinite_flags_kernel(const float *w, int64_t count, float *fla
         flags[blockIdx.x] = bad ? 1.0f : 0.0f;
 }
 
+/* Whether nonfinite_flags_kernel set a flag, for every thread of the block (all must call it). */
+__device__ bool any_flag_set(const float *flags)
+{
+    static_assert(FLAG_BLOCKS <= REDUCE_THREADS, "a thread reads each flag");
+    return __syncthreads_or(threadIdx.x < FLAG_BLOCKS && flags[threadIdx.x] != 0.0f);
+}
+
 /* When a flag is set: dx[n, c, h, w] = the sum over the taps (k, r, s) whose window covers the
  * pixel, of w[k, c, r, s] * dy[n, k, oh, ow] (the definition); otherwise nothing. */
 __global__ void input_gradient_by_taps_kernel(const float *w, const float *dy, float *dx,
                                               const float *flags, conv_geometry g)
 {
-    static_assert(FLAG_BLOCKS <= REDUCE_THREADS, "a thread reads each flag");
-    if (!__syncthreads_or(threadIdx.x < FLAG_BLOCKS && flags[threadIdx.x] != 0.0f))
+    if (!any_flag_set(flags))
         return;
     int64_t pixels = g.height * g.width, count = g.n * g.channels * pixels;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
@@ -424,7 +435,7 @@ static int weight_gradient(const float *x, const float *dy, float *dw, float *db
                                       split.piece);
     if (status != S2C_CUDA_OK) return status;
     int64_t outputs = g.filters * columns;
-    add_pieces_kernel<<<pieces_blocks(outputs), pieces_threads(split.pieces)>>>(
+    add_pieces_kernel<<<pieces_blocks(outputs, split.pieces), pieces_threads(split.pieces)>>>(
         partial, dw, db, split.pieces, g.filters, columns);
     LAUNCH_CHECK("add_pieces_kernel");
     return S2C_CUDA_OK;
@@ -433,6 +444,9 @@ static int weight_gradient(const float *x, const float *dy, float *dw, float *db
 __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geometry g,
                                           winograd_shape shape);
 __global__ void bias_from_blocks_kernel(const float *e5, float *db, int64_t tiles);
+/* One block per filter adds T blocks' values: 256 threads took 18 us on the Fashion CNN's conv2 at
+ * batch 256 (ncu, H100), each thread's 36 loads in nine waits one after another. */
+#define BIAS_THREADS 1024
 #define PAIRS_A_BLOCK 16 /* weights_from_products_kernel's block: 16 pairs x 16 entries */
 
 /* Piece p of product xi of a stored operand, as product z = xi * pieces + p of depth `piece`: its
@@ -487,7 +501,7 @@ static int winograd_weight_gradient(const float *x, const float *dy, float *dw, 
     gradient_transform_kernel<<<blocks_for(k * t, REDUCE_THREADS), REDUCE_THREADS>>>(dy, e, g,
                                                                                    shape);
     LAUNCH_CHECK("gradient_transform_kernel");
-    bias_from_blocks_kernel<<<(unsigned)k, REDUCE_THREADS>>>(e + 5 * k * t, db, t);
+    bias_from_blocks_kernel<<<(unsigned)k, BIAS_THREADS>>>(e + 5 * k * t, db, t);
     LAUNCH_CHECK("bias_from_blocks_kernel");
     int status = winograd_input_transform(x, v, g, true);
     if (status != S2C_CUDA_OK) return status;
@@ -548,22 +562,16 @@ __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geomet
     }
 }
 
-/* db[k] = 4 x the sum over t of e5[k, t]: a block per filter, its threads' sums added in a fixed
- * order (the same bits on every run). */
+/* db[k] = 4 x the sum over t of e5[k, t]: a block of BIAS_THREADS per filter, its threads' sums
+ * added in a fixed order (block_sum: the same bits on every run). */
 __global__ void bias_from_blocks_kernel(const float *e5, float *db, int64_t tiles)
 {
-    __shared__ float sums[REDUCE_THREADS];
     float total = 0.0f;
 #pragma unroll 4 /* four loads in flight before their additions */
     for (int64_t t = threadIdx.x; t < tiles; t += blockDim.x)
         total += e5[blockIdx.x * tiles + t];
-    sums[threadIdx.x] = total;
-    __syncthreads();
-    for (int half = REDUCE_THREADS / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) db[blockIdx.x] = 4.0f * sums[0];
+    total = block_sum(total);
+    if (threadIdx.x == 0) db[blockIdx.x] = 4.0f * total;
 }
 
 /* dw[k, c] = A'^T M[.][k, c] A' for the block's PAIRS_A_BLOCK pairs i = k * C + c, M[xi] the sum
@@ -606,8 +614,7 @@ __global__ void weights_from_products_kernel(const float *partial, float *dw, in
 __global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, float *dw,
                                                const float *flags, conv_geometry g)
 {
-    static_assert(FLAG_BLOCKS <= REDUCE_THREADS, "a thread reads each flag");
-    if (!__syncthreads_or(threadIdx.x < FLAG_BLOCKS && flags[threadIdx.x] != 0.0f))
+    if (!any_flag_set(flags))
         return;
     int64_t count = g.filters * conv_rows(g), taps = g.kh * g.kw;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
@@ -632,7 +639,7 @@ __global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, 
 __global__ void add_pieces_kernel(const float *partial, float *dw, float *db, int64_t pieces,
                                   int64_t filters, int64_t columns)
 {
-    int64_t i = blockIdx.x * (int64_t)PIECES_WIDE + threadIdx.x;
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     float total = sum_of_pieces(partial, pieces, filters * columns, i);
     if (threadIdx.y != 0 || i >= filters * columns) return;
     int64_t k = i / columns, col = i % columns;
