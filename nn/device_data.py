@@ -43,8 +43,11 @@ class DeviceData:
         self.tier, self.recipe = tier, recipe
         train = data.train
         self.inputs = tier.from_numpy(data.normalizer(train.inputs))
-        self.targets = tier.from_numpy(loss.targets(train.labels))
-        self.labels = tier.from_numpy(train.labels.astype(np.int64))
+        targets, labels = loss.targets(train.labels), train.labels.astype(np.int64)
+        self.labels = tier.from_numpy(labels)
+        # Cross-entropy's targets are the labels themselves: one array, one gather a step.
+        same = targets.dtype == labels.dtype and np.array_equal(targets, labels)
+        self.targets = self.labels if same else tier.from_numpy(targets)
         # A shifted-in pixel is black (0) before normalization: its value after, per channel.
         blank = np.zeros((1, *train.inputs.shape[1:]), dtype=train.inputs.dtype)
         self.fill = tier.from_numpy(data.normalizer(blank)[0, :, 0, 0].copy()) if (
@@ -84,4 +87,6 @@ class DeviceData:
         inputs = self.tier.take(self.inputs, chosen)
         if rows is not None:
             inputs = self.tier.shift_images(inputs, rows, cols, self.recipe.shift, self.fill)
-        return inputs, self.tier.take(self.targets, chosen), self.tier.take(self.labels, chosen)
+        targets = self.tier.take(self.targets, chosen)
+        labels = targets if self.targets is self.labels else self.tier.take(self.labels, chosen)
+        return inputs, targets, labels
