@@ -91,19 +91,18 @@ static inline int64_t pieces_blocks(int64_t outputs, int64_t pieces)
 __device__ inline float sum_of_pieces(const float *partial, int64_t pieces, int64_t outputs,
                                       int64_t i)
 {
-    /* row y of the sums at y * (wide + 1): a row's end padded so that the reads below, down a
-     * column, fall in different banks */
-    __shared__ float sums[PIECES_DEEPEST * (PIECES_WIDE + 1)];
+    /* thread (x, y)'s sum at y * wide + x: a warp's 32 lanes are neighbours in one row (wide is
+     * 32 or more), as they write and as they read down their columns */
+    __shared__ float sums[PIECES_DEEPEST * PIECES_WIDE]; /* deep x wide <= 1024 */
     float total = 0.0f;
     if (i < outputs)
         for (int64_t piece = threadIdx.y; piece < pieces; piece += blockDim.y)
             total += partial[piece * outputs + i];
-    const unsigned row = blockDim.x + 1;
-    sums[threadIdx.y * row + threadIdx.x] = total;
+    sums[threadIdx.y * blockDim.x + threadIdx.x] = total;
     __syncthreads();
     total = 0.0f;
     for (unsigned y = 0; y < blockDim.y; y++)
-        total += sums[y * row + threadIdx.x];
+        total += sums[y * blockDim.x + threadIdx.x];
     return total;
 }
 
