@@ -100,7 +100,7 @@ def bench_layer(layer, batch, kernels, repeats, seed):
     rows = []
     cudnn = cuda_time(lambda: F.conv2d(x, w, b, stride, padding), repeats)
     for kernel in kernels:
-        if kernel == "winograd" and not conv.winograd_applies(size, size, stride):
+        if kernel in conv.WINOGRAD_KERNELS and not conv.winograd_applies(size, size, stride):
             continue
         with poisoned_allocations(gpu):
             received = gpu.conv2d_forward(x, w, b, stride, padding, kernel=kernel)
@@ -122,7 +122,7 @@ def bench_layer(layer, batch, kernels, repeats, seed):
         dy64, x64, w64, [k], [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1, dx_mask)
     with poisoned_allocations(gpu):
         received_grads = gpu.conv2d_backward(x, w, dy, stride, padding, need_dx=need_dx)
-    winograd = conv.backward_takes_winograd(x.shape[1], k, *w.shape[2:], stride, padding)
+    winograd = conv.backward_winograd_blocks(x.shape, w.shape, stride, padding)
     bounds = conv_accuracy.backward_bound(x64, w64, dy64, stride, padding, winograd)
     pairs = zip(received_grads, expected_grads, bounds, strict=True)
     excess = max(worst_excess(got, want, bound) for got, want, bound in pairs if want is not None)

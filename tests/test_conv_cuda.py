@@ -1,10 +1,11 @@
 """The conv2d ladder in CUDA C (stage4_cuda/csrc/conv/), run without a GPU.
 
-Rungs 1 (direct), 3 (implicit GEMM), 4 (Winograd), 5 (FFT, on fake_cufft.cpp's exact DFTs) and
-the backward compute the right numbers on the CPU emulation of CUDA (tests/cuda_emulation/: a
-block's threads are fibers, __syncthreads a barrier, as for the SGEMM ladder), at the
-curriculum's layer shapes and at odd ones (tests/cuda_emulation/conv_harness.cpp). Speed, and the
-GPU's own rounding, need a GPU: tests/test_stage4_nvcc.py and `python -m grader.conv_bench`.
+Rungs 1 (direct), 3 (implicit GEMM), 4 (Winograd), 5 (FFT, on fake_cufft.cpp's exact DFTs), 6
+(Winograd F(4x4, 3x3)) and the backward compute the right numbers on the CPU emulation of CUDA
+(tests/cuda_emulation/: a block's threads are fibers, __syncthreads a barrier, as for the SGEMM
+ladder), at the curriculum's layer shapes and at odd ones (tests/cuda_emulation/conv_harness.cpp).
+Speed, and the GPU's own rounding, need a GPU: tests/test_stage4_nvcc.py and
+`python -m grader.conv_bench`.
 """
 
 import os
@@ -21,7 +22,8 @@ EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
 # What the harness builds: conv.cu's scratch sizes and every rung but 2 (which calls the SGEMM
 # ladder), the headers they include, and errors.cu's messages.
 SOURCES = ["conv.cu", "errors.cu", "conv/01_direct.cu", "conv/03_implicit_gemm.cu",
-           "conv/04_winograd.cu", "conv/05_fft.cu", "conv/backward.cu"]  # fmt: skip
+           "conv/04_winograd.cu", "conv/05_fft.cu", "conv/06_winograd_4x4.cu",
+           "conv/backward.cu"]  # fmt: skip
 HEADERS = ["common.h", "s2c_cuda.h", "conv/conv.cuh", "tiled_product.cuh", "reduce.cuh",
            "conv/cufft_runtime.h"]  # fmt: skip
 
@@ -51,9 +53,9 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
         env = {**os.environ, "EMULATED_MULTIPROCESSORS": multiprocessors}
         ran = subprocess.run([tmp_path / "harness", fake_cufft], capture_output=True, text=True,
                              timeout=600, env=env)  # fmt: skip
-        # conv_harness.cpp's main: 13 shapes, each direct, implicit_gemm and the backward's 3
+        # conv_harness.cpp's main: 14 shapes, each direct, implicit_gemm and the backward's 3
         # outputs (dx by its definition up to 8 channels, dx and dw by Winograd or the implicit
-        # products above); winograd on its 5 shapes of 3x3 stride 1; fft, dx with a NaN weight
-        # and dw with a NaN pixel on the 12 shapes small enough for the emulation
-        passed = ran.returncode == 0 and ran.stdout.endswith("106 passed, 0 failed\n")
+        # products above); winograd and winograd_4x4 on their 6 shapes of 3x3 stride 1; fft, dx
+        # with a NaN weight and dw with a NaN pixel on the 13 shapes small enough for the emulation
+        passed = ran.returncode == 0 and ran.stdout.endswith("121 passed, 0 failed\n")
         assert passed, f"{multiprocessors} multiprocessors:\n{ran.stdout}"

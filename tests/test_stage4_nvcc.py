@@ -376,7 +376,8 @@ CONV_SHAPES = [
     (2, 64, 128, 3, 1, 0, 13, 13),
     (3, 5, 7, 3, 1, 1, 9, 11),
     (3, 4, 33, 3, 2, 1, 10, 7),
-    (2, 16, 24, 3, 1, 1, 9, 11),  # padded, and the backward by Winograd
+    (2, 16, 24, 3, 1, 1, 9, 11),  # padded, and the backward by Winograd's 4x4 blocks
+    (2, 16, 20, 3, 1, 0, 8, 8),  # the backward's dw by 2x2 blocks (6x6 outputs), dx by 4x4
 ]
 
 
@@ -416,15 +417,15 @@ def test_each_conv_rung_within_its_error_bound_and_stage_3(gpu, rng, kernel, sha
     torch = pytest.importorskip("torch")
     from grader.poison import poisoned_allocations
     from stage4_cuda import conv_accuracy
-    from stage4_cuda.nvcc_impl.conv import winograd_applies
+    from stage4_cuda.nvcc_impl.conv import WINOGRAD_KERNELS, winograd_applies
 
     stride, padding = shape[4], shape[5]
     x, w, b, _ = _conv_inputs(rng, shape)
     with poisoned_allocations(gpu):
         y = gpu.to_numpy(gpu.conv2d_forward(gpu.from_numpy(x), gpu.from_numpy(w),
                                             gpu.from_numpy(b), stride, padding, kernel=kernel))
-    ran = kernel if kernel != "winograd" or winograd_applies(shape[3], shape[3], stride) else (
-        "implicit_gemm")  # fmt: skip
+    applies = kernel not in WINOGRAD_KERNELS or winograd_applies(shape[3], shape[3], stride)
+    ran = kernel if applies else "implicit_gemm"
     x64, w64, b64 = (torch.from_numpy(a).double() for a in (x, w, b))
     exact = torch.nn.functional.conv2d(x64, w64, b64, stride, padding)
     bound = conv_accuracy.forward_bound(ran, x64, w64, b64, stride, padding)
@@ -440,7 +441,7 @@ def test_conv_backward_within_its_error_bound_and_stage_3(gpu, rng, shape):
     torch = pytest.importorskip("torch")
     from grader.poison import poisoned_allocations
     from stage4_cuda import conv_accuracy
-    from stage4_cuda.nvcc_impl.conv import backward_takes_winograd
+    from stage4_cuda.nvcc_impl.conv import backward_winograd_blocks
 
     stride, padding = shape[4], shape[5]
     x, w, _, dy = _conv_inputs(rng, shape)
@@ -450,7 +451,7 @@ def test_conv_backward_within_its_error_bound_and_stage_3(gpu, rng, shape):
     exact = torch.ops.aten.convolution_backward(
         dy64, x64, w64, [w.shape[0]], [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1,
         [True, True, True])
-    winograd = backward_takes_winograd(x.shape[1], w.shape[0], *w.shape[2:], stride, padding)
+    winograd = backward_winograd_blocks(x.shape, w.shape, stride, padding)
     bounds = conv_accuracy.backward_bound(x64, w64, dy64, stride, padding, winograd)
     s3 = load_tier("c")
     stage3 = s3.conv2d_backward(*map(s3.from_numpy, (x, w, dy)), stride, padding)

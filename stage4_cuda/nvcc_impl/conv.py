@@ -3,11 +3,12 @@
 im2col and col2im are the contract's ops. conv2d_forward runs one rung of the ladder
 (CONV_KERNELS, csrc/conv/conv.cuh): 1 "direct" (a thread per output), 2 "im2col" (im2col into a
 buffer and the SGEMM ladder's best rung), 3 "implicit_gemm" (the same product, its loads
-gathering from x), 4 "winograd" (F(2x2, 3x3)), 5 "fft" (through cuFFT). The default "best" picks
-per layer the rung that measured fastest at the curriculum's layers (BEST_RULE below,
-curriculum/results/conv-cuda-h100.md). Winograd applies to 3x3 kernels with stride 1 only; asked
-for on another layer it runs implicit_gemm, the rung it builds on, and says nothing (a rung
-that refused would make a network with one 5x5 layer unusable with kernel="winograd").
+gathering from x), 4 "winograd" (F(2x2, 3x3)), 5 "fft" (through cuFFT), 6 "winograd_4x4"
+(F(4x4, 3x3)). The default "best" picks per layer the rung that measured fastest at the
+curriculum's layers (BEST_RULE below, curriculum/results/conv-cuda-h100.md). Winograd applies to
+3x3 kernels with stride 1 only; asked for on another layer it runs implicit_gemm, the rung it
+builds on, and says nothing (a rung that refused would make a network with one 5x5 layer
+unusable with kernel="winograd").
 
 conv2d_backward computes dx, dw and db as implicit products (csrc/conv/backward.cu),
 deterministically (the weight gradient's depth is split and the pieces added in order).
@@ -24,7 +25,8 @@ from ..numba_impl._checks import checks
 from ._library import call, geometry
 from ._scratch import scratch_for
 
-CONV_KERNELS = ("direct", "im2col", "implicit_gemm", "winograd", "fft")
+CONV_KERNELS = ("direct", "im2col", "implicit_gemm", "winograd", "fft", "winograd_4x4")
+WINOGRAD_KERNELS = ("winograd", "winograd_4x4")
 BACKWARD_SCRATCH = 0  # the rung number s2c_cuda_conv2d_scratch takes for the backward
 
 
@@ -55,8 +57,19 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
 
 
 def winograd_applies(kh, kw, stride):
-    """Whether rung 4, F(2x2, 3x3), computes a layer of this kernel size and stride."""
+    """Whether rungs 4 and 6, F(2x2, 3x3) and F(4x4, 3x3), compute a layer of this kernel size
+    and stride."""
     return kh == kw == 3 and stride == 1
+
+
+def winograd_block(out_height, out_width):
+    """The side of the output blocks Winograd takes for these outputs (csrc/conv/conv.cuh's
+    winograd_block): 4 (rung 6) where its 36 products a block come to fewer than rung 4's 16 a
+    block of 2, blocks past the edge counted; else 2."""
+    def blocks(side):
+        return -(-out_height // side) * -(-out_width // side)
+
+    return 4 if 36 * blocks(4) < 16 * blocks(2) else 2
 
 
 def backward_takes_winograd(channels, filters, kh, kw, stride, padding):
@@ -67,10 +80,20 @@ def backward_takes_winograd(channels, filters, kh, kw, stride, padding):
             and min(channels, filters) >= WINOGRAD_MIN_CHANNELS)  # fmt: skip
 
 
-def best_kernel(channels, kh, kw, stride):
+def backward_winograd_blocks(x_shape, w_shape, stride, padding):
+    """None when the backward computes dx and dw as products, else the blocks (dx's, dw's) of
+    its Winograd: winograd_block on dx's outputs (x's pixels) and on dy's."""
+    _, c, h, w = x_shape
+    k, _, kh, kw = w_shape
+    if not backward_takes_winograd(c, k, kh, kw, stride, padding):
+        return None
+    return winograd_block(h, w), winograd_block(h + 2 * padding - 2, w + 2 * padding - 2)
+
+
+def best_kernel(channels, kh, kw, stride, out_height, out_width):
     """The rung "best" runs for a layer (BEST_RULE)."""
     if winograd_applies(kh, kw, stride) and channels >= WINOGRAD_MIN_CHANNELS:
-        return "winograd"
+        return "winograd_4x4" if winograd_block(out_height, out_width) == 4 else "winograd"
     return "implicit_gemm"
 
 
@@ -80,8 +103,8 @@ def best_kernel(channels, kh, kw, stride):
 # 64, 170 against 204 at 256) and lost on the 3x3 first layer of 1 channel (56 against 30 us),
 # whose transforms cost more than the products they save.
 WINOGRAD_MIN_CHANNELS = 16
-BEST_RULE = (f"winograd for 3x3 stride-1 layers of {WINOGRAD_MIN_CHANNELS} or more input "
-             "channels, implicit_gemm otherwise")
+BEST_RULE = (f"winograd_4x4 or winograd (by winograd_block) for 3x3 stride-1 layers of "
+             f"{WINOGRAD_MIN_CHANNELS} or more input channels, implicit_gemm otherwise")
 
 
 def _cufft_path():
@@ -111,12 +134,12 @@ def _load_cufft():
 
 def conv2d_forward(x, w, b, stride=1, padding=0, kernel="best"):
     """x [N, C, H, W], w [K, C, R, S], b [K] -> y [N, K, OH, OW] (cross-correlation), by rung
-    `kernel` of the ladder: "best", a name of CONV_KERNELS or its number 1..5."""
+    `kernel` of the ladder: "best", a name of CONV_KERNELS or its number 1..6."""
     x, w, b, stride, padding, oh, ow = checks.conv2d_forward(x, w, b, stride, padding)
     n, c, k, kh, kw = x.shape[0], x.shape[1], w.shape[0], w.shape[2], w.shape[3]
     name = _checks.kernel_name("conv2d_forward", kernel, CONV_KERNELS,
-                               best_kernel(c, kh, kw, stride))
-    if name == "winograd" and not winograd_applies(kh, kw, stride):
+                               best_kernel(c, kh, kw, stride, oh, ow))
+    if name in WINOGRAD_KERNELS and not winograd_applies(kh, kw, stride):
         name = "implicit_gemm"
     if name == "fft":
         _load_cufft()

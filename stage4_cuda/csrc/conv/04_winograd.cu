@@ -130,12 +130,9 @@ __global__ void input_transform_kernel(const float *x, float *v, conv_geometry g
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* c * T + t, or t * C + c */
     if (i >= g.channels * shape.tiles) return;
-    int64_t c = tile_major ? i % g.channels : i / shape.tiles;
-    int64_t t = tile_major ? i / g.channels : i % shape.tiles;
-    int64_t per_image = shape.tiles_high * shape.tiles_wide, n = t / per_image;
-    int64_t top = t % per_image / shape.tiles_wide * 2 - g.padding;
-    int64_t left = t % shape.tiles_wide * 2 - g.padding;
-    const float *plane = x + (n * g.channels + c) * g.height * g.width;
+    winograd_patch at = winograd_patch_of(i, g.channels, shape, 2, tile_major);
+    int64_t top = at.top - g.padding, left = at.left - g.padding;
+    const float *plane = x + (at.n * g.channels + at.c) * g.height * g.width;
     float d[4][4];
     for (int a = 0; a < 4; a++)
         for (int e = 0; e < 4; e++) {
@@ -175,9 +172,8 @@ __global__ void output_transform_kernel(const float *m, const float *b, float *y
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * T + t */
     if (i >= g.filters * shape.tiles) return;
-    int64_t k = i / shape.tiles, t = i % shape.tiles;
-    int64_t per_image = shape.tiles_high * shape.tiles_wide, n = t / per_image;
-    int64_t top = t % per_image / shape.tiles_wide * 2, left = t % shape.tiles_wide * 2;
+    winograd_patch at = winograd_patch_of(i, g.filters, shape, 2, false);
+    int64_t k = at.c, top = at.top, left = at.left;
     int64_t entry = g.filters * shape.tiles;
     float am[2][4]; /* A^T M */
     for (int e = 0; e < 4; e++) {
@@ -186,7 +182,7 @@ __global__ void output_transform_kernel(const float *m, const float *b, float *y
         am[0][e] = m0 + m1 + m2;
         am[1][e] = m1 - m2 - m3;
     }
-    float *plane = y + (n * g.filters + k) * g.out_height * g.out_width, bias = b ? b[k] : 0.0f;
+    float *plane = y + (at.n * g.filters + k) * g.out_height * g.out_width, bias = b ? b[k] : 0.0f;
     for (int a = 0; a < 2; a++) {
         float out[2] = {am[a][0] + am[a][1] + am[a][2], am[a][1] - am[a][2] - am[a][3]};
         for (int e = 0; e < 2; e++)

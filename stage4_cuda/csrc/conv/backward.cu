@@ -97,8 +97,10 @@ static bool winograd_backward(const conv_geometry &g)
  * alone, and 162 us in 32 pieces (ncu). */
 static depth_split winograd_weight_split(const conv_geometry &g)
 {
-    int64_t tiles = WINOGRAD_ENTRIES * ceil_div(g.filters, 128) * ceil_div(g.channels, 64);
-    int64_t depth = winograd_tiles(g).tiles;
+    int block = winograd_block(g);
+    int64_t entries = block == 4 ? WINOGRAD_4X4_ENTRIES : WINOGRAD_ENTRIES;
+    int64_t tiles = entries * ceil_div(g.filters, 128) * ceil_div(g.channels, 64);
+    int64_t depth = winograd_tiles(g, block).tiles;
     int64_t pieces = 2 * (2 * device_multiprocessors()) / tiles;
     if (pieces < 1) pieces = 1;
     int64_t piece = ceil_div(ceil_div(depth, pieces), PRODUCT_DEPTH) * PRODUCT_DEPTH;
@@ -107,21 +109,25 @@ static depth_split winograd_weight_split(const conv_geometry &g)
 }
 
 /* The weight gradient's scratch: the partial sums, pieces x K x (C*R*S + 1); with Winograd, the
- * transformed blocks of dy [16, K, T] and of x [16, T, C], then the partial products
- * [16 x pieces, K, C]. */
+ * transformed blocks of dy [entries, K, T] and of x [entries, T, C], then the partial products
+ * [entries x pieces, K, C] (16 entries with 2x2 blocks, 36 with 4x4: winograd_block). */
 static int64_t weight_part(const conv_geometry &g)
 {
     if (!winograd_backward(g))
         return weight_split(g).pieces * g.filters * (conv_rows(g) + 1);
-    int64_t tiles = winograd_tiles(g).tiles, pieces = winograd_weight_split(g).pieces;
-    return WINOGRAD_ENTRIES * (g.filters * tiles + tiles * g.channels +
-                               pieces * g.filters * g.channels);
+    int block = winograd_block(g);
+    int64_t entries = block == 4 ? WINOGRAD_4X4_ENTRIES : WINOGRAD_ENTRIES;
+    int64_t tiles = winograd_tiles(g, block).tiles, pieces = winograd_weight_split(g).pieces;
+    return entries * (g.filters * tiles + tiles * g.channels + pieces * g.filters * g.channels);
 }
 
-/* dx's scratch with Winograd (04_winograd.cu's, for dy through the turned filters). */
+/* dx's scratch with Winograd (rung 4's or rung 6's, for dy through the turned filters). */
 static int64_t winograd_part(const conv_geometry &g)
 {
-    return winograd_backward(g) ? conv_winograd_scratch(input_gradient_geometry(g)) : 0;
+    if (!winograd_backward(g)) return 0;
+    conv_geometry turned = input_gradient_geometry(g);
+    return winograd_block(turned) == 4 ? conv_winograd_4x4_scratch(turned)
+                                       : conv_winograd_scratch(turned);
 }
 
 /* The flags "this block found a NaN or Inf in w" and "... in x" (FLAG_BLOCKS floats each, 0 or 1),
@@ -260,9 +266,10 @@ static int input_gradient(const float *w, const float *dy, float *dx, float *win
         LAUNCH_CHECK("input_gradient_direct_kernel");
         return S2C_CUDA_OK;
     }
-    int status = winograd_backward(g)
-                     ? conv_winograd(dy, w, NULL, dx, winograd, input_gradient_geometry(g), true)
-                     : implicit_input_gradient(w, dy, dx, g);
+    conv_geometry turned = input_gradient_geometry(g);
+    auto winograd_dx = winograd_block(turned) == 4 ? conv_winograd_4x4 : conv_winograd;
+    int status = winograd_backward(g) ? winograd_dx(dy, w, NULL, dx, winograd, turned, true)
+                                      : implicit_input_gradient(w, dy, dx, g);
     if (status != S2C_CUDA_OK) return status;
     nonfinite_flags_kernel<<<FLAG_BLOCKS, REDUCE_THREADS>>>(w, g.filters * conv_rows(g), flags);
     LAUNCH_CHECK("nonfinite_flags_kernel");
@@ -443,7 +450,8 @@ static int weight_gradient(const float *x, const float *dy, float *dw, float *db
 
 __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geometry g,
                                           winograd_shape shape);
-__global__ void bias_from_blocks_kernel(const float *e5, float *db, int64_t tiles);
+__global__ void bias_from_blocks_kernel(const float *entry, float *db, int64_t tiles,
+                                        float scale);
 /* One block per filter adds T blocks' values: 256 threads took 18 us on the Fashion CNN's conv2 at
  * batch 256 (ncu, H100), each thread's 36 loads in nine waits one after another. */
 #define BIAS_THREADS 1024
@@ -489,21 +497,33 @@ __global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, 
  *     M[xi][k, c] = sum over t of E[xi][k, t] V[xi][t, c]   16 products, split along t
  *     dw[k, c]    = A'^T M[.][k, c] A'                      weights_from_products_kernel
  *
- * and db[k] = 4 x the sum over t of E[5][k, t] ((G' e G'^T)[1][1] is a quarter of e's sum). Then,
- * when x holds a NaN or an Inf, dw again by the definition (see the top of this file). */
+ * and db[k] = 4 x the sum over t of E[5][k, t] ((G' e G'^T)[1][1] is a quarter of e's sum). Where
+ * winograd_block takes 4x4 blocks, the same with rung 6's 36 entries, F(3x3, 4x4)
+ * (06_winograd_4x4.cu), and db the sum of E[7] (e's whole sum). Then, when x holds a NaN or an
+ * Inf, dw again by the definition (see the top of this file). */
 static int winograd_weight_gradient(const float *x, const float *dy, float *dw, float *db,
                                     float *scratch, float *flags, const conv_geometry &g)
 {
-    winograd_shape shape = winograd_tiles(g);
+    bool large = winograd_block(g) == 4;
+    winograd_shape shape = winograd_tiles(g, large ? 4 : 2);
     int64_t k = g.filters, c = g.channels, t = shape.tiles;
+    int64_t entries = large ? WINOGRAD_4X4_ENTRIES : WINOGRAD_ENTRIES;
     depth_split split = winograd_weight_split(g);
-    float *e = scratch, *v = e + WINOGRAD_ENTRIES * k * t, *partial = v + WINOGRAD_ENTRIES * t * c;
-    gradient_transform_kernel<<<blocks_for(k * t, REDUCE_THREADS), REDUCE_THREADS>>>(dy, e, g,
-                                                                                   shape);
-    LAUNCH_CHECK("gradient_transform_kernel");
-    bias_from_blocks_kernel<<<(unsigned)k, BIAS_THREADS>>>(e + 5 * k * t, db, t);
+    float *e = scratch, *v = e + entries * k * t, *partial = v + entries * t * c;
+    int status = S2C_CUDA_OK;
+    if (large) {
+        status = winograd_4x4_gradient_transform(dy, e, g);
+    } else {
+        gradient_transform_kernel<<<blocks_for(k * t, REDUCE_THREADS), REDUCE_THREADS>>>(dy, e, g,
+                                                                                       shape);
+        LAUNCH_CHECK("gradient_transform_kernel");
+    }
+    if (status != S2C_CUDA_OK) return status;
+    const float *sum_entry = e + (large ? 7 : 5) * k * t;
+    bias_from_blocks_kernel<<<(unsigned)k, BIAS_THREADS>>>(sum_entry, db, t, large ? 1.0f : 4.0f);
     LAUNCH_CHECK("bias_from_blocks_kernel");
-    int status = winograd_input_transform(x, v, g, true);
+    status = large ? winograd_4x4_input_transform(x, v, g, true)
+                   : winograd_input_transform(x, v, g, true);
     if (status != S2C_CUDA_OK) return status;
     /* product xi: M[xi] [k, c] = E[xi] [k, t] @ V[xi] [t, c]; its pieces are products of their
      * own (z = xi * pieces + piece), each into partial[z] */
@@ -512,13 +532,17 @@ static int winograd_weight_gradient(const float *x, const float *dy, float *dw, 
     PieceOf columns = {{v, t * c, 1, c}, pieces, piece, depth};
     StridedResult sums = {partial, NULL, k * c, c};
     status = launch_tiled_product("conv backward (dw) winograd tiled_product_kernel", rows,
-                                  columns, sums, k, c, split.piece,
-                                  WINOGRAD_ENTRIES * split.pieces, 0);
+                                  columns, sums, k, c, split.piece, entries * split.pieces, 0);
     if (status != S2C_CUDA_OK) return status;
-    int64_t pair_blocks = blocks_for(k * c, PAIRS_A_BLOCK);
-    weights_from_products_kernel<<<pair_blocks, PAIRS_A_BLOCK * WINOGRAD_ENTRIES>>>(
-        partial, dw, split.pieces, k * c);
-    LAUNCH_CHECK("weights_from_products_kernel");
+    if (large) {
+        status = winograd_4x4_weights(partial, dw, split.pieces, k * c);
+        if (status != S2C_CUDA_OK) return status;
+    } else {
+        int64_t pair_blocks = blocks_for(k * c, PAIRS_A_BLOCK);
+        weights_from_products_kernel<<<pair_blocks, PAIRS_A_BLOCK * WINOGRAD_ENTRIES>>>(
+            partial, dw, split.pieces, k * c);
+        LAUNCH_CHECK("weights_from_products_kernel");
+    }
     int64_t pixels = g.n * c * g.height * g.width;
     nonfinite_flags_kernel<<<FLAG_BLOCKS, REDUCE_THREADS>>>(x, pixels, flags);
     LAUNCH_CHECK("nonfinite_flags_kernel");
@@ -536,10 +560,9 @@ __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geomet
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * T + t */
     if (i >= g.filters * shape.tiles) return;
-    int64_t k = i / shape.tiles, t = i % shape.tiles;
-    int64_t per_image = shape.tiles_high * shape.tiles_wide, n = t / per_image;
-    int64_t top = t % per_image / shape.tiles_wide * 2, left = t % shape.tiles_wide * 2;
-    const float *plane = dy + (n * g.filters + k) * g.out_height * g.out_width;
+    winograd_patch at = winograd_patch_of(i, g.filters, shape, 2, false);
+    int64_t top = at.top, left = at.left;
+    const float *plane = dy + (at.n * g.filters + at.c) * g.out_height * g.out_width;
     float block[2][2];
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++) {
@@ -562,16 +585,16 @@ __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geomet
     }
 }
 
-/* db[k] = 4 x the sum over t of e5[k, t]: a block of BIAS_THREADS per filter, its threads' sums
- * added in a fixed order (block_sum: the same bits on every run). */
-__global__ void bias_from_blocks_kernel(const float *e5, float *db, int64_t tiles)
+/* db[k] = scale x the sum over t of entry[k, t]: a block of BIAS_THREADS per filter, its threads'
+ * sums added in a fixed order (block_sum: the same bits on every run). */
+__global__ void bias_from_blocks_kernel(const float *entry, float *db, int64_t tiles, float scale)
 {
     float total = 0.0f;
 #pragma unroll 4 /* four loads in flight before their additions */
     for (int64_t t = threadIdx.x; t < tiles; t += blockDim.x)
-        total += e5[blockIdx.x * tiles + t];
+        total += entry[blockIdx.x * tiles + t];
     total = block_sum(total);
-    if (threadIdx.x == 0) db[blockIdx.x] = 4.0f * total;
+    if (threadIdx.x == 0) db[blockIdx.x] = scale * total;
 }
 
 /* dw[k, c] = A'^T M[.][k, c] A' for the block's PAIRS_A_BLOCK pairs i = k * C + c, M[xi] the sum

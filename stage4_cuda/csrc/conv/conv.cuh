@@ -19,6 +19,7 @@
  *     3 implicit_gemm  03_implicit_gemm.cu  the same product, its loads gathering from x directly
  *     4 winograd       04_winograd.cu       F(2x2, 3x3): 16 products instead of 36 per 2x2 tile
  *     5 fft            05_fft.cu            products of spectra, through cuFFT (loaded at run time)
+ *     6 winograd_4x4   06_winograd_4x4.cu   F(4x4, 3x3): 36 products instead of 144 per 4x4 tile
  *
  * backward.cu holds the backward (dx, dw, db), as implicit products too. */
 #ifndef S2C_CONV_CUH
@@ -37,7 +38,8 @@ enum conv_rung {
     CONV_IM2COL = 2,
     CONV_IMPLICIT_GEMM = 3,
     CONV_WINOGRAD = 4,
-    CONV_FFT = 5
+    CONV_FFT = 5,
+    CONV_WINOGRAD_4X4 = 6
 };
 
 static inline __host__ __device__ int64_t conv_rows(const conv_geometry &g)
@@ -89,24 +91,63 @@ struct fast_divider {
 int64_t conv_im2col_scratch(const conv_geometry &g);
 int64_t conv_winograd_scratch(const conv_geometry &g);
 int64_t conv_fft_scratch(const conv_geometry &g);
+int64_t conv_winograd_4x4_scratch(const conv_geometry &g);
 int64_t conv_backward_scratch(const conv_geometry &g);
 
-/* Rung 4 on a 3x3 stride-1 geometry, also for the backward's dx (04_winograd.cu). */
+/* Rung 4 on a 3x3 stride-1 geometry, also for the backward's dx (04_winograd.cu): y = x convolved
+ * with w (+ b, unless b is NULL); with `turned`, w is read as the [C, K, 3, 3] filters
+ * w[c, k, 2 - r, 2 - s] of a w stored [K, C, 3, 3]. */
 int conv_winograd(const float *x, const float *w, const float *b, float *y, float *scratch,
                   const conv_geometry &g, bool turned);
+/* The same by rung 6, F(4x4, 3x3) (06_winograd_4x4.cu). */
+int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, float *scratch,
+                      const conv_geometry &g, bool turned);
 
-/* Winograd's tiles: the blocks of 2x2 outputs, and the 4x4 entries of a transformed tile. */
+/* Winograd's tiles: the blocks of 2x2 (rung 4) or 4x4 (rung 6) outputs, and the entries of a
+ * transformed tile, 4x4 or 6x6. */
 #define WINOGRAD_ENTRIES 16
+#define WINOGRAD_4X4_ENTRIES 36
 struct winograd_shape {
-    int64_t tiles_high, tiles_wide, tiles; /* ceil(OH/2), ceil(OW/2), all of them (N of each) */
+    int64_t tiles_high, tiles_wide, tiles; /* ceil(OH/block), ceil(OW/block), all (N of each) */
 };
-static inline winograd_shape winograd_tiles(const conv_geometry &g)
+static inline winograd_shape winograd_tiles(const conv_geometry &g, int64_t block = 2)
 {
-    int64_t high = ceil_div(g.out_height, 2), wide = ceil_div(g.out_width, 2);
+    int64_t high = ceil_div(g.out_height, block), wide = ceil_div(g.out_width, block);
     return {high, wide, g.n * high * wide};
 }
+/* The patch of thread i of a transform kernel: plane c (a channel, or a filter) of image n, and the
+ * top left corner of its block of block x block outputs, for i = c * T + t, or t * C + c when
+ * `tile_major` (t = (n, th, tw) a block). */
+struct winograd_patch {
+    int64_t c, n, top, left;
+};
+static inline __host__ __device__ winograd_patch winograd_patch_of(int64_t i, int64_t planes,
+                                                                   winograd_shape shape,
+                                                                   int64_t block, bool tile_major)
+{
+    int64_t c = tile_major ? i % planes : i / shape.tiles;
+    int64_t t = tile_major ? i / planes : i % shape.tiles;
+    int64_t per_image = shape.tiles_high * shape.tiles_wide;
+    return {c, t / per_image, t % per_image / shape.tiles_wide * block,
+            t % shape.tiles_wide * block};
+}
+/* The block the backward (and nvcc_impl/conv.py's "best") takes for a layer's outputs: 4 (rung 6)
+ * when its 36 products a block come to fewer than rung 4's 16 a block, else 2. Blocks past the
+ * edge count: 13x13 outputs take 16 blocks of 4x4 (576 products) or 49 of 2x2 (784). */
+static inline int winograd_block(const conv_geometry &g)
+{
+    int64_t large = WINOGRAD_4X4_ENTRIES * winograd_tiles(g, 4).tiles;
+    return large < WINOGRAD_ENTRIES * winograd_tiles(g, 2).tiles ? 4 : 2;
+}
 
-/* Rung 4's input transform, V [16, C, T], or [16, T, C] when tile_major (the backward's dw). */
+/* The input transforms, V [entries, C, T], or [entries, T, C] when tile_major (the backward's
+ * dw): rung 4's and rung 6's. */
 int winograd_input_transform(const float *x, float *v, const conv_geometry &g, bool tile_major);
+int winograd_4x4_input_transform(const float *x, float *v, const conv_geometry &g,
+                                 bool tile_major);
+/* Rung 6's weight gradient transforms (06_winograd_4x4.cu): E [36, K, T] from dy's 4x4 blocks,
+ * and dw [K, C, 3, 3] from the 36 products' partial sums [36 x pieces, K, C]. */
+int winograd_4x4_gradient_transform(const float *dy, float *e, const conv_geometry &g);
+int winograd_4x4_weights(const float *partial, float *dw, int64_t pieces, int64_t pairs);
 
 #endif
