@@ -280,17 +280,8 @@ __global__ void gradient_transform_4x4_kernel(const float *dy, float *e, conv_ge
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * T + t */
     if (i >= g.filters * shape.tiles) return;
-    winograd_patch at = winograd_patch_of(i, g.filters, shape, 4, false);
-    int64_t top = at.top, left = at.left;
-    const float *plane = dy + (at.n * g.filters + at.c) * g.out_height * g.out_width;
     float block[4][4], transformed[SIDE][SIDE];
-#pragma unroll
-    for (int a = 0; a < 4; a++)
-#pragma unroll
-        for (int b = 0; b < 4; b++) {
-            bool inside = top + a < g.out_height && left + b < g.out_width;
-            block[a][b] = inside ? plane[(top + a) * g.out_width + left + b] : 0.0f;
-        }
+    winograd_gradient_block<4>(dy, g, shape, i, block);
     transform_2d<GradientRows4x4>(block, transformed);
     int64_t entry = g.filters * shape.tiles;
 #pragma unroll
@@ -304,18 +295,12 @@ __global__ void gradient_transform_4x4_kernel(const float *dy, float *e, conv_ge
 __global__ void weights_4x4_kernel(const float *partial, float *dw, int64_t pieces, int64_t pairs)
 {
     __shared__ float m[PAIRS_A_BLOCK][WINOGRAD_4X4_ENTRIES + 1];
-    int xi = threadIdx.x / PAIRS_A_BLOCK, local = threadIdx.x % PAIRS_A_BLOCK;
-    int64_t i = blockIdx.x * (int64_t)PAIRS_A_BLOCK + local;
-    float total = 0.0f;
-    if (i < pairs)
-        for (int64_t piece = 0; piece < pieces; piece++)
-            total += partial[(xi * pieces + piece) * pairs + i];
-    m[local][xi] = total;
-    __syncthreads();
-    if (xi != 0 || i >= pairs) return;
+    int64_t i = winograd_sum_pieces<PAIRS_A_BLOCK, WINOGRAD_4X4_ENTRIES>(partial, pieces, pairs, m);
+    if (i < 0) return;
     float entries[SIDE][SIDE], out[3][3];
 #pragma unroll
-    for (int e = 0; e < WINOGRAD_4X4_ENTRIES; e++) entries[e / SIDE][e % SIDE] = m[local][e];
+    for (int e = 0; e < WINOGRAD_4X4_ENTRIES; e++)
+        entries[e / SIDE][e % SIDE] = m[i % PAIRS_A_BLOCK][e];
     transform_2d<WeightRows>(entries, out);
 #pragma unroll
     for (int r = 0; r < 3; r++)

@@ -560,15 +560,8 @@ __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geomet
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * T + t */
     if (i >= g.filters * shape.tiles) return;
-    winograd_patch at = winograd_patch_of(i, g.filters, shape, 2, false);
-    int64_t top = at.top, left = at.left;
-    const float *plane = dy + (at.n * g.filters + at.c) * g.out_height * g.out_width;
     float block[2][2];
-    for (int a = 0; a < 2; a++)
-        for (int b = 0; b < 2; b++) {
-            bool inside = top + a < g.out_height && left + b < g.out_width;
-            block[a][b] = inside ? plane[(top + a) * g.out_width + left + b] : 0.0f;
-        }
+    winograd_gradient_block<2>(dy, g, shape, i, block);
     float ge[4][2]; /* G' e */
     for (int b = 0; b < 2; b++) {
         ge[0][b] = block[0][b];
@@ -606,16 +599,9 @@ __global__ void weights_from_products_kernel(const float *partial, float *dw, in
                                              int64_t pairs)
 {
     __shared__ float m[PAIRS_A_BLOCK][WINOGRAD_ENTRIES + 1];
-    int xi = threadIdx.x / PAIRS_A_BLOCK, local = threadIdx.x % PAIRS_A_BLOCK;
-    int64_t i = blockIdx.x * (int64_t)PAIRS_A_BLOCK + local;
-    float total = 0.0f;
-    if (i < pairs)
-        for (int64_t piece = 0; piece < pieces; piece++)
-            total += partial[(xi * pieces + piece) * pairs + i];
-    m[local][xi] = total;
-    __syncthreads();
-    if (xi != 0 || i >= pairs) return;
-    const float *entry = m[local];
+    int64_t i = winograd_sum_pieces<PAIRS_A_BLOCK, WINOGRAD_ENTRIES>(partial, pieces, pairs, m);
+    if (i < 0) return;
+    const float *entry = m[i % PAIRS_A_BLOCK];
     float am[3][4]; /* A'^T M */
     for (int e = 0; e < 4; e++) {
         float m0 = entry[e], m1 = entry[4 + e], m2 = entry[8 + e], m3 = entry[12 + e];

@@ -131,6 +131,42 @@ static inline __host__ __device__ winograd_patch winograd_patch_of(int64_t i, in
     return {c, t / per_image, t % per_image / shape.tiles_wide * block,
             t % shape.tiles_wide * block};
 }
+/* The weight gradient's dy block of thread i = k * T + t: block[a][b] = dy[n, k, top + a,
+ * left + b], 0 past dy's edge (dy is the forward's output, [N, K, OH, OW]). */
+template <int BLOCK>
+static __device__ void winograd_gradient_block(const float *dy, const conv_geometry &g,
+                                               winograd_shape shape, int64_t i,
+                                               float block[BLOCK][BLOCK])
+{
+    winograd_patch at = winograd_patch_of(i, g.filters, shape, BLOCK, false);
+    const float *plane = dy + (at.n * g.filters + at.c) * g.out_height * g.out_width;
+    for (int a = 0; a < BLOCK; a++)
+        for (int b = 0; b < BLOCK; b++) {
+            bool inside = at.top + a < g.out_height && at.left + b < g.out_width;
+            block[a][b] = inside ? plane[(at.top + a) * g.out_width + at.left + b] : 0.0f;
+        }
+}
+
+/* The first half of a kernel that turns the weight gradient's products into dw: a block of
+ * PAIRS x ENTRIES threads, thread (xi, pair) adding the pieces of entry xi of pair
+ * i = blockIdx.x * PAIRS + pair (product xi's piece at z = xi * pieces + piece) in order, into
+ * m[pair][xi]. Returns the pair i for the thread that then transforms the pair's ENTRIES
+ * entries (xi 0), else -1. */
+template <int PAIRS, int ENTRIES>
+static __device__ int64_t winograd_sum_pieces(const float *partial, int64_t pieces, int64_t pairs,
+                                              float m[PAIRS][ENTRIES + 1])
+{
+    int xi = threadIdx.x / PAIRS, local = threadIdx.x % PAIRS;
+    int64_t i = blockIdx.x * (int64_t)PAIRS + local;
+    float total = 0.0f;
+    if (i < pairs)
+        for (int64_t piece = 0; piece < pieces; piece++)
+            total += partial[(xi * pieces + piece) * pairs + i];
+    m[local][xi] = total;
+    __syncthreads();
+    return xi == 0 && i < pairs ? i : -1;
+}
+
 /* The block the backward (and nvcc_impl/conv.py's "best") takes for a layer's outputs: 4 (rung 6)
  * when its 36 products a block come to fewer than rung 4's 16 a block, else 2. Blocks past the
  * edge count: 13x13 outputs take 16 blocks of 4x4 (576 products) or 49 of 2x2 (784). */
