@@ -55,7 +55,8 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
                              timeout=600, env=env)  # fmt: skip
         # conv_harness.cpp's main: 14 shapes, each direct, implicit_gemm and the backward's 3
         # outputs (dx by its definition up to 8 channels, dx and dw by Winograd or the implicit
-        # products above); winograd and winograd_4x4 on their 6 shapes of 3x3 stride 1; fft, dx
-        # with a NaN weight and dw with a NaN pixel on the 13 shapes small enough for the emulation
-        passed = ran.returncode == 0 and ran.stdout.endswith("121 passed, 0 failed\n")
+        # products above); winograd and winograd_4x4 on their 6 shapes of 3x3 stride 1; fft, a
+        # NaN pixel through each forward rung but fft, dx with a NaN in dy and with a NaN weight,
+        # and dw with a NaN pixel, on the 13 shapes small enough for the emulation
+        passed = ran.returncode == 0 and ran.stdout.endswith("170 passed, 0 failed\n")
         assert passed, f"{multiprocessors} multiprocessors:\n{ran.stdout}"

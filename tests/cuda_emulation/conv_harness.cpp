@@ -138,6 +138,57 @@ int main(int argc, char **argv)
          * Fashion CNN's conv2: its 8192 channel pairs take the emulation long, and the pass that
          * handles a NaN is the same at every size.) */
         if (C * K > 512) continue;
+
+        /* A NaN pixel reaches only the outputs whose window covers it, as in PyTorch (rung 6's
+         * transforms would carry it into every output of its patch's block; not rung 5, whose
+         * spectra mix every pixel). */
+        int64_t last = (H - 1) * W + W - 1; /* image 0, channel 0 */
+        float pixel = x[last];
+        x[last] = NAN;
+        for (const auto &rung : rungs) {
+            bool winograd = rung.rung == CONV_WINOGRAD || rung.rung == CONV_WINOGRAD_4X4;
+            if (rung.rung == CONV_FFT || (winograd && !(R == 3 && S == 3 && g.stride == 1)))
+                continue;
+            std::vector<float> scratch = scratch_for(g, rung.rung), out(y.size(), NAN);
+            int status = rung.launch(x.data(), w.data(), b.data(), out.data(), scratch.data(), &g);
+            int64_t wrong = status == S2C_CUDA_OK ? 0 : 1;
+            double limit = rung.rung == CONV_WINOGRAD_4X4 ? 1e-4 : 1e-5;
+            for (size_t i = 0; i < out.size(); i++) {
+                int64_t n = i / (K * OH * OW), p = i % (OH * OW);
+                int64_t r = H - 1 + g.padding - p / OW * g.stride;
+                int64_t q = W - 1 + g.padding - p % OW * g.stride;
+                bool covers = n == 0 && 0 <= r && r < R && 0 <= q && q < S;
+                wrong += covers ? !std::isnan(out[i])
+                                : !(std::fabs(out[i] - y[i]) <= limit * y_size[i]);
+            }
+            (wrong ? failed : passed)++;
+            printf("%s, NaN in x[0, 0, %lld, %lld]: %lld wrong: %s\n", rung.name, (long long)H - 1,
+                   (long long)W - 1, (long long)wrong, wrong ? "FAILED" : "ok");
+        }
+        x[last] = pixel;
+
+        /* A NaN in dy reaches only the pixels of dx under its window, as in PyTorch (col2im): dx
+         * by Winograd (rung 4 or 6 on dy) has a pass for a non-finite dy too. */
+        int64_t corner = OH * OW - 1; /* image 0, filter 0, the last output */
+        float gradient = dy[corner];
+        dy[corner] = NAN;
+        got_dx.assign(x.size(), NAN);
+        status = s2c_cuda_conv2d_backward(x.data(), w.data(), dy.data(), got_dx.data(),
+                                          got_dw.data(), got_db.data(), scratch.data(), &g);
+        dy[corner] = gradient;
+        int64_t wrong = status == S2C_CUDA_OK ? 0 : 1;
+        for (size_t i = 0; i < x.size(); i++) {
+            int64_t n = i / (C * H * W), p = i % (H * W);
+            int64_t r = p / W + g.padding - (OH - 1) * g.stride;
+            int64_t q = p % W + g.padding - (OW - 1) * g.stride;
+            bool covered = n == 0 && 0 <= r && r < R && 0 <= q && q < S;
+            wrong += covered ? !std::isnan(got_dx[i])
+                             : !(std::fabs(got_dx[i] - dx[i]) <= 1e-5 * dx_size[i]);
+        }
+        (wrong ? failed : passed)++;
+        printf("backward dx, NaN in dy[0, 0, %lld, %lld]: %lld wrong: %s\n", (long long)OH - 1,
+               (long long)OW - 1, (long long)wrong, wrong ? "FAILED" : "ok");
+
         w[0] = NAN; /* filter 0, channel 0, tap (0, 0) */
         std::vector<bool> reached(x.size(), false);
         for (int64_t n = 0; n < N; n++)
@@ -148,7 +199,7 @@ int main(int argc, char **argv)
         got_dx.assign(x.size(), NAN);
         status = s2c_cuda_conv2d_backward(x.data(), w.data(), dy.data(), got_dx.data(),
                                           got_dw.data(), got_db.data(), scratch.data(), &g);
-        int64_t wrong = status == S2C_CUDA_OK ? 0 : 1;
+        wrong = status == S2C_CUDA_OK ? 0 : 1;
         for (size_t i = 0; i < x.size(); i++)
             wrong += reached[i] ? !std::isnan(got_dx[i])
                                 : !(std::fabs(got_dx[i] - dx[i]) <= 1e-5 * dx_size[i]);
@@ -160,8 +211,6 @@ int main(int argc, char **argv)
          * Winograd's dw (3x3, stride 1, 16 channels and filters or more) would carry the last
          * pixel of a padded plane into tap row and column 0 as well, through products whose
          * coefficient is exactly 0: its pass for a non-finite x recomputes dw by the definition. */
-        int64_t last = (H - 1) * W + W - 1; /* image 0, channel 0 */
-        float pixel = x[last];
         x[last] = NAN;
         got_dw.assign(w.size(), NAN);
         status = s2c_cuda_conv2d_backward(x.data(), w.data(), dy.data(), got_dx.data(),

@@ -35,6 +35,13 @@
  * blocks, weights_4x4_kernel), and db = the sum over blocks of entry 7, (A e A^T)[1][1], the sum of
  * e's 16 values.
  *
+ * NaN and Inf in x: the transforms carry a pixel into every output of its patch's block (a row of
+ * A^T adds five of B^T's rows, which reach the whole patch), where PyTorch's correlation reaches
+ * only the outputs whose window covers it. So the input transform flags a non-finite pixel, and
+ * when one is, a last kernel recomputes y by the definition (forward_by_taps_kernel), on the
+ * device: no wait for the host, and a CUDA graph captures it. (Rung 4's transforms carry a pixel
+ * only where a window covers it: its B^T and A^T rows are that sparse.)
+ *
  * Cost model: 2 * 36 K C T FLOPs in the products (0.34 GFLOP for the Fashion CNN's conv2 at batch
  * 64, against rung 4's 0.60); device memory: V and M written and read once, 4 * 36 (C + K) T bytes
  * (16 MB there, against rung 4's 28).
@@ -46,12 +53,20 @@
 #define TRANSFORM_THREADS 256
 #define SIDE 6 /* a transformed tile's side: 4 outputs + 3 taps - 1 */
 #define PAIRS_A_BLOCK 8 /* weights_4x4_kernel's block: 8 pairs x 36 entries */
+#define BY_TAPS_BLOCKS 1024 /* forward_by_taps_kernel's grid (a grid stride) */
 
-/* U [36, K, C], then V [36, C, T], then M [36, K, T]. */
+/* The input transform's blocks: each sets a flag when its patches hold a NaN or an Inf. */
+static int64_t input_transform_blocks(const conv_geometry &g)
+{
+    return blocks_for(g.channels * winograd_tiles(g, 4).tiles, TRANSFORM_THREADS);
+}
+
+/* U [36, K, C], then V [36, C, T], then M [36, K, T], then the input transform's flags. */
 int64_t conv_winograd_4x4_scratch(const conv_geometry &g)
 {
     int64_t tiles = winograd_tiles(g, 4).tiles;
-    return WINOGRAD_4X4_ENTRIES * (g.filters * g.channels + g.channels * tiles + g.filters * tiles);
+    return WINOGRAD_4X4_ENTRIES * (g.filters * g.channels + g.channels * tiles + g.filters * tiles) +
+           input_transform_blocks(g);
 }
 
 extern "C" int s2c_cuda_conv2d_winograd_4x4(const float *x, const float *w, const float *b,
@@ -146,10 +161,17 @@ static __device__ void transform_2d(const float s[Transform::IN][Transform::IN],
 
 __global__ void filter_transform_4x4_kernel(const float *w, float *u, int64_t filters,
                                             int64_t channels, bool turned);
-__global__ void input_transform_4x4_kernel(const float *x, float *v, conv_geometry g,
-                                           winograd_shape shape, bool tile_major);
+__global__ void input_transform_4x4_kernel(const float *x, float *v, float *flags,
+                                           conv_geometry g, winograd_shape shape, bool tile_major);
 __global__ void output_transform_4x4_kernel(const float *m, const float *b, float *y,
                                             conv_geometry g, winograd_shape shape);
+__global__ void forward_by_taps_kernel(const float *x, const float *w, const float *b, float *y,
+                                       const float *flags, int64_t flag_count, conv_geometry g,
+                                       bool turned);
+static int input_transform(const float *x, float *v, float *flags, const conv_geometry &g,
+                           bool tile_major);
+static __device__ bool patch_4x4(const float *x, float *v, const conv_geometry &g,
+                                 winograd_shape shape, bool tile_major, int64_t i);
 
 /* conv_winograd's contract (conv.cuh) with 4x4 blocks. */
 int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, float *scratch,
@@ -158,10 +180,11 @@ int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, 
     winograd_shape shape = winograd_tiles(g, 4);
     int64_t k = g.filters, c = g.channels, t = shape.tiles;
     float *u = scratch, *v = u + WINOGRAD_4X4_ENTRIES * k * c, *m = v + WINOGRAD_4X4_ENTRIES * c * t;
+    float *flags = m + WINOGRAD_4X4_ENTRIES * k * t;
     filter_transform_4x4_kernel<<<blocks_for(k * c, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
         w, u, k, c, turned);
     LAUNCH_CHECK("filter_transform_4x4_kernel");
-    int status = winograd_4x4_input_transform(x, v, g, false);
+    int status = input_transform(x, v, flags, g, false);
     if (status != S2C_CUDA_OK) return status;
     /* product xi: M[xi] [k, t] = U[xi] [k, c] @ V[xi] [c, t], batched along z */
     StridedOperand rows = {u, k * c, c, 1}, columns = {v, c * t, 1, t};
@@ -172,6 +195,10 @@ int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, 
     output_transform_4x4_kernel<<<blocks_for(k * t, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
         m, b, y, g, shape);
     LAUNCH_CHECK("output_transform_4x4_kernel");
+    int64_t outputs = g.n * k * conv_positions(g), blocks = blocks_for(outputs, TRANSFORM_THREADS);
+    forward_by_taps_kernel<<<blocks < BY_TAPS_BLOCKS ? blocks : BY_TAPS_BLOCKS, TRANSFORM_THREADS>>>(
+        x, w, b, y, flags, input_transform_blocks(g), g, turned);
+    LAUNCH_CHECK("forward_by_taps_kernel");
     return S2C_CUDA_OK;
 }
 
@@ -192,25 +219,40 @@ __global__ void filter_transform_4x4_kernel(const float *w, float *u, int64_t fi
 
 int winograd_4x4_input_transform(const float *x, float *v, const conv_geometry &g, bool tile_major)
 {
-    winograd_shape shape = winograd_tiles(g, 4);
-    int64_t patches = g.channels * shape.tiles;
-    input_transform_4x4_kernel<<<blocks_for(patches, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        x, v, g, shape, tile_major);
+    return input_transform(x, v, NULL, g, tile_major);
+}
+
+static int input_transform(const float *x, float *v, float *flags, const conv_geometry &g,
+                           bool tile_major)
+{
+    input_transform_4x4_kernel<<<input_transform_blocks(g), TRANSFORM_THREADS>>>(
+        x, v, flags, g, winograd_tiles(g, 4), tile_major);
     LAUNCH_CHECK("input_transform_4x4_kernel");
     return S2C_CUDA_OK;
 }
 
 /* V[xi][c, t] = B^T d B for the 6x6 patch d of channel c under block t = (n, th, tw), or with
- * `tile_major` V[xi][t, c]. Pixels outside the image read as zero. */
-__global__ void input_transform_4x4_kernel(const float *x, float *v, conv_geometry g,
-                                           winograd_shape shape, bool tile_major)
+ * `tile_major` V[xi][t, c]. Pixels outside the image read as zero. Unless flags is NULL,
+ * flags[block] = 1 when the block's patches hold a NaN or an Inf, else 0. */
+__global__ void input_transform_4x4_kernel(const float *x, float *v, float *flags,
+                                           conv_geometry g, winograd_shape shape, bool tile_major)
 {
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* c * T + t, or t * C + c */
-    if (i >= g.channels * shape.tiles) return;
+    bool nonfinite = i < g.channels * shape.tiles && patch_4x4(x, v, g, shape, tile_major, i);
+    if (flags == NULL) return;
+    nonfinite = __syncthreads_or(nonfinite); /* every thread of the block is here */
+    if (threadIdx.x == 0) flags[blockIdx.x] = nonfinite ? 1.0f : 0.0f;
+}
+
+/* input_transform_4x4_kernel's work for thread i; whether the patch holds a NaN or an Inf. */
+static __device__ bool patch_4x4(const float *x, float *v, const conv_geometry &g,
+                                 winograd_shape shape, bool tile_major, int64_t i)
+{
     winograd_patch at = winograd_patch_of(i, g.channels, shape, 4, tile_major);
     int64_t top = at.top - g.padding, left = at.left - g.padding;
     const float *plane = x + (at.n * g.channels + at.c) * g.height * g.width;
     float d[SIDE][SIDE], transformed[SIDE][SIDE];
+    bool nonfinite = false;
 #pragma unroll
     for (int a = 0; a < SIDE; a++)
 #pragma unroll
@@ -218,12 +260,41 @@ __global__ void input_transform_4x4_kernel(const float *x, float *v, conv_geomet
             int64_t h = top + a, w = left + e;
             bool inside = 0 <= h && h < g.height && 0 <= w && w < g.width;
             d[a][e] = inside ? plane[h * g.width + w] : 0.0f;
+            nonfinite |= !isfinite(d[a][e]);
         }
     transform_2d<InputRows>(d, transformed);
     int64_t entry = g.channels * shape.tiles; /* the distance between entries xi and xi+1 */
 #pragma unroll
     for (int xi = 0; xi < WINOGRAD_4X4_ENTRIES; xi++)
         v[xi * entry + i] = transformed[xi / SIDE][xi % SIDE];
+    return nonfinite;
+}
+
+/* When a flag is set: y[n, k, oh, ow] = b[k] (0 when b is NULL) + the sum over c, r, s of
+ * w[k, c, r, s] x[n, c, oh + r - padding, ow + s - padding], the taps inside x only (the
+ * definition; `turned` reads w as conv_winograd_4x4 does); otherwise nothing. */
+__global__ void forward_by_taps_kernel(const float *x, const float *w, const float *b, float *y,
+                                       const float *flags, int64_t flag_count, conv_geometry g,
+                                       bool turned)
+{
+    if (!any_flag_set(flags, flag_count)) return;
+    int64_t positions = conv_positions(g), count = g.n * g.filters * positions;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t n = i / (g.filters * positions), k = i / positions % g.filters;
+        int64_t oh = i % positions / g.out_width, ow = i % g.out_width;
+        float sum = b ? b[k] : 0.0f;
+        for (int64_t c = 0; c < g.channels; c++)
+            for (int r = 0; r < 3; r++)
+                for (int s = 0; s < 3; s++) {
+                    int64_t h = oh + r - g.padding, col = ow + s - g.padding;
+                    if (h < 0 || h >= g.height || col < 0 || col >= g.width) continue;
+                    float weight = turned ? w[(c * g.filters + k) * 9 + 8 - (r * 3 + s)]
+                                          : w[(k * g.channels + c) * 9 + r * 3 + s];
+                    sum += weight * x[((n * g.channels + c) * g.height + h) * g.width + col];
+                }
+        y[i] = sum;
+    }
 }
 
 /* y's 4x4 block t of filter k = A^T M A + b[k] (+ 0 when b is NULL), the outputs past y's edge

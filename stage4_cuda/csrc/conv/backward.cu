@@ -294,19 +294,12 @@ __global__ void nonfinite_flags_kernel(const float *w, int64_t count, float *fla
         flags[blockIdx.x] = bad ? 1.0f : 0.0f;
 }
 
-/* Whether nonfinite_flags_kernel set a flag, for every thread of the block (all must call it). */
-__device__ bool any_flag_set(const float *flags)
-{
-    static_assert(FLAG_BLOCKS <= REDUCE_THREADS, "a thread reads each flag");
-    return __syncthreads_or(threadIdx.x < FLAG_BLOCKS && flags[threadIdx.x] != 0.0f);
-}
-
 /* When a flag is set: dx[n, c, h, w] = the sum over the taps (k, r, s) whose window covers the
  * pixel, of w[k, c, r, s] * dy[n, k, oh, ow] (the definition); otherwise nothing. */
 __global__ void input_gradient_by_taps_kernel(const float *w, const float *dy, float *dx,
                                               const float *flags, conv_geometry g)
 {
-    if (!any_flag_set(flags))
+    if (!any_flag_set(flags, FLAG_BLOCKS))
         return;
     int64_t pixels = g.height * g.width, count = g.n * g.channels * pixels;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
@@ -623,7 +616,7 @@ __global__ void weights_from_products_kernel(const float *partial, float *dw, in
 __global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, float *dw,
                                                const float *flags, conv_geometry g)
 {
-    if (!any_flag_set(flags))
+    if (!any_flag_set(flags, FLAG_BLOCKS))
         return;
     int64_t count = g.filters * conv_rows(g), taps = g.kh * g.kw;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;

@@ -131,6 +131,16 @@ static inline __host__ __device__ winograd_patch winograd_patch_of(int64_t i, in
     return {c, t / per_image, t % per_image / shape.tiles_wide * block,
             t % shape.tiles_wide * block};
 }
+/* Whether any of flags[0 .. count) is not 0, for every thread of the block (all must call it):
+ * the flags a kernel's blocks set on finding a NaN or an Inf, read by the pass that then
+ * recomputes a result by its definition. */
+static __device__ bool any_flag_set(const float *flags, int64_t count)
+{
+    int set = 0;
+    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) set |= flags[i] != 0.0f;
+    return __syncthreads_or(set);
+}
+
 /* The weight gradient's dy block of thread i = k * T + t: block[a][b] = dy[n, k, top + a,
  * left + b], 0 past dy's edge (dy is the forward's output, [N, K, OH, OW]). */
 template <int BLOCK>
