@@ -9,9 +9,13 @@
  *     input pixel (n, h, w). It is rung 3's forward run backwards: no columns buffer, no col2im,
  *     and each dx element written once (no atomics, no race). For stride 1 it is a forward
  *     convolution: dy through the filters turned by 180 degrees, filters and channels swapped,
- *     padded by R - 1 - padding. So a 3x3 layer with enough channels takes rung 4, Winograd
- *     (04_winograd.cu), as its forward does: the Fashion CNN's conv2 spends 2.25 times fewer
- *     multiply-adds there, and its transforms' traffic costs less than the products it saves.
+ *     padded by R - 1 - padding. So a 3x3 layer with enough channels takes Winograd as its forward
+ *     does, rung 4 (04_winograd.cu) or rung 6 (06_winograd_4x4.cu) by the blocks winograd_block
+ *     picks for dx's size: the Fashion CNN's conv2 (13x13 pixels, 16 blocks of 4x4) spends 2.6
+ *     times fewer multiply-adds there (576 against 1521 an image and channel pair), and the
+ *     transforms' traffic costs less than the products saved.
+ *     Rung 6 checks dy for a NaN or an Inf and recomputes dx by the definition when it holds one
+ *     (06_winograd_4x4.cu says why).
  *     A layer of 8 channels or fewer (LeNet-5's conv2: 6) takes neither: the product's tiles
  *     would compute 16 rows for its C, and a kernel of its own sums the definition instead, a
  *     thread per input pixel holding all C channels (input_gradient_direct_kernel).
@@ -29,7 +33,9 @@
  *     sum over dy's 2x2 blocks of the 3x3 correlation of x's 4x4 patch under the block with the
  *     block itself, Winograd's F(3x3, 2x2) (winograd_weight_gradient): 16 products of K x C over
  *     the blocks, 16 multiplications per block and channel pair where the product above spends
- *     36. Gathered im2col entries cost the product above as many other instructions as FMAs
+ *     36; or over dy's 4x4 blocks and x's 6x6 patches, F(3x3, 4x4), 36 where it spends 144 (the
+ *     Fashion CNN's conv2 backward at batch 256 went from 431 to 336 us on an H100, dx taking
+ *     4x4 blocks too). Gathered im2col entries cost the product above as many other instructions as FMAs
  *     (ncu: 326 us, 14 TFLOP/s, on the Fashion CNN's conv2 at batch 256 on an H100).
  *
  *   NaN and Inf in w: the product multiplies every tap of every pixel, taking 0 from dy where no
@@ -41,11 +47,11 @@
  *     same for x: its transforms carry a pixel into taps whose coefficient is exactly 0 (a pixel
  *     in a patch's second row reaches the tap of row 2), and 0 x NaN is NaN.
  *
- * Cost model: 2 N K OH OW C R S FLOPs for each of dx and dw (with Winograd 2 x 16 K C T for
- * T = N ceil(OH/2) ceil(OW/2) blocks, in each); device memory x, w, dy, dx, dw once, plus the
- * partial sums (splits x K x (C R S + 1) floats, or 16 x splits x K x C with Winograd) written
- * and read once, and with Winograd the transformed blocks (16 (K + C) T floats for dw,
- * 04_winograd.cu's cost model on dy for dx), written and read once.
+ * Cost model: 2 N K OH OW C R S FLOPs for each of dx and dw (with Winograd 2 x E K C T for
+ * E = 16 or 36 entries and T = N ceil(OH/b) ceil(OW/b) blocks of b = 2 or 4, in each); device
+ * memory x, w, dy, dx, dw once, plus the partial sums (splits x K x (C R S + 1) floats, or
+ * E x splits x K x C with Winograd) written and read once, and with Winograd the transformed
+ * blocks (E (K + C) T floats for dw, the rung's cost model on dy for dx), written and read once.
  *
  * Run it: python -m grader.conv_bench (the backward row of each layer) */
 #include "../reduce.cuh"
