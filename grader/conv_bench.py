@@ -100,7 +100,7 @@ def bench_layer(layer, batch, kernels, repeats, seed):
     rows = []
     cudnn = cuda_time(lambda: F.conv2d(x, w, b, stride, padding), repeats)
     for kernel in kernels:
-        if kernel in conv.WINOGRAD_KERNELS and not conv.winograd_applies(size, size, stride):
+        if conv.kernel_that_runs(kernel, c, size, size, stride) != kernel:
             continue
         with poisoned_allocations(gpu):
             received = gpu.conv2d_forward(x, w, b, stride, padding, kernel=kernel)

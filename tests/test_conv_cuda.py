@@ -23,7 +23,7 @@ EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
 # ladder), the headers they include, and errors.cu's messages.
 SOURCES = ["conv.cu", "errors.cu", "conv/01_direct.cu", "conv/03_implicit_gemm.cu",
            "conv/04_winograd.cu", "conv/05_fft.cu", "conv/06_winograd_4x4.cu",
-           "conv/backward.cu"]  # fmt: skip
+           "conv/07_shallow.cu", "conv/backward.cu"]  # fmt: skip
 HEADERS = ["common.h", "s2c_cuda.h", "conv/conv.cuh", "tiled_product.cuh", "reduce.cuh",
            "conv/cufft_runtime.h"]  # fmt: skip
 
@@ -53,10 +53,11 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
         env = {**os.environ, "EMULATED_MULTIPROCESSORS": multiprocessors}
         ran = subprocess.run([tmp_path / "harness", fake_cufft], capture_output=True, text=True,
                              timeout=600, env=env)  # fmt: skip
-        # conv_harness.cpp's main: 14 shapes, each direct, implicit_gemm and the backward's 3
+        # conv_harness.cpp's main: 16 shapes, each direct, implicit_gemm and the backward's 3
         # outputs (dx by its definition up to 8 channels, dx and dw by Winograd or the implicit
-        # products above); winograd and winograd_4x4 on their 6 shapes of 3x3 stride 1; fft, a
-        # NaN pixel through each forward rung but fft, dx with a NaN in dy and with a NaN weight,
-        # and dw with a NaN pixel, on the 13 shapes small enough for the emulation
-        passed = ran.returncode == 0 and ran.stdout.endswith("170 passed, 0 failed\n")
+        # products above); winograd and winograd_4x4 on their 7 shapes of 3x3 stride 1, shallow
+        # on its 6 of 32 taps or fewer; fft, a NaN pixel through each forward rung but fft, dx
+        # with a NaN in dy and with a NaN weight, and dw with a NaN pixel, on the 15 shapes
+        # small enough for the emulation
+        passed = ran.returncode == 0 and ran.stdout.endswith("208 passed, 0 failed\n")
         assert passed, f"{multiprocessors} multiprocessors:\n{ran.stdout}"

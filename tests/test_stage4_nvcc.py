@@ -417,15 +417,14 @@ def test_each_conv_rung_within_its_error_bound_and_stage_3(gpu, rng, kernel, sha
     torch = pytest.importorskip("torch")
     from grader.poison import poisoned_allocations
     from stage4_cuda import conv_accuracy
-    from stage4_cuda.nvcc_impl.conv import WINOGRAD_KERNELS, winograd_applies
+    from stage4_cuda.nvcc_impl.conv import kernel_that_runs
 
     stride, padding = shape[4], shape[5]
     x, w, b, _ = _conv_inputs(rng, shape)
     with poisoned_allocations(gpu):
         y = gpu.to_numpy(gpu.conv2d_forward(gpu.from_numpy(x), gpu.from_numpy(w),
                                             gpu.from_numpy(b), stride, padding, kernel=kernel))
-    applies = kernel not in WINOGRAD_KERNELS or winograd_applies(shape[3], shape[3], stride)
-    ran = kernel if applies else "implicit_gemm"
+    ran = kernel_that_runs(kernel, shape[1], shape[3], shape[3], stride)
     x64, w64, b64 = (torch.from_numpy(a).double() for a in (x, w, b))
     exact = torch.nn.functional.conv2d(x64, w64, b64, stride, padding)
     bound = conv_accuracy.forward_bound(ran, x64, w64, b64, stride, padding)

@@ -24,7 +24,8 @@ extern "C" int s2c_cuda_conv2d_scratch(const conv_geometry *g, int rung, int64_t
     case CONV_FFT: *floats = conv_fft_scratch(*g); break;
     case CONV_WINOGRAD_4X4: *floats = conv_winograd_4x4_scratch(*g); break;
     case CONV_DIRECT:
-    case CONV_IMPLICIT_GEMM: *floats = 0; break;
+    case CONV_IMPLICIT_GEMM:
+    case CONV_SHALLOW: *floats = 0; break;
     default: return S2C_CUDA_BAD_ARGUMENT;
     }
     return S2C_CUDA_OK;

@@ -140,10 +140,10 @@ int s2c_cuda_avgpool2d_backward(const float *dy, float *dx, const struct s2c_poo
  * w [filters, channels, kh, kw], b [filters], y [n, filters, out_height, out_width]. im2col's cols
  * is [n, channels*kh*kw, oh*ow] (the contract's layout) or, batch_last, [channels*kh*kw, n*oh*ow]
  * (the layout rung 2 multiplies in one product). Each forward rung (1 direct, 2 im2col,
- * 3 implicit_gemm, 4 winograd and 6 winograd_4x4: 3x3 stride 1 only, 5 fft) and the backward
- * (rung 0) take the
- * caller's scratch of s2c_cuda_conv2d_scratch(g, rung, &floats) floats (NULL when 0); the
- * backward's dx may be NULL (not needed). s2c_cuda_load_cufft loads cuFFT for rung 5 from `path`
+ * 3 implicit_gemm, 4 winograd and 6 winograd_4x4: 3x3 stride 1 only, 5 fft, 7 shallow:
+ * C*kh*kw <= 32 only) and the backward (rung 0) take the caller's scratch of
+ * s2c_cuda_conv2d_scratch(g, rung, &floats) floats (NULL when 0); the backward's dx may be NULL
+ * (not needed). s2c_cuda_load_cufft loads cuFFT for rung 5 from `path`
  * (or, NULL, by its usual names): S2C_CUDA_ERROR, saying so, when it is not there. */
 struct s2c_conv_geometry {
     int64_t n, channels, height, width, filters, kh, kw, stride, padding, out_height, out_width;
@@ -165,6 +165,8 @@ int s2c_cuda_conv2d_fft(const float *x, const float *w, const float *b, float *y
                         const struct s2c_conv_geometry *g);
 int s2c_cuda_conv2d_winograd_4x4(const float *x, const float *w, const float *b, float *y,
                                  float *scratch, const struct s2c_conv_geometry *g);
+int s2c_cuda_conv2d_shallow(const float *x, const float *w, const float *b, float *y,
+                            float *scratch, const struct s2c_conv_geometry *g);
 int s2c_cuda_load_cufft(const char *path);
 int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx, float *dw,
                              float *db, float *scratch, const struct s2c_conv_geometry *g);

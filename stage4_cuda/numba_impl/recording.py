@@ -38,7 +38,7 @@ class Recording:
 
     def launch(self, **scalars):
         for _, launcher, arguments, names, _ in self.launches:
-            if scalars and any(name in scalars for name in names):
+            if scalars and not scalars.keys().isdisjoint(names):
                 arguments = [type(value)(scalars[name]) if name in scalars else value
                              for name, value in zip(names, arguments, strict=True)]  # fmt: skip
             launcher(*arguments)

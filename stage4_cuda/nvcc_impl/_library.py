@@ -87,6 +87,7 @@ EXERCISES = {
     "s2c_cuda_conv2d_winograd": (16, "conv_winograd", "conv/04_winograd.cu"),
     "s2c_cuda_conv2d_fft": (16, "conv_fft", "conv/05_fft.cu"),
     "s2c_cuda_conv2d_winograd_4x4": (16, "conv_winograd_4x4", "conv/06_winograd_4x4.cu"),
+    "s2c_cuda_conv2d_shallow": (16, "conv_shallow", "conv/07_shallow.cu"),
     "s2c_cuda_conv2d_backward": (16, "conv2d_backward", "conv/backward.cu"),
     "s2c_cuda_batchnorm_forward": (16, "batchnorm_forward", "norm.cu"),
     "s2c_cuda_batchnorm_backward": (16, "batchnorm_backward", "norm.cu"),

@@ -4,11 +4,12 @@ im2col and col2im are the contract's ops. conv2d_forward runs one rung of the la
 (CONV_KERNELS, csrc/conv/conv.cuh): 1 "direct" (a thread per output), 2 "im2col" (im2col into a
 buffer and the SGEMM ladder's best rung), 3 "implicit_gemm" (the same product, its loads
 gathering from x), 4 "winograd" (F(2x2, 3x3)), 5 "fft" (through cuFFT), 6 "winograd_4x4"
-(F(4x4, 3x3)). The default "best" picks per layer the rung that measured fastest at the
+(F(4x4, 3x3)), 7 "shallow" (rung 1 again for first layers: a window in registers, the filters
+in shared memory). The default "best" picks per layer the rung that measured fastest at the
 curriculum's layers (BEST_RULE below, curriculum/results/conv-cuda-h100.md). Winograd applies to
-3x3 kernels with stride 1 only; asked for on another layer it runs implicit_gemm, the rung it
-builds on, and says nothing (a rung that refused would make a network with one 5x5 layer
-unusable with kernel="winograd").
+3x3 kernels with stride 1 only, shallow to windows of SHALLOW_DEPTH weights or fewer (C*kh*kw);
+asked for on another layer they run implicit_gemm and say nothing (a rung that refused would
+make a network with one 5x5 layer unusable with kernel="winograd").
 
 conv2d_backward computes dx, dw and db as implicit products (csrc/conv/backward.cu),
 deterministically (the weight gradient's depth is split and the pieces added in order).
@@ -25,8 +26,9 @@ from ..numba_impl._checks import checks
 from ._library import call, geometry
 from ._scratch import scratch_for
 
-CONV_KERNELS = ("direct", "im2col", "implicit_gemm", "winograd", "fft", "winograd_4x4")
+CONV_KERNELS = ("direct", "im2col", "implicit_gemm", "winograd", "fft", "winograd_4x4", "shallow")
 WINOGRAD_KERNELS = ("winograd", "winograd_4x4")
+SHALLOW_DEPTH = 32  # csrc/conv/conv.cuh: the deepest window (C*kh*kw) rung 7 holds in registers
 BACKWARD_SCRATCH = 0  # the rung number s2c_cuda_conv2d_scratch takes for the backward
 
 
@@ -62,6 +64,20 @@ def winograd_applies(kh, kw, stride):
     return kh == kw == 3 and stride == 1
 
 
+def shallow_applies(channels, kh, kw):
+    """Whether rung 7 computes a layer of this depth: C*kh*kw <= SHALLOW_DEPTH."""
+    return channels * kh * kw <= SHALLOW_DEPTH
+
+
+def kernel_that_runs(name, channels, kh, kw, stride):
+    """The rung that computes a layer asked for rung `name`: implicit_gemm where a Winograd rung
+    or shallow does not apply, else `name`."""
+    if (name in WINOGRAD_KERNELS and not winograd_applies(kh, kw, stride)
+            or name == "shallow" and not shallow_applies(channels, kh, kw)):
+        return "implicit_gemm"
+    return name
+
+
 def winograd_block(out_height, out_width):
     """The side of the output blocks Winograd takes for these outputs (csrc/conv/conv.cuh's
     winograd_block): 4 (rung 6) where its 36 products a block come to fewer than rung 4's 16 a
@@ -94,6 +110,8 @@ def best_kernel(channels, kh, kw, stride, out_height, out_width):
     """The rung "best" runs for a layer (BEST_RULE)."""
     if winograd_applies(kh, kw, stride) and channels >= WINOGRAD_MIN_CHANNELS:
         return "winograd_4x4" if winograd_block(out_height, out_width) == 4 else "winograd"
+    if shallow_applies(channels, kh, kw):
+        return "shallow"
     return "implicit_gemm"
 
 
@@ -102,10 +120,13 @@ def best_kernel(channels, kh, kw, stride, out_height, out_width):
 # had been chosen); winograd beat it on that 3x3 layer of 64 channels (54 against 67 us at batch
 # 64, 170 against 204 at 256) and lost on the 3x3 first layer of 1 channel (56 against 30 us),
 # whose transforms cost more than the products they save. On 2026-11-27 winograd_4x4 beat
-# winograd on that layer (48 against 50 us at batch 64, 130 against 162 at 256).
+# winograd on that layer (48 against 50 us at batch 64, 130 against 162 at 256), and shallow beat
+# implicit_gemm on the first layers at batch 256 (Fashion CNN 31 against 47 us; LeNet-5 29 against
+# 29) and tied at 64 (27 against 28, 31 against 33).
 WINOGRAD_MIN_CHANNELS = 16
 BEST_RULE = (f"winograd_4x4 or winograd (by winograd_block) for 3x3 stride-1 layers of "
-             f"{WINOGRAD_MIN_CHANNELS} or more input channels, implicit_gemm otherwise")
+             f"{WINOGRAD_MIN_CHANNELS} or more input channels, shallow for layers of "
+             f"{SHALLOW_DEPTH} weights a filter or fewer, implicit_gemm otherwise")
 
 
 def _cufft_path():
@@ -135,13 +156,12 @@ def _load_cufft():
 
 def conv2d_forward(x, w, b, stride=1, padding=0, kernel="best"):
     """x [N, C, H, W], w [K, C, R, S], b [K] -> y [N, K, OH, OW] (cross-correlation), by rung
-    `kernel` of the ladder: "best", a name of CONV_KERNELS or its number 1..6."""
+    `kernel` of the ladder: "best", a name of CONV_KERNELS or its number 1..7."""
     x, w, b, stride, padding, oh, ow = checks.conv2d_forward(x, w, b, stride, padding)
     n, c, k, kh, kw = x.shape[0], x.shape[1], w.shape[0], w.shape[2], w.shape[3]
-    name = _checks.kernel_name("conv2d_forward", kernel, CONV_KERNELS,
-                               best_kernel(c, kh, kw, stride, oh, ow))
-    if name in WINOGRAD_KERNELS and not winograd_applies(kh, kw, stride):
-        name = "implicit_gemm"
+    name = kernel_that_runs(_checks.kernel_name("conv2d_forward", kernel, CONV_KERNELS,
+                                                best_kernel(c, kh, kw, stride, oh, ow)),
+                            c, kh, kw, stride)
     if name == "fft":
         _load_cufft()
     y = _device.empty((n, k, oh, ow))

@@ -1,4 +1,4 @@
-/* The conv2d ladder's rungs 1, 3, 4, 5, 6 and the backward on the CPU emulation of CUDA
+/* The conv2d ladder's rungs 1, 3, 4, 5, 6, 7 and the backward on the CPU emulation of CUDA
  * (tests/test_conv_cuda.py builds it). Each runs on random inputs at the curriculum's layer shapes
  * and at odd ones (non-square kernels and images, padding, strides 2 and 3, pixels no window
  * covers), its outputs pre-filled with NaN, against a direct sum in double: every output within
@@ -69,6 +69,8 @@ int main(int argc, char **argv)
         {2, 16, 16, 3, 3, 1, 0, 8, 8},  /* dw by 2x2 blocks (6x6 outputs), dx by 4x4 (8x8) */
         {2, 9, 6, 5, 5, 1, 2, 8, 8},    /* dx by the implicit product (more than 8 channels) */
         {2, 12, 5, 3, 3, 2, 1, 9, 9},   /* the same, stride 2 (no Winograd) */
+        {2, 2, 37, 3, 3, 2, 1, 9, 7},   /* rung 7: 18 taps, filters 32 and 5 a block */
+        {3, 1, 7, 3, 3, 1, 1, 6, 5},    /* the same with 9 taps, 7 filters */
     };
     std::mt19937 generator(7);
     std::normal_distribution<float> normal;
@@ -113,11 +115,15 @@ int main(int argc, char **argv)
                      {"implicit_gemm", CONV_IMPLICIT_GEMM, s2c_cuda_conv2d_implicit_gemm},
                      {"winograd", CONV_WINOGRAD, s2c_cuda_conv2d_winograd},
                      {"fft", CONV_FFT, s2c_cuda_conv2d_fft},
-                     {"winograd_4x4", CONV_WINOGRAD_4X4, s2c_cuda_conv2d_winograd_4x4}};
+                     {"winograd_4x4", CONV_WINOGRAD_4X4, s2c_cuda_conv2d_winograd_4x4},
+                     {"shallow", CONV_SHALLOW, s2c_cuda_conv2d_shallow}};
+        auto applies = [&](int rung) {
+            bool winograd = rung == CONV_WINOGRAD || rung == CONV_WINOGRAD_4X4;
+            if (winograd) return R == 3 && S == 3 && g.stride == 1;
+            return rung != CONV_SHALLOW || C * R * S <= SHALLOW_DEPTH;
+        };
         for (const auto &rung : rungs) {
-            bool winograd_applies = R == 3 && S == 3 && g.stride == 1;
-            bool winograd = rung.rung == CONV_WINOGRAD || rung.rung == CONV_WINOGRAD_4X4;
-            if (winograd && !winograd_applies) continue;
+            if (!applies(rung.rung)) continue;
             if (rung.rung == CONV_FFT && C * K > 512) continue; /* the fake's DFTs are slow */
             std::vector<float> scratch = scratch_for(g, rung.rung), out(y.size(), NAN);
             int status = rung.launch(x.data(), w.data(), b.data(), out.data(), scratch.data(), &g);
@@ -146,9 +152,7 @@ int main(int argc, char **argv)
         float pixel = x[last];
         x[last] = NAN;
         for (const auto &rung : rungs) {
-            bool winograd = rung.rung == CONV_WINOGRAD || rung.rung == CONV_WINOGRAD_4X4;
-            if (rung.rung == CONV_FFT || (winograd && !(R == 3 && S == 3 && g.stride == 1)))
-                continue;
+            if (rung.rung == CONV_FFT || !applies(rung.rung)) continue;
             std::vector<float> scratch = scratch_for(g, rung.rung), out(y.size(), NAN);
             int status = rung.launch(x.data(), w.data(), b.data(), out.data(), scratch.data(), &g);
             int64_t wrong = status == S2C_CUDA_OK ? 0 : 1;

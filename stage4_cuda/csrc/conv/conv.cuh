@@ -20,6 +20,8 @@
  *     4 winograd       04_winograd.cu       F(2x2, 3x3): 16 products instead of 36 per 2x2 tile
  *     5 fft            05_fft.cu            products of spectra, through cuFFT (loaded at run time)
  *     6 winograd_4x4   06_winograd_4x4.cu   F(4x4, 3x3): 36 products instead of 144 per 4x4 tile
+ *     7 shallow        07_shallow.cu        direct again for C*R*S <= 32: a window in registers,
+ *                                           every filter of a group applied to it
  *
  * backward.cu holds the backward (dx, dw, db), as implicit products too. */
 #ifndef S2C_CONV_CUH
@@ -39,8 +41,13 @@ enum conv_rung {
     CONV_IMPLICIT_GEMM = 3,
     CONV_WINOGRAD = 4,
     CONV_FFT = 5,
-    CONV_WINOGRAD_4X4 = 6
+    CONV_WINOGRAD_4X4 = 6,
+    CONV_SHALLOW = 7
 };
+
+/* The deepest window (C*R*S) rung 7 holds in registers: a 5x5 layer of one channel (25), a 3x3
+ * layer of up to three (27). */
+#define SHALLOW_DEPTH 32
 
 static inline __host__ __device__ int64_t conv_rows(const conv_geometry &g)
 {
