@@ -56,7 +56,7 @@
 #define BY_TAPS_BLOCKS 1024 /* forward_by_taps_kernel's grid (a grid stride) */
 
 /* The input transform's blocks: each sets a flag when its patches hold a NaN or an Inf. */
-static int64_t input_transform_blocks(const conv_geometry &g)
+int64_t winograd_4x4_input_transform_blocks(const conv_geometry &g)
 {
     return blocks_for(g.channels * winograd_tiles(g, 4).tiles, TRANSFORM_THREADS);
 }
@@ -66,7 +66,7 @@ int64_t conv_winograd_4x4_scratch(const conv_geometry &g)
 {
     int64_t tiles = winograd_tiles(g, 4).tiles;
     return WINOGRAD_4X4_ENTRIES * (g.filters * g.channels + g.channels * tiles + g.filters * tiles) +
-           input_transform_blocks(g);
+           winograd_4x4_input_transform_blocks(g);
 }
 
 extern "C" int s2c_cuda_conv2d_winograd_4x4(const float *x, const float *w, const float *b,
@@ -168,8 +168,6 @@ __global__ void output_transform_4x4_kernel(const float *m, const float *b, floa
 __global__ void forward_by_taps_kernel(const float *x, const float *w, const float *b, float *y,
                                        const float *flags, int64_t flag_count, conv_geometry g,
                                        bool turned);
-static int input_transform(const float *x, float *v, float *flags, const conv_geometry &g,
-                           bool tile_major);
 static __device__ bool patch_4x4(const float *x, float *v, const conv_geometry &g,
                                  winograd_shape shape, bool tile_major, int64_t i);
 
@@ -184,7 +182,7 @@ int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, 
     filter_transform_4x4_kernel<<<blocks_for(k * c, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
         w, u, k, c, turned);
     LAUNCH_CHECK("filter_transform_4x4_kernel");
-    int status = input_transform(x, v, flags, g, false);
+    int status = winograd_4x4_input_transform(x, v, flags, g, false);
     if (status != S2C_CUDA_OK) return status;
     /* product xi: M[xi] [k, t] = U[xi] [k, c] @ V[xi] [c, t], batched along z */
     StridedOperand rows = {u, k * c, c, 1}, columns = {v, c * t, 1, t};
@@ -197,7 +195,7 @@ int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, 
     LAUNCH_CHECK("output_transform_4x4_kernel");
     int64_t outputs = g.n * k * conv_positions(g), blocks = blocks_for(outputs, TRANSFORM_THREADS);
     forward_by_taps_kernel<<<blocks < BY_TAPS_BLOCKS ? blocks : BY_TAPS_BLOCKS, TRANSFORM_THREADS>>>(
-        x, w, b, y, flags, input_transform_blocks(g), g, turned);
+        x, w, b, y, flags, winograd_4x4_input_transform_blocks(g), g, turned);
     LAUNCH_CHECK("forward_by_taps_kernel");
     return S2C_CUDA_OK;
 }
@@ -217,15 +215,10 @@ __global__ void filter_transform_4x4_kernel(const float *w, float *u, int64_t fi
         u[xi * filters * channels + pair] = t[xi / SIDE][xi % SIDE];
 }
 
-int winograd_4x4_input_transform(const float *x, float *v, const conv_geometry &g, bool tile_major)
+int winograd_4x4_input_transform(const float *x, float *v, float *flags, const conv_geometry &g,
+                                 bool tile_major)
 {
-    return input_transform(x, v, NULL, g, tile_major);
-}
-
-static int input_transform(const float *x, float *v, float *flags, const conv_geometry &g,
-                           bool tile_major)
-{
-    input_transform_4x4_kernel<<<input_transform_blocks(g), TRANSFORM_THREADS>>>(
+    input_transform_4x4_kernel<<<winograd_4x4_input_transform_blocks(g), TRANSFORM_THREADS>>>(
         x, v, flags, g, winograd_tiles(g, 4), tile_major);
     LAUNCH_CHECK("input_transform_4x4_kernel");
     return S2C_CUDA_OK;

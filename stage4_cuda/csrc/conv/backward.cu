@@ -116,7 +116,8 @@ static depth_split winograd_weight_split(const conv_geometry &g)
 
 /* The weight gradient's scratch: the partial sums, pieces x K x (C*R*S + 1); with Winograd, the
  * transformed blocks of dy [entries, K, T] and of x [entries, T, C], then the partial products
- * [entries x pieces, K, C] (16 entries with 2x2 blocks, 36 with 4x4: winograd_block). */
+ * [entries x pieces, K, C] (16 entries with 2x2 blocks, 36 with 4x4: winograd_block), and with
+ * 4x4 blocks the flags of rung 6's input transform (its blocks that found a NaN or an Inf in x). */
 static int64_t weight_part(const conv_geometry &g)
 {
     if (!winograd_backward(g))
@@ -124,7 +125,9 @@ static int64_t weight_part(const conv_geometry &g)
     int block = winograd_block(g);
     int64_t entries = block == 4 ? WINOGRAD_4X4_ENTRIES : WINOGRAD_ENTRIES;
     int64_t tiles = winograd_tiles(g, block).tiles, pieces = winograd_weight_split(g).pieces;
-    return entries * (g.filters * tiles + tiles * g.channels + pieces * g.filters * g.channels);
+    int64_t x_flags = block == 4 ? winograd_4x4_input_transform_blocks(g) : 0;
+    return entries * (g.filters * tiles + tiles * g.channels + pieces * g.filters * g.channels) +
+           x_flags;
 }
 
 /* dx's scratch with Winograd (rung 4's or rung 6's, for dy through the turned filters). */
@@ -484,7 +487,8 @@ struct PieceOf {
 __global__ void weights_from_products_kernel(const float *partial, float *dw, int64_t pieces,
                                              int64_t pairs);
 __global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, float *dw,
-                                               const float *flags, conv_geometry g);
+                                               const float *flags, int64_t flag_count,
+                                               conv_geometry g);
 
 /* dw and db by Winograd's F(3x3, 2x2). For dy's 2x2 block e[k, t] of output block t = (n, th, tw)
  * and x's 4x4 patch d[c, t] under it (rung 4's patch), the block's share of dw[k, c] is the 3x3
@@ -521,7 +525,11 @@ static int winograd_weight_gradient(const float *x, const float *dy, float *dw, 
     const float *sum_entry = e + (large ? 7 : 5) * k * t;
     bias_from_blocks_kernel<<<(unsigned)k, BIAS_THREADS>>>(sum_entry, db, t, large ? 1.0f : 4.0f);
     LAUNCH_CHECK("bias_from_blocks_kernel");
-    status = large ? winograd_4x4_input_transform(x, v, g, true)
+    /* rung 6's transform flags the blocks of patches that hold a NaN or an Inf as it reads x,
+     * where rung 4's leaves it to nonfinite_flags_kernel below */
+    float *x_flags = large ? partial + entries * split.pieces * k * c : flags;
+    int64_t flag_count = large ? winograd_4x4_input_transform_blocks(g) : FLAG_BLOCKS;
+    status = large ? winograd_4x4_input_transform(x, v, x_flags, g, true)
                    : winograd_input_transform(x, v, g, true);
     if (status != S2C_CUDA_OK) return status;
     /* product xi: M[xi] [k, c] = E[xi] [k, t] @ V[xi] [t, c]; its pieces are products of their
@@ -542,12 +550,14 @@ static int winograd_weight_gradient(const float *x, const float *dy, float *dw, 
             partial, dw, split.pieces, k * c);
         LAUNCH_CHECK("weights_from_products_kernel");
     }
-    int64_t pixels = g.n * c * g.height * g.width;
-    nonfinite_flags_kernel<<<FLAG_BLOCKS, REDUCE_THREADS>>>(x, pixels, flags);
-    LAUNCH_CHECK("nonfinite_flags_kernel");
+    if (!large) {
+        nonfinite_flags_kernel<<<FLAG_BLOCKS, REDUCE_THREADS>>>(x, g.n * c * g.height * g.width,
+                                                                x_flags);
+        LAUNCH_CHECK("nonfinite_flags_kernel");
+    }
     int64_t blocks = blocks_for(k * conv_rows(g), REDUCE_THREADS);
-    weight_gradient_by_taps_kernel<<<blocks < 1024 ? blocks : 1024, REDUCE_THREADS>>>(x, dy, dw,
-                                                                                    flags, g);
+    weight_gradient_by_taps_kernel<<<blocks < 1024 ? blocks : 1024, REDUCE_THREADS>>>(
+        x, dy, dw, x_flags, flag_count, g);
     LAUNCH_CHECK("weight_gradient_by_taps_kernel");
     return S2C_CUDA_OK;
 }
@@ -620,9 +630,10 @@ __global__ void weights_from_products_kernel(const float *partial, float *dw, in
  * x[n, c, oh*stride + r - padding, ow*stride + s - padding], the taps inside the image only (the
  * definition); otherwise nothing. */
 __global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, float *dw,
-                                               const float *flags, conv_geometry g)
+                                               const float *flags, int64_t flag_count,
+                                               conv_geometry g)
 {
-    if (!any_flag_set(flags, FLAG_BLOCKS))
+    if (!any_flag_set(flags, flag_count))
         return;
     int64_t count = g.filters * conv_rows(g), taps = g.kh * g.kw;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;

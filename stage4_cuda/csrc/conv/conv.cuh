@@ -194,10 +194,13 @@ static inline int winograd_block(const conv_geometry &g)
 }
 
 /* The input transforms, V [entries, C, T], or [entries, T, C] when tile_major (the backward's
- * dw): rung 4's and rung 6's. */
+ * dw): rung 4's and rung 6's. Rung 6's also sets flags[block] (unless flags is NULL) to 1 when
+ * the block's patches hold a NaN or an Inf, else 0, for each of its
+ * winograd_4x4_input_transform_blocks(g) blocks. */
 int winograd_input_transform(const float *x, float *v, const conv_geometry &g, bool tile_major);
-int winograd_4x4_input_transform(const float *x, float *v, const conv_geometry &g,
+int winograd_4x4_input_transform(const float *x, float *v, float *flags, const conv_geometry &g,
                                  bool tile_major);
+int64_t winograd_4x4_input_transform_blocks(const conv_geometry &g);
 /* Rung 6's weight gradient transforms (06_winograd_4x4.cu): E [36, K, T] from dy's 4x4 blocks,
  * and dw [K, C, 3, 3] from the 36 products' partial sums [36 x pieces, K, C]. */
 int winograd_4x4_gradient_transform(const float *dy, float *e, const conv_geometry &g);
