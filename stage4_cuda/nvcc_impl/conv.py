@@ -121,8 +121,9 @@ def best_kernel(channels, kh, kw, stride, out_height, out_width):
 # 64, 170 against 204 at 256) and lost on the 3x3 first layer of 1 channel (56 against 30 us),
 # whose transforms cost more than the products they save. On 2026-11-27 winograd_4x4 beat
 # winograd on that layer (48 against 50 us at batch 64, 130 against 162 at 256), and shallow beat
-# implicit_gemm on the first layers at batch 256 (Fashion CNN 31 against 47 us; LeNet-5 29 against
-# 29) and tied at 64 (27 against 28, 31 against 33).
+# implicit_gemm on the Fashion CNN's first layer at batch 256 (26 against 47 us) and was within
+# 2% of it on the other first layers (LeNet-5's conv1 at 64 and 256, the Fashion CNN's at 64:
+# 15.4 against 15.1, 25.2 against 24.8, 25.8 against 25.5 us).
 WINOGRAD_MIN_CHANNELS = 16
 BEST_RULE = (f"winograd_4x4 or winograd (by winograd_block) for 3x3 stride-1 layers of "
              f"{WINOGRAD_MIN_CHANNELS} or more input channels, shallow for layers of "
