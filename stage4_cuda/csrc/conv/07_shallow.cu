@@ -33,9 +33,9 @@ __global__ void conv_shallow_kernel(const float *x, const float *w, const float 
 extern "C" int s2c_cuda_conv2d_shallow(const float *x, const float *w, const float *b, float *y,
                                        float *scratch, const conv_geometry *g)
 {
+    // BEGIN SOLUTION week 16, task conv_shallow
     (void)scratch; /* none needed */
     if (conv_rows(*g) > SHALLOW_DEPTH) return S2C_CUDA_BAD_ARGUMENT;
-    // BEGIN SOLUTION week 16, task conv_shallow
     int64_t groups = blocks_for(g->filters, SHALLOW_FILTERS);
     if (groups > 65535) return S2C_CUDA_BAD_ARGUMENT; /* the grid's y */
     int64_t positions = blocks_for(g->n * conv_positions(*g), SHALLOW_THREADS);
