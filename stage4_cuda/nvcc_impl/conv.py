@@ -121,9 +121,10 @@ def best_kernel(channels, kh, kw, stride, out_height, out_width):
 # 64, 170 against 204 at 256) and lost on the 3x3 first layer of 1 channel (56 against 30 us),
 # whose transforms cost more than the products they save. On 2026-11-27 winograd_4x4 beat
 # winograd on that layer (48 against 50 us at batch 64, 130 against 162 at 256), and shallow beat
-# implicit_gemm on the Fashion CNN's first layer at batch 256 (26 against 47 us) and was within
-# 2% of it on the other first layers (LeNet-5's conv1 at 64 and 256, the Fashion CNN's at 64:
-# 15.4 against 15.1, 25.2 against 24.8, 25.8 against 25.5 us).
+# implicit_gemm on the Fashion CNN's first layer (64 filters: 18 against 31 us at batch 64, 26
+# against 46 at 256) and came within 6% of it on LeNet-5's (6 filters, too few to share each
+# window's loads: 19.2 against 18.5 us at batch 64, 25.8 against 24.4 at 256; within 2% in a
+# run before).
 WINOGRAD_MIN_CHANNELS = 16
 BEST_RULE = (f"winograd_4x4 or winograd (by winograd_block) for 3x3 stride-1 layers of "
              f"{WINOGRAD_MIN_CHANNELS} or more input channels, shallow for layers of "
