@@ -38,8 +38,9 @@
  *     the blocks, 16 multiplications per block and channel pair where the product above spends
  *     36; or over dy's 4x4 blocks and x's 6x6 patches, F(3x3, 4x4), 36 where it spends 144 (the
  *     Fashion CNN's conv2 backward at batch 256 went from 431 to 336 us on an H100, dx taking
- *     4x4 blocks too). Gathered im2col entries cost the product above as many other instructions as FMAs
- *     (ncu: 326 us, 14 TFLOP/s, on the Fashion CNN's conv2 at batch 256 on an H100).
+ *     4x4 blocks too). Gathered im2col entries cost the product above as many other
+ *     instructions as FMAs (ncu: 326 us, 14 TFLOP/s, on the Fashion CNN's conv2 at batch 256 on
+ *     an H100).
  *
  *   NaN and Inf in w: the product multiplies every tap of every pixel, taking 0 from dy where no
  *     window covers the pixel, and 0 x NaN is NaN; PyTorch (col2im) adds only the taps that
@@ -117,21 +118,23 @@ static depth_split winograd_weight_split(const conv_geometry &g)
     return {ceil_div(depth, piece), piece};
 }
 
-/* A one-channel 3x3 layer's weight gradient (C*R*S <= SHALLOW_TAPS): the product above pads its
- * 10 columns (9 taps and the bias) to a tile of 16 and its depth steps of 16 to one barrier pair
- * each (the Fashion CNN's conv1 at batch 256: 57 us for the product and 8 for adding its pieces,
- * where reading dy's 44 MB takes about 15, on an H100). shallow_weight_gradient_kernel gives a
- * thread 4 neighbouring positions of an image at a time: dy's 4 values for each of its
- * SHALLOW_FILTERS filters are one 16-byte load (OH*OW a multiple of 4, dy 16-byte aligned), so
- * that enough of dy is on its way to keep the memory busy (a first version, a position and 4
- * scalar loads at a time, took 70 us there), and it multiplies each pixel of their windows into
- * its SHALLOW_FILTERS x (SHALLOW_TAPS + 1) sums. Positions index an int. */
-#define SHALLOW_TAPS 12 /* a 3x3 window of one channel, rounded up to 4 */
-#define SHALLOW_FILTERS 4
-#define SHALLOW_THREADS 256
+/* The weight gradient of a window of SHALLOW_GRADIENT_TAPS taps or fewer (C*R*S: a one-channel
+ * 3x3 layer, the first layer of a CNN, and few others): the product above pads its 10 columns
+ * (9 taps and the bias) to a tile of 16 and its depth steps of 16 to one barrier pair each (the
+ * Fashion CNN's conv1 at batch 256: 57 us for the product and 8 for adding its pieces, where
+ * reading dy's 44 MB takes about 15, on an H100). shallow_weight_gradient_kernel gives a thread
+ * 4 neighbouring positions of an image at a time: dy's 4 values for each of its
+ * SHALLOW_GRADIENT_FILTERS filters are one 16-byte load (OH*OW a multiple of 4, dy 16-byte
+ * aligned), so that enough of dy is on its way to keep the memory busy (a first version, a
+ * position and 4 scalar loads at a time, took 70 us there), and it multiplies each pixel of
+ * their windows into its SHALLOW_GRADIENT_FILTERS x (SHALLOW_GRADIENT_TAPS + 1) sums. Positions
+ * index an int. */
+#define SHALLOW_GRADIENT_TAPS 12 /* a 3x3 window of one channel, rounded up to 4 */
+#define SHALLOW_GRADIENT_FILTERS 4
+#define SHALLOW_GRADIENT_THREADS 256
 static bool shallow_weight_gradient_applies(const float *dy, const conv_geometry &g)
 {
-    return conv_rows(g) <= SHALLOW_TAPS && conv_positions(g) % 4 == 0 &&
+    return conv_rows(g) <= SHALLOW_GRADIENT_TAPS && conv_positions(g) % 4 == 0 &&
            (uintptr_t)dy % 16 == 0 && g.n * conv_positions(g) <= INT_MAX / 2;
 }
 /* The pieces (blocks along x, each a grid stride over the positions, 4 at a time): about four
@@ -139,9 +142,9 @@ static bool shallow_weight_gradient_applies(const float *dy, const conv_geometry
  * positions fill. */
 static int64_t shallow_weight_split(const conv_geometry &g)
 {
-    int64_t groups = ceil_div(g.filters, SHALLOW_FILTERS);
+    int64_t groups = ceil_div(g.filters, SHALLOW_GRADIENT_FILTERS);
     int64_t pieces = ceil_div(4 * (int64_t)device_multiprocessors(), groups);
-    int64_t most = ceil_div(g.n * conv_positions(g) / 4, SHALLOW_THREADS);
+    int64_t most = ceil_div(g.n * conv_positions(g) / 4, SHALLOW_GRADIENT_THREADS);
     pieces = pieces < most ? pieces : most;
     return pieces > 0 ? pieces : 1;
 }
@@ -154,8 +157,9 @@ static int64_t weight_part(const conv_geometry &g)
 {
     if (!winograd_backward(g)) {
         /* the larger of the two, as dy's alignment is not known here */
-        int64_t shallow = conv_rows(g) <= SHALLOW_TAPS ? shallow_weight_split(g) : 0;
-        int64_t pieces = weight_split(g).pieces > shallow ? weight_split(g).pieces : shallow;
+        int64_t pieces = weight_split(g).pieces;
+        if (conv_rows(g) <= SHALLOW_GRADIENT_TAPS && shallow_weight_split(g) > pieces)
+            pieces = shallow_weight_split(g);
         return pieces * g.filters * (conv_rows(g) + 1);
     }
     int block = winograd_block(g);
@@ -478,46 +482,49 @@ static __device__ __forceinline__ float component(float4 v, int e)
 static int shallow_weight_gradient(const float *x, const float *dy, float *partial,
                                    const conv_geometry &g)
 {
-    dim3 blocks((unsigned)shallow_weight_split(g), (unsigned)ceil_div(g.filters, SHALLOW_FILTERS));
+    int64_t groups = ceil_div(g.filters, SHALLOW_GRADIENT_FILTERS);
+    dim3 blocks((unsigned)shallow_weight_split(g), (unsigned)groups);
     fast_divider by_quads((int)(conv_positions(g) / 4)), by_out_width((int)g.out_width);
     return with_kernel_size(g, [&](auto kh, auto kw) {
-        shallow_weight_gradient_kernel<kh.value, kw.value><<<blocks, SHALLOW_THREADS>>>(
+        shallow_weight_gradient_kernel<kh.value, kw.value><<<blocks, SHALLOW_GRADIENT_THREADS>>>(
             x, dy, partial, g, by_quads, by_out_width);
         LAUNCH_CHECK("shallow_weight_gradient_kernel");
         return S2C_CUDA_OK;
     });
 }
 
-/* partial[piece, k, j] for the SHALLOW_FILTERS filters from k = blockIdx.y * SHALLOW_FILTERS:
- * over the positions (n, p) of piece blockIdx.x (a grid stride over N*OH*OW / 4 quads of 4
- * positions), the sum of dy[n, k, p] times the window's tap j = (c, r, s) (x[n, c, oh*stride + r
- * - padding, ...], 0 in the padding), and at j = C*R*S the sum of dy[n, k, p] (db). The block
- * then adds its threads' sums, warps by shuffles and the 8 warps in order: the same order on
- * every run. KH x KW as in with_kernel_size. */
+/* partial[piece, k, j] for the SHALLOW_GRADIENT_FILTERS filters from
+ * k = blockIdx.y * SHALLOW_GRADIENT_FILTERS: over the positions (n, p) of piece blockIdx.x (a grid
+ * stride over N*OH*OW / 4 quads of 4 positions), the sum of dy[n, k, p] times the window's tap
+ * j = (c, r, s) (x[n, c, oh*stride + r - padding, ...], 0 in the padding), and at j = C*R*S the
+ * sum of dy[n, k, p] (db). The block then adds its threads' sums, warps by shuffles and the 8
+ * warps in order: the same order on every run. KH x KW as in with_kernel_size. */
 template <int KH, int KW>
-__global__ void __launch_bounds__(SHALLOW_THREADS, 2) /* two blocks a multiprocessor */
+__global__ void __launch_bounds__(SHALLOW_GRADIENT_THREADS, 2) /* two blocks a multiprocessor */
     shallow_weight_gradient_kernel(const float *x, const float *dy, float *partial,
                                    conv_geometry g, fast_divider by_quads,
                                    fast_divider by_out_width)
 {
     /* the window's taps: 9 for a 3x3 layer (of one channel: no other applies), else up to 12 */
-    constexpr int TAPS = KH && KH * KW <= SHALLOW_TAPS ? KH * KW : SHALLOW_TAPS;
-    constexpr int COLUMNS = TAPS + 1, SUMS = SHALLOW_FILTERS * COLUMNS;
-    __shared__ float warp_sums[SHALLOW_THREADS / 32][SUMS];
+    constexpr int TAPS = KH && KH * KW <= SHALLOW_GRADIENT_TAPS ? KH * KW : SHALLOW_GRADIENT_TAPS;
+    constexpr int COLUMNS = TAPS + 1, SUMS = SHALLOW_GRADIENT_FILTERS * COLUMNS;
+    __shared__ float warp_sums[SHALLOW_GRADIENT_THREADS / 32][SUMS];
     const int depth = (int)conv_rows(g), positions = (int)conv_positions(g);
     const int quads = (int)(g.n * positions / 4), per_image = positions / 4;
-    const int first = blockIdx.y * SHALLOW_FILTERS, height = (int)g.height, width = (int)g.width;
+    const int first = blockIdx.y * SHALLOW_GRADIENT_FILTERS;
+    const int height = (int)g.height, width = (int)g.width;
     const int out_width = (int)g.out_width, stride = (int)g.stride, padding = (int)g.padding;
     const int kh = KH ? KH : (int)g.kh, kw = KW ? KW : (int)g.kw;
-    float sums[SHALLOW_FILTERS][COLUMNS] = {};
+    float sums[SHALLOW_GRADIENT_FILTERS][COLUMNS] = {};
     for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < quads; q += gridDim.x * blockDim.x) {
         int n = by_quads.quotient(q), p0 = (q - n * per_image) * 4;
-        float4 gradients[SHALLOW_FILTERS];
+        float4 gradients[SHALLOW_GRADIENT_FILTERS];
 #pragma unroll
-        for (int f = 0; f < SHALLOW_FILTERS; f++) {
+        for (int f = 0; f < SHALLOW_GRADIENT_FILTERS; f++) {
             const float *plane = dy + ((int64_t)n * g.filters + first + f) * positions;
-            gradients[f] = first + f < g.filters ? __ldg(reinterpret_cast<const float4 *>(plane + p0))
-                                                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            gradients[f] = first + f < g.filters
+                               ? __ldg(reinterpret_cast<const float4 *>(plane + p0))
+                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
         const float *image = x + (int64_t)n * g.channels * height * width;
 #pragma unroll
@@ -530,17 +537,17 @@ __global__ void __launch_bounds__(SHALLOW_THREADS, 2) /* two blocks a multiproce
                 bool inside = j < depth && 0 <= h && h < height && 0 <= v && v < width;
                 float pixel = inside ? __ldg(image + ((int64_t)c * height + h) * width + v) : 0.0f;
 #pragma unroll
-                for (int f = 0; f < SHALLOW_FILTERS; f++)
+                for (int f = 0; f < SHALLOW_GRADIENT_FILTERS; f++)
                     sums[f][j] = fmaf(component(gradients[f], e), pixel, sums[f][j]);
             }
 #pragma unroll
-            for (int f = 0; f < SHALLOW_FILTERS; f++)
+            for (int f = 0; f < SHALLOW_GRADIENT_FILTERS; f++)
                 sums[f][TAPS] += component(gradients[f], e);
         }
     }
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 #pragma unroll
-    for (int f = 0; f < SHALLOW_FILTERS; f++)
+    for (int f = 0; f < SHALLOW_GRADIENT_FILTERS; f++)
 #pragma unroll
         for (int j = 0; j < COLUMNS; j++) {
             float total = warp_sum(sums[f][j]);
@@ -548,11 +555,11 @@ __global__ void __launch_bounds__(SHALLOW_THREADS, 2) /* two blocks a multiproce
         }
     __syncthreads();
     int columns = depth + 1; /* partial's: the taps, then db's */
-    for (int i = threadIdx.x; i < SHALLOW_FILTERS * columns; i += blockDim.x) {
+    for (int i = threadIdx.x; i < SHALLOW_GRADIENT_FILTERS * columns; i += blockDim.x) {
         int f = i / columns, j = i % columns;
         if (first + f >= g.filters) continue;
         float total = 0.0f;
-        for (int w = 0; w < SHALLOW_THREADS / 32; w++)
+        for (int w = 0; w < SHALLOW_GRADIENT_THREADS / 32; w++)
             total += warp_sums[w][f * COLUMNS + (j == depth ? TAPS : j)];
         partial[((int64_t)blockIdx.x * g.filters + first + f) * columns + j] = total;
     }
