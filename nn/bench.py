@@ -15,6 +15,7 @@ extra (`pip install -r requirements-oracle.txt`).
 """
 
 import argparse
+import gc
 import itertools
 import json
 import sys
@@ -72,6 +73,7 @@ def torch_optimizer(torch, net, recipe):
 def torch_epoch(torch, net, data, recipe, device="cpu"):
     """Seconds for one epoch of `net` on the batches the nn trainer uses (same order), on
     `device`; on a GPU the training set is uploaded first, outside the timed part."""
+    gc.collect()  # as tier_epoch does
     net = net.to(device)
     optimizer = torch_optimizer(torch, net, recipe)
     order = np.random.default_rng([recipe.seed, 0]).permutation(len(data.train))
@@ -94,7 +96,12 @@ def torch_epoch(torch, net, data, recipe, device="cpu"):
 def tier_epoch(model, data, recipe, untimed_first=False, **steps):
     """Seconds for one epoch of the nn trainer on the model's tier (the training steps only);
     `steps`: the Trainer's `recorded` and `graph`. With `untimed_first`, the epoch is run once
-    before it is timed: its first steps record (and capture) the step of each batch size there."""
+    before it is timed: its first steps record (and capture) the step of each batch size there.
+
+    The last side's trainer and its recordings hold each other (a reference cycle): collected
+    first, their device memory is back in the tier's caching allocator (numba_impl/_pool.py), as
+    a PyTorch model's memory is in PyTorch's as soon as it is dropped."""
+    gc.collect()
     trainer = Trainer(model, data, recipe, run_dir="/nonexistent", progress_bar=False, **steps)
     if untimed_first:
         trainer.train_epoch()

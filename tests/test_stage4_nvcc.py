@@ -365,6 +365,32 @@ def test_labels_of_another_integer_type_are_refused(gpu, rng):
         gpu.cross_entropy_loss(logits, labels)
 
 
+@pytest.mark.parametrize("size", [0, 1, 3000, 3_000_000])
+def test_the_librarys_range_of_int64_indices(gpu, rng, size):
+    # nvcc_impl/_checks.py: csrc/checks.cu's kernel, one block up to a grid-stride loop over
+    # several values a thread; the extremes anywhere (a middle element, the last)
+    from numba import cuda
+
+    from stage4_cuda.nvcc_impl import _checks
+
+    values = rng.integers(-10**12, 10**12, size)
+    if size:
+        values[size // 2], values[-1] = 10**15, -10**15
+    expected = (values.min(), values.max()) if size else (2**63 - 1, -2**63)
+    assert _checks.TIER.index_range(cuda.to_device(values)) == expected
+    int32 = cuda.to_device(np.array([5, -3, 9], np.int32))  # numba's kernel reads the others
+    assert _checks.TIER.index_range(int32) == (-3, 9)
+
+
+def test_a_recorded_step_checks_its_labels_once(gpu, rng):
+    # the range check is made when the op is first called, never launched again by the recording
+    logits = gpu.from_numpy(inputs.normal(rng, (4, 3)))
+    labels = gpu.from_numpy(np.array([0, 2, 1, 2], np.int64))
+    _, recording = gpu.record_step(lambda: gpu.cross_entropy_loss(logits, labels))
+    recorded = [what for what, *_ in recording.launches]
+    assert recorded and "s2c_cuda_index_range" not in recorded and "numba" not in recorded
+
+
 # --- the conv2d ladder ----------------------------------------------------------------------------
 
 # (N, C, K, kernel size, stride, padding, H, W): the curriculum's layers at batch 2, odd sizes

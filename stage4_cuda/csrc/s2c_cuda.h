@@ -196,6 +196,9 @@ int s2c_cuda_shift_images(const float *x, const int64_t *rows, const int64_t *co
 int s2c_cuda_correct_count(const float *logits, const int64_t *labels, float *count, int64_t rows,
                            int64_t cols);
 
+/* checks.cu: min and max of an int64 index array, into host memory (the wrappers' range check) */
+int s2c_cuda_index_range(const int64_t *x, int64_t n, int64_t *extremes);
+
 /* graph.cu: capture this thread's launches into a CUDA graph, run it, and a device-to-device copy
  * in stream order */
 int s2c_cuda_capture_begin(void);

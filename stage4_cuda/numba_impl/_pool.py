@@ -39,8 +39,12 @@ class CachingMemoryManager(getattr(driver, "NumbaCUDAMemoryManager", object)):
         self.cache_limit = 0
 
     def initialize(self):
+        # numba calls this at every API call that makes sure of a context (each allocation and
+        # launch): the device's memory is asked for once (cuMemGetInfo took more host time than
+        # the allocation it came with).
         super().initialize()
-        self.cache_limit = CACHE_FRACTION * self.get_memory_info().total
+        if not self.cache_limit:
+            self.cache_limit = CACHE_FRACTION * self.get_memory_info().total
 
     def memalloc(self, size):
         size = max(GRANULE, -(-size // GRANULE) * GRANULE)

@@ -2,8 +2,9 @@
 ladder and the backwards), week 14. Each wrapper checks its arguments (argcheck, through the
 numba variant's adapter), allocates the output through the hook `_device.empty` and launches."""
 
-from ..numba_impl import _checks, _device
-from ..numba_impl._checks import checks
+from ..numba_impl import _device
+from . import _checks
+from ._checks import checks
 from ._library import call
 
 # The rungs of the softmax ladder (csrc/softmax/0N_NAME.cu, s2c_cuda_softmax_NAME), slowest first;

@@ -21,8 +21,9 @@ allocated once and grown when a layer needs more: the kernels run in order on on
 import importlib.util
 from pathlib import Path
 
-from ..numba_impl import _checks, _device
-from ..numba_impl._checks import checks
+from ..numba_impl import _device
+from . import _checks
+from ._checks import checks
 from ._library import call, geometry
 from ._scratch import scratch_for
 

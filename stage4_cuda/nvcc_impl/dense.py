@@ -3,7 +3,7 @@ product, which reads w and dy.T where they lie (no transposed copy) and adds b a
 A product of few output tiles and a long depth is split along it, into the shared scratch."""
 
 from ..numba_impl import _device
-from ..numba_impl._checks import checks
+from ._checks import checks
 from ._library import call
 from ._scratch import scratch_for
 

@@ -11,8 +11,9 @@ import numpy as np
 
 from argcheck import arrays
 
-from ..numba_impl import _checks, _device
+from ..numba_impl import _device
 from ..numba_impl._device import DeviceScalar
+from . import _checks
 from ._library import call, int64_indices
 
 

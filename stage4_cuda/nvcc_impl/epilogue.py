@@ -5,7 +5,7 @@ once instead of twice (`python -m grader.memory_bench` times both)."""
 from argcheck import arrays
 
 from ..numba_impl import _device
-from ..numba_impl._checks import TIER
+from ._checks import TIER
 from ._library import call
 
 

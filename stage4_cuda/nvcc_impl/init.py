@@ -5,8 +5,8 @@ the numba variant's (`fans`, as PyTorch computes them)."""
 import math
 
 from ..numba_impl import _device
-from ..numba_impl._checks import checks
 from ..numba_impl.init import fans
+from ._checks import checks
 from ._library import call
 
 

@@ -1,8 +1,9 @@
 """Linear algebra (csrc/linalg.cu, csrc/sgemm/; weeks 14 and 16): matmul through the SGEMM ladder,
 transpose, the elementwise add, mul and scale (with add's row broadcasting), and column sums."""
 
-from ..numba_impl import _checks, _device
-from ..numba_impl._checks import checks
+from ..numba_impl import _device
+from . import _checks
+from ._checks import checks
 from ._library import SGEMM_RUNGS, call
 
 # The SGEMM ladder of csrc/sgemm/ (README.md there), slowest first: `matmul(a, b, kernel=...)`

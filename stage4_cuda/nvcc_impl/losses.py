@@ -14,7 +14,7 @@ number of terms."""
 import numpy as np
 
 from ..numba_impl import _device
-from ..numba_impl._checks import checks
+from ._checks import checks
 from ._library import call, int64_indices, library
 
 

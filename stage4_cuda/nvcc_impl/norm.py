@@ -5,7 +5,7 @@ those, then a thread per element (or float4) applies the per-channel result."""
 import numpy as np
 
 from ..numba_impl import _device
-from ..numba_impl._checks import checks
+from ._checks import checks
 from ._library import call, library
 
 

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from ..numba_impl._checks import checks
+from ._checks import checks
 from ._library import call
 
 

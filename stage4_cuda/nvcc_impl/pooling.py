@@ -5,7 +5,7 @@ thread per output; backwards: a thread per input element, gathering (no atomics)
 import numpy as np
 
 from ..numba_impl import _device
-from ..numba_impl._checks import checks
+from ._checks import checks
 from ._library import call, geometry, int64_indices
 
 

@@ -2,7 +2,7 @@
 shared random stream, so the mask equals every other tier's for the same seed."""
 
 from ..numba_impl import _device
-from ..numba_impl._checks import checks
+from ._checks import checks
 from ._library import call
 
 
