@@ -198,6 +198,10 @@ def main(argv=None):
     import stage4_cuda.nvcc_impl as gpu
     from stage4_cuda.nvcc_impl import conv
 
+    unknown = [kernel for kernel in args.kernel or () if kernel not in gpu.CONV_KERNELS]
+    if unknown:
+        parser.error(f"--kernel {unknown[0]!r} is not a rung; the rungs are "
+                     f"{', '.join(gpu.CONV_KERNELS)}")  # fmt: skip
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     ok, reason = gpu.available()

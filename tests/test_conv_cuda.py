@@ -61,3 +61,13 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
         # weight, and dw with a NaN pixel, on the 16 shapes small enough for the emulation
         passed = ran.returncode == 0 and ran.stdout.endswith("225 passed, 0 failed\n")
         assert passed, f"{multiprocessors} multiprocessors:\n{ran.stdout}"
+
+
+def test_the_bench_refuses_a_rung_that_does_not_exist(capsys):
+    pytest.importorskip("torch")
+    from grader import conv_bench
+
+    with pytest.raises(SystemExit) as stopped:
+        conv_bench.main(["--kernel", "best"])
+    assert stopped.value.code == 2
+    assert "--kernel 'best' is not a rung; the rungs are direct, " in capsys.readouterr().err

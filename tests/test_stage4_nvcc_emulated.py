@@ -43,6 +43,7 @@ SIGNATURES = {
     "batchnorm_backward": [V] * 9 + [I64, I64, I64],
     "sgd_step": [V, V, I64, F32, F32], "momentum_step": [V, V, V, I64, F32, F32, ctypes.c_int, F32],
     "rmsprop_step": [V, V, V, I64, F32, F32, F32, F32], "adam_step": [V, V, V, V, I64] + [F32] * 7,
+    "momentum_step_list": [V, V, V, V, V, I64, F32, F32, ctypes.c_int],
     "take": [V, V, V, I64, I64], "take_int64": [V, V, V, I64, I64],
     "shift_images": [V] * 5 + [I64] * 5, "correct_count": [V, V, V, I64, I64],
     "linear_scratch": [I64, I64, I64, V], "linear_forward": [V] * 5 + [I64] * 3,
@@ -217,6 +218,33 @@ def test_the_optimizer_steps_four_parameters_a_thread(lib, rng, size):
         getattr(reference, name)(theirs[0], g.copy(), *theirs[1:], *reference_scalars)
         for got, want in zip(ours, theirs, strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_a_list_step_gives_each_tensor_its_own_step(lib, rng):
+    # momentum_step_list on 19 tensors (a launch of 16, then one of 3): sizes with and without a
+    # partial last quad, every third off a 16-byte boundary (the scalar path), each with its own
+    # weight decay; bit for bit momentum_step's values on each tensor
+    count = 19
+    sizes = [int(size) for size in rng.integers(1, 3000, count)]
+    decays = np.array([0.01 * (i % 3) for i in range(count)], np.float32)
+
+    def tensors():  # p, g, v of each size, the same values on every call
+        made = np.random.default_rng(11)
+        return [[made.standard_normal(size + i % 3 // 2).astype(np.float32)[i % 3 // 2:]
+                 for _ in range(3)] for i, size in enumerate(sizes)]  # fmt: skip
+
+    expected, received = tensors(), tensors()
+    for (p, g, v), size, decay in zip(expected, sizes, decays, strict=True):
+        call(lib, "momentum_step", p, g, v, size, 0.1, 0.9, 1, float(decay))
+
+    def pointers(which):
+        return (V * count)(*[arrays[which].ctypes.data for arrays in received])
+
+    call(lib, "momentum_step_list", pointers(0), pointers(1), pointers(2),
+         np.array(sizes, np.int64), decays, count, 0.1, 0.9, 1)  # fmt: skip
+    for got, want in zip(received, expected, strict=True):
+        for got_array, want_array in zip(got, want, strict=True):
+            np.testing.assert_array_equal(got_array, want_array)
 
 
 def test_take_gathers_rows_of_floats_and_of_labels(lib, rng):

@@ -61,6 +61,46 @@ def test_a_recording_repeats_the_calls_of_its_step_with_scalars_replaced_by_name
     assert fake.log[0] == ("s2c_cuda_sgd_step", [p, g, 10, 0.1, 0.0])
 
 
+class FakeDeviceArray:
+    """A device array as the library's calls see it: an address."""
+
+    def __init__(self, address):
+        self.__cuda_array_interface__ = {"data": (address, False)}
+
+
+def test_an_optimizers_momentum_steps_are_recorded_as_one_list(fake):
+    # Each parameter's momentum step (3 of them, the last without weight decay) becomes one
+    # momentum_step_list call, whose learning rate is still replaced by name; a momentum step
+    # with another momentum, after another call, stays as it was.
+    arrays = [FakeDeviceArray(4096 * address) for address in range(1, 10)]
+
+    def step():
+        for i, decay in enumerate([0.01, 0.01, 0.0]):
+            _library.call("s2c_cuda_momentum_step", *arrays[3 * i : 3 * i + 3], 10 + i, 0.1, 0.9,
+                          1, decay)  # fmt: skip
+        _library.call("s2c_cuda_relu", arrays[0], arrays[1], 4)
+        _library.call("s2c_cuda_momentum_step", *arrays[:3], 7, 0.1, 0.5, 1, 0.0)
+
+    _, recorded = recording.record_step(step)
+    assert [what for what, *_ in recorded.launches] == [
+        "s2c_cuda_momentum_step_list", "s2c_cuda_relu", "s2c_cuda_momentum_step"]  # fmt: skip
+    fake.log.clear()
+    recorded.launch(lr=0.25)
+    name, (p, g, v, n, decays, count, *scalars) = fake.log[0]
+    assert name == "s2c_cuda_momentum_step_list"
+
+    def addresses(pointers):
+        return [int(_library.ffi.cast("uintptr_t", pointers[i])) for i in range(count)]
+
+    assert (count, scalars) == (3, [0.25, 0.9, 1])
+    assert addresses(p) == [4096, 4 * 4096, 7 * 4096]
+    assert addresses(g) == [2 * 4096, 5 * 4096, 8 * 4096]
+    assert addresses(v) == [3 * 4096, 6 * 4096, 9 * 4096]
+    assert list(n[0:3]) == [10, 11, 12] and list(decays[0:3]) == pytest.approx([0.01, 0.01, 0])
+    assert fake.log[2] == ("s2c_cuda_momentum_step", [*recorded.launches[2][2][:4], 0.25, 0.5, 1,
+                                                      0.0])  # fmt: skip
+
+
 def test_calls_outside_a_recording_are_not_recorded(fake):
     _, recorded = recording.record_step(lambda: None)
     _library.call("s2c_cuda_relu", object(), object(), 4)

@@ -114,6 +114,11 @@ int s2c_cuda_rmsprop_step(float *p, const float *g, float *s, int64_t n, float l
 int s2c_cuda_adam_step(float *p, const float *g, float *m, float *v, int64_t n, float lr,
                        float beta1, float beta2, float eps, float weight_decay, float correction1,
                        float correction2);
+/* momentum_step on `count` tensors at once (host arrays of their pointers, sizes and weight
+ * decays): what recorded steps launch for an optimizer's momentum steps */
+int s2c_cuda_momentum_step_list(float **p, const float **g, float **v, const int64_t *n,
+                                const float *weight_decay, int64_t count, float lr,
+                                float momentum, int nesterov);
 
 /* init.cu: w [n] from the shared random stream (random.cuh), scaled by bound or std */
 int s2c_cuda_xavier_uniform(float *w, int64_t n, uint64_t seed, double bound);

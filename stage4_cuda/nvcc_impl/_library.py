@@ -68,6 +68,7 @@ EXERCISES = {
     "s2c_cuda_hinge_loss_backward": (14, "hinge_loss_backward", "losses.cu"),
     "s2c_cuda_sgd_step": (14, "sgd_step", "optim.cu"),
     "s2c_cuda_momentum_step": (14, "momentum_step", "optim.cu"),
+    "s2c_cuda_momentum_step_list": (14, "momentum_step", "optim.cu"),
     "s2c_cuda_rmsprop_step": (14, "rmsprop_step", "optim.cu"),
     "s2c_cuda_adam_step": (14, "adam_step", "optim.cu"),
     "s2c_cuda_xavier_uniform": (14, "xavier_uniform", "init.cu"),
@@ -113,8 +114,8 @@ CALLS = {
          "s2c_cuda_bce_with_logits_loss_backward", "s2c_cuda_dropout_backward"],
         "task zip in elementwise.cuh"),
     **dict.fromkeys(
-        ["s2c_cuda_sgd_step", "s2c_cuda_momentum_step", "s2c_cuda_rmsprop_step",
-         "s2c_cuda_adam_step"],
+        ["s2c_cuda_sgd_step", "s2c_cuda_momentum_step", "s2c_cuda_momentum_step_list",
+         "s2c_cuda_rmsprop_step", "s2c_cuda_adam_step"],
         "task step in optim.cu"),
     "s2c_cuda_linear_forward": "task matmul in matmul.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",

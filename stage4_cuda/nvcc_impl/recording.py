@@ -9,13 +9,19 @@ kernel from Python costs a few microseconds apiece. Only this library's calls ca
 library launches on each thread's default stream, which can be captured; numba's kernels run on the
 legacy default stream, which cannot): a recording holding a numba kernel is refused, naming it.
 `copy_into` copies device elements in stream order with the library's kernels.
+
+A recording also merges what the step launched one by one where the library can take it at once:
+an optimizer's momentum steps, one per parameter, become one s2c_cuda_momentum_step_list call
+(csrc/optim.cu; the same values, bit for bit).
 """
 
+import itertools
 from contextlib import contextmanager
 
 from ..numba_impl import recording as numba_recording
 from ..numba_impl.recording import check_copy
 from . import _library
+from ._library import ffi
 
 
 @contextmanager
@@ -23,15 +29,8 @@ def _library_calls_into(recording):
     """Record this library's calls into `recording` meanwhile."""
 
     def record(function, c_arguments, arguments):
-        lib_function = getattr(_library.library(), function)
-
-        def launcher(*arguments):
-            status = lib_function(*arguments)
-            if status:
-                _library.check_status(function, status)
-
         # the C arguments are bare pointers: the arrays they point into are kept with them
-        recording.add(function, launcher, c_arguments, _library.PARAMETERS[function],
+        recording.add(function, _launcher(function), c_arguments, _library.PARAMETERS[function],
                       keep=arguments)
 
     _library.recorder = record
@@ -41,9 +40,67 @@ def _library_calls_into(recording):
         _library.recorder = None
 
 
+def _launcher(function):
+    """What a recording calls to launch library function `function` again: the function, its
+    status checked."""
+    lib_function = getattr(_library.library(), function)
+
+    def launcher(*arguments):
+        status = lib_function(*arguments)
+        if status:
+            _library.check_status(function, status)
+
+    return launcher
+
+
 def record_step(step):
     """(step(), the Recording of the library calls and kernels it made): `step` runs once."""
-    return numba_recording.record_step(step, also=_library_calls_into)
+    result, recording = numba_recording.record_step(step, also=_library_calls_into)
+    recording.launches = _momentum_steps_merged(recording.launches)
+    return result, recording
+
+
+MOMENTUM_STEP = "s2c_cuda_momentum_step"
+MOMENTUM_STEP_LIST = "s2c_cuda_momentum_step_list"
+SHARED_BY_A_LIST = ("lr", "momentum", "nesterov")  # the scalars a list's tensors have in common
+
+
+def _momentum_steps_merged(launches):
+    """`launches` with each run of momentum steps that agree on SHARED_BY_A_LIST (each parameter's
+    step of an optimizer) as one momentum_step_list call."""
+    merged = []
+    for shared, run in itertools.groupby(launches, _shared):
+        run = list(run)
+        merged += [_momentum_step_list(run)] if shared and len(run) > 1 else run
+    return merged
+
+
+def _shared(launch):
+    """A momentum step's SHARED_BY_A_LIST values; None for another launch."""
+    what, _, arguments, names, _ = launch
+    if what != MOMENTUM_STEP:
+        return None
+    return tuple(arguments[names.index(name)] for name in SHARED_BY_A_LIST)
+
+
+def _momentum_step_list(run):
+    """One recorded momentum_step_list call for the recorded momentum steps `run`."""
+    column = {name: [dict(zip(names, arguments, strict=True))[name]
+                     for _, _, arguments, names, _ in run]
+              for name in _library.PARAMETERS[MOMENTUM_STEP]}  # fmt: skip
+    tensors = {  # host arrays of the tensors' pointers, sizes and weight decays
+        "p": ffi.new("float *[]", [ffi.cast("float *", value) for value in column["p"]]),
+        "g": ffi.new("const float *[]", [ffi.cast("float *", value) for value in column["g"]]),
+        "v": ffi.new("float *[]", [ffi.cast("float *", value) for value in column["v"]]),
+        "n": ffi.new("int64_t[]", column["n"]),
+        "weight_decay": ffi.new("float[]", column["weight_decay"]),
+        "count": len(run),
+    }
+    scalars = dict(zip(SHARED_BY_A_LIST, _shared(run[0]), strict=True))
+    names = _library.PARAMETERS[MOMENTUM_STEP_LIST]
+    arguments = [tensors[name] if name in tensors else scalars[name] for name in names]
+    keep = [kept for *_, kept in run]  # the parameters' arrays, alive as long as the recording
+    return MOMENTUM_STEP_LIST, _launcher(MOMENTUM_STEP_LIST), arguments, names, keep
 
 
 class Graph:
