@@ -20,7 +20,12 @@ class CrossEntropy:
         return labels.astype(np.int64)
 
     def value_and_grad(self, tier, logits, targets):
-        """(mean loss as a float, gradient w.r.t. logits)."""
+        """(mean loss as a float, gradient w.r.t. logits): from one pass over the logits where
+        the tier fuses the two (stage 4's nvcc variant: cross_entropy_loss_and_grad), else by its
+        loss and the loss's backward."""
+        fused = getattr(tier, "cross_entropy_loss_and_grad", None)
+        if fused is not None:
+            return fused(logits, targets)
         return (
             tier.cross_entropy_loss(logits, targets),
             tier.cross_entropy_loss_backward(logits, targets),

@@ -185,3 +185,19 @@ def test_build_rejects_shapes_that_do_not_fit(layer, in_shape, message):
     tier = load_tier("numpy")
     with pytest.raises(ValueError, match=message):
         layer.build(tier, in_shape, (derive_seed(0, i) for i in range(10)))
+
+
+def test_cross_entropy_takes_the_tiers_fused_loss_and_gradient_where_there_is_one(rng):
+    from nn.losses import CrossEntropy
+
+    class Fused:  # stage 4's nvcc variant: cross_entropy_loss_and_grad, one pass over the logits
+        def cross_entropy_loss_and_grad(self, logits, targets):
+            return "the loss", f"the gradient of {logits} at {targets}"
+
+    received = CrossEntropy().value_and_grad(Fused(), "logits", "labels")
+    assert received == ("the loss", "the gradient of logits at labels")
+    logits, labels = rng.standard_normal((4, 3)).astype(np.float32), np.array([0, 2, 1, 2])
+    numpy_tier = load_tier("numpy")  # no fused op: the loss and its backward
+    loss, grad = CrossEntropy().value_and_grad(numpy_tier, logits, labels)
+    np.testing.assert_allclose(grad, numpy_tier.cross_entropy_loss_backward(logits, labels))
+    assert float(loss) == pytest.approx(float(numpy_tier.cross_entropy_loss(logits, labels)))

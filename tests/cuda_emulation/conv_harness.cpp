@@ -71,7 +71,7 @@ int main(int argc, char **argv)
         {2, 12, 5, 3, 3, 2, 1, 9, 9},   /* the same, stride 2 (no Winograd) */
         {2, 2, 37, 3, 3, 2, 1, 9, 7},   /* rung 7: 18 taps, filters 32 and 5 a block */
         {3, 1, 7, 3, 3, 1, 1, 6, 5},    /* the same with 9 taps, 7 filters */
-        {1, 2, 3, 3, 3, 1, 1, 66, 66},  /* 17x17 4x4 blocks an image: rung 6's unstaged output */
+        {1, 1, 3, 3, 3, 1, 1, 66, 66},  /* rung 6: 17x17 4x4 blocks an image (unstaged output); a padded shallow dw */
     };
     std::mt19937 generator(7);
     std::normal_distribution<float> normal;
