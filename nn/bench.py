@@ -20,6 +20,7 @@ import itertools
 import json
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -70,10 +71,27 @@ def torch_optimizer(torch, net, recipe):
     raise ValueError(f"no PyTorch translation of optimizer {recipe.optimizer!r}")
 
 
+@contextmanager
+def collector_paused():
+    """Python's garbage collector paused meanwhile, as timeit pauses it, after a full collection
+    (every side's timed epoch runs in one): a collection that some allocation happens to trigger
+    would otherwise land in one side's epoch and not another's. The collection also frees the
+    last side's trainer, which its recordings hold in a reference cycle, so that its device
+    memory is back in the tier's caching allocator (numba_impl/_pool.py), as a PyTorch model's
+    memory is in PyTorch's as soon as it is dropped."""
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def torch_epoch(torch, net, data, recipe, device="cpu"):
     """Seconds for one epoch of `net` on the batches the nn trainer uses (same order), on
     `device`; on a GPU the training set is uploaded first, outside the timed part."""
-    gc.collect()  # as tier_epoch does
     net = net.to(device)
     optimizer = torch_optimizer(torch, net, recipe)
     order = np.random.default_rng([recipe.seed, 0]).permutation(len(data.train))
@@ -82,35 +100,32 @@ def torch_epoch(torch, net, data, recipe, device="cpu"):
     order = torch.from_numpy(order).to(device)
     synchronize = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     synchronize()
-    started = time.perf_counter()
-    for start in range(0, len(order), recipe.batch_size):
-        chosen = order[start:start + recipe.batch_size]
-        loss = torch.nn.functional.cross_entropy(net(inputs[chosen]), labels[chosen])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    synchronize()
-    return time.perf_counter() - started
+    with collector_paused():
+        started = time.perf_counter()
+        for start in range(0, len(order), recipe.batch_size):
+            chosen = order[start:start + recipe.batch_size]
+            loss = torch.nn.functional.cross_entropy(net(inputs[chosen]), labels[chosen])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        synchronize()
+        return time.perf_counter() - started
 
 
 def tier_epoch(model, data, recipe, untimed_first=False, **steps):
     """Seconds for one epoch of the nn trainer on the model's tier (the training steps only);
     `steps`: the Trainer's `recorded` and `graph`. With `untimed_first`, the epoch is run once
-    before it is timed: its first steps record (and capture) the step of each batch size there.
-
-    The last side's trainer and its recordings hold each other (a reference cycle): collected
-    first, their device memory is back in the tier's caching allocator (numba_impl/_pool.py), as
-    a PyTorch model's memory is in PyTorch's as soon as it is dropped."""
-    gc.collect()
+    before it is timed: its first steps record (and capture) the step of each batch size there."""
     trainer = Trainer(model, data, recipe, run_dir="/nonexistent", progress_bar=False, **steps)
     if untimed_first:
         trainer.train_epoch()
         trainer.progress.batch = 0  # the same epoch again, replaying what it captured
     model.tier.synchronize()
-    started = time.perf_counter()
-    trainer.train_epoch()
-    model.tier.synchronize()
-    return time.perf_counter() - started
+    with collector_paused():
+        started = time.perf_counter()
+        trainer.train_epoch()
+        model.tier.synchronize()
+        return time.perf_counter() - started
 
 
 def load_tiers(stages, impl=None):

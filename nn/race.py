@@ -13,8 +13,9 @@ GPU, with SGD and momentum 0.9 at a constant learning rate, TF32 off. Four sides
   recording from the host (nn/recorded_steps.py); the recording is inside the timed epoch.
 - nvcc graph: the same recording captured as a CUDA graph (`nn.train --graph`); as for PyTorch's
   graph, recording and capture are not timed: they happen in a first, untimed run of the epoch.
-Each side runs `--repeats` epochs and keeps its fastest. The targets (issue #12): nvcc recorded
-<= 0.5x PyTorch eager, nvcc graph <= 1.0x PyTorch graph.
+Every timed epoch runs with Python's garbage collector paused after a full collection, as timeit
+times (nn.bench.collector_paused). Each side runs `--repeats` epochs and keeps its fastest. The
+targets (issue #12): nvcc recorded <= 0.5x PyTorch eager, nvcc graph <= 1.0x PyTorch graph.
 """
 
 import argparse
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nn.bench import tier_epoch, to_torch, torch_epoch, torch_optimizer
+from nn.bench import collector_paused, tier_epoch, to_torch, torch_epoch, torch_optimizer
 from nn.data import load_data
 from nn.models import build_model
 from nn.recipes import Recipe
@@ -66,14 +67,15 @@ def torch_graph_epoch(torch, net, data, recipe):
             step(chosen)
         graphs[size] = graph, chosen
     torch.cuda.synchronize()
-    started = time.perf_counter()
-    for start in range(0, len(order), recipe.batch_size):
-        batch = order[start:start + recipe.batch_size]
-        graph, chosen = graphs[len(batch)]
-        chosen.copy_(batch)
-        graph.replay()
-    torch.cuda.synchronize()
-    return time.perf_counter() - started
+    with collector_paused():
+        started = time.perf_counter()
+        for start in range(0, len(order), recipe.batch_size):
+            batch = order[start:start + recipe.batch_size]
+            graph, chosen = graphs[len(batch)]
+            chosen.copy_(batch)
+            graph.replay()
+        torch.cuda.synchronize()
+        return time.perf_counter() - started
 
 
 def race(torch, tier, name, batch_size, repeats, data_dir):

@@ -32,3 +32,15 @@ def test_impl_gives_the_benchmarked_tier_and_the_reference_the_others(tmp_path):
     tiers = load_tiers([1, 2], str(tmp_path))
     assert Path(tiers[2].__file__).parent == tmp_path / "stage2_numpy"
     assert Path(tiers[1].__file__).parent == reference.parent / "stage1_python"
+
+
+def test_an_epoch_is_timed_with_the_collector_paused_and_then_restored():
+    import gc
+
+    from nn.bench import collector_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a failed epoch")
+    assert gc.isenabled()
