@@ -53,8 +53,7 @@
 #define TRANSFORM_THREADS 256
 #define SIDE 6 /* a transformed tile's side: 4 outputs + 3 taps - 1 */
 #define PAIRS_A_BLOCK 8 /* weights_4x4_kernel's block: 8 pairs x 36 entries */
-#define BY_TAPS_BLOCKS 1024 /* forward_by_taps_kernel's grid (a grid stride) */
-#define STAGED_TILES 256    /* the staged output transform's threads a block, at most */
+#define STAGED_TILES 256 /* the staged output transform's threads a block, at most */
 
 /* The input transform's blocks: each sets a flag when its patches hold a NaN or an Inf. */
 int64_t winograd_4x4_input_transform_blocks(const conv_geometry &g)
@@ -175,7 +174,6 @@ __global__ void forward_by_taps_kernel(const float *x, const float *w, const flo
 static __device__ bool patch_4x4(const float *x, float *v, const conv_geometry &g,
                                  winograd_shape shape, bool tile_major, int64_t i);
 
-/* conv_winograd's contract (conv.cuh) with 4x4 blocks. */
 /* y = the output transform of M (+ b), by the staged kernel where a block holds whole planes of
  * y (an image's blocks number STAGED_TILES or fewer), else by the one that stores each output
  * where it belongs. */
@@ -197,6 +195,7 @@ static int output_transform_4x4(const float *m, const float *b, float *y, const 
     return S2C_CUDA_OK;
 }
 
+/* conv_winograd's contract (conv.cuh) with 4x4 blocks. */
 int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, float *scratch,
                       const conv_geometry &g, bool turned)
 {
@@ -218,7 +217,7 @@ int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, 
     status = output_transform_4x4(m, b, y, g, shape);
     if (status != S2C_CUDA_OK) return status;
     int64_t outputs = g.n * k * conv_positions(g), blocks = blocks_for(outputs, TRANSFORM_THREADS);
-    forward_by_taps_kernel<<<blocks < BY_TAPS_BLOCKS ? blocks : BY_TAPS_BLOCKS, TRANSFORM_THREADS>>>(
+    forward_by_taps_kernel<<<by_definition_blocks(blocks), TRANSFORM_THREADS>>>(
         x, w, b, y, flags, winograd_4x4_input_transform_blocks(g), g, turned);
     LAUNCH_CHECK("forward_by_taps_kernel");
     return S2C_CUDA_OK;

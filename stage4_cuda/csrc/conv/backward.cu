@@ -325,8 +325,8 @@ static int input_gradient(const float *w, const float *dy, float *dx, float *win
     LAUNCH_CHECK("nonfinite_flags_kernel");
     int64_t count = g.n * g.channels * g.height * g.width;
     int64_t blocks = blocks_for(count, REDUCE_THREADS);
-    input_gradient_by_taps_kernel<<<blocks < 1024 ? blocks : 1024, REDUCE_THREADS>>>(w, dy, dx,
-                                                                                   flags, g);
+    input_gradient_by_taps_kernel<<<by_definition_blocks(blocks), REDUCE_THREADS>>>(w, dy, dx,
+                                                                                  flags, g);
     LAUNCH_CHECK("input_gradient_by_taps_kernel");
     return S2C_CUDA_OK;
 }
@@ -710,7 +710,7 @@ static int winograd_weight_gradient(const float *x, const float *dy, float *dw, 
         LAUNCH_CHECK("nonfinite_flags_kernel");
     }
     int64_t blocks = blocks_for(k * conv_rows(g), REDUCE_THREADS);
-    weight_gradient_by_taps_kernel<<<blocks < 1024 ? blocks : 1024, REDUCE_THREADS>>>(
+    weight_gradient_by_taps_kernel<<<by_definition_blocks(blocks), REDUCE_THREADS>>>(
         x, dy, dw, x_flags, flag_count, g);
     LAUNCH_CHECK("weight_gradient_by_taps_kernel");
     return S2C_CUDA_OK;

@@ -138,6 +138,15 @@ static inline __host__ __device__ winograd_patch winograd_patch_of(int64_t i, in
     return {c, t / per_image, t % per_image / shape.tiles_wide * block,
             t % shape.tiles_wide * block};
 }
+/* The grid of a pass that recomputes a result by its definition where a NaN or an Inf was flagged
+ * (a grid stride over `blocks` blocks' work): two blocks a multiprocessor at most. Each block
+ * first reads every flag and, as nearly always, returns: 1024 blocks reading the 2048 flags of
+ * the Fashion CNN's conv2 dx at batch 256 took 6.1 us on an H100. */
+static inline int64_t by_definition_blocks(int64_t blocks)
+{
+    int64_t most = 2 * (int64_t)device_multiprocessors();
+    return blocks < most ? blocks : most;
+}
 /* Whether any of flags[0 .. count) is not 0, for every thread of the block (all must call it):
  * the flags a kernel's blocks set on finding a NaN or an Inf, read by the pass that then
  * recomputes a result by its definition. */
