@@ -125,7 +125,8 @@ def best_kernel(channels, kh, kw, stride, out_height, out_width):
 # implicit_gemm on the Fashion CNN's first layer (64 filters: 18 against 31 us at batch 64, 26
 # against 46 at 256) and came within 6% of it on LeNet-5's (6 filters, too few to share each
 # window's loads: 19.2 against 18.5 us at batch 64, 25.8 against 24.4 at 256; within 2% in a
-# run before).
+# run before; the last record, 2026-11-27: 19.1 against 17.9 us at batch 64, 16.6 against 25.7
+# at 256).
 WINOGRAD_MIN_CHANNELS = 16
 BEST_RULE = (f"winograd_4x4 or winograd (by winograd_block) for 3x3 stride-1 layers of "
              f"{WINOGRAD_MIN_CHANNELS} or more input channels, shallow for layers of "
