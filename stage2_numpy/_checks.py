@@ -1,8 +1,10 @@
 """The argument checks of this tier: argcheck's (one vocabulary, one message format for every
 tier), over NumPy arrays. Given to learners: the checks sit outside the solution regions.
 
-`checks.<op>(...)` checks an op's arguments and returns them converted: arrays C-contiguous (a
-copy only when they are not), scalars as Python ints, floats and bools.
+`checks.<op>(...)` checks an op's arguments and returns them converted: arrays C-contiguous and
+aligned (a copy only when they are not: NumPy may sum an unaligned array's products in another
+order, so an unaligned copy of an input would change the result's last bits), scalars as Python
+ints, floats and bools.
 """
 
 import numpy as np
@@ -20,7 +22,10 @@ class NumpyArrays:
     def describe(op, name, x):
         return argcheck.from_interface(x.__array_interface__) if isinstance(x, np.ndarray) else None
 
-    readable = staticmethod(np.ascontiguousarray)
+    @staticmethod
+    def readable(x):
+        return np.require(x, requirements=["C_CONTIGUOUS", "ALIGNED"])
+
     copy_indices = staticmethod(np.ascontiguousarray)  # NumPy reads them under the GIL
     index_array = staticmethod(lambda x: x)
 
