@@ -85,17 +85,14 @@ def _shared(launch):
 
 def _momentum_step_list(run):
     """One recorded momentum_step_list call for the recorded momentum steps `run`."""
-    column = {name: [dict(zip(names, arguments, strict=True))[name]
-                     for _, _, arguments, names, _ in run]
-              for name in _library.PARAMETERS[MOMENTUM_STEP]}  # fmt: skip
-    tensors = {  # host arrays of the tensors' pointers, sizes and weight decays
-        "p": ffi.new("float *[]", [ffi.cast("float *", value) for value in column["p"]]),
-        "g": ffi.new("const float *[]", [ffi.cast("float *", value) for value in column["g"]]),
-        "v": ffi.new("float *[]", [ffi.cast("float *", value) for value in column["v"]]),
-        "n": ffi.new("int64_t[]", column["n"]),
-        "weight_decay": ffi.new("float[]", column["weight_decay"]),
-        "count": len(run),
-    }
+    rows = [dict(zip(names, arguments, strict=True)) for _, _, arguments, names, _ in run]
+
+    def column(name, ctype):  # a host array of the tensors' `name`
+        return ffi.new(f"{ctype}[]", [row[name] for row in rows])
+
+    tensors = {"p": column("p", "float *"), "g": column("g", "const float *"),
+               "v": column("v", "float *"), "n": column("n", "int64_t"),
+               "weight_decay": column("weight_decay", "float"), "count": len(run)}  # fmt: skip
     scalars = dict(zip(SHARED_BY_A_LIST, _shared(run[0]), strict=True))
     names = _library.PARAMETERS[MOMENTUM_STEP_LIST]
     arguments = [tensors[name] if name in tensors else scalars[name] for name in names]

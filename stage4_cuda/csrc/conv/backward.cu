@@ -159,8 +159,8 @@ static int64_t weight_part(const conv_geometry &g)
     if (!winograd_backward(g)) {
         /* the larger of the two, as dy's alignment is not known here */
         int64_t pieces = weight_split(g).pieces;
-        if (conv_rows(g) <= SHALLOW_GRADIENT_TAPS && shallow_weight_split(g) > pieces)
-            pieces = shallow_weight_split(g);
+        int64_t shallow = conv_rows(g) <= SHALLOW_GRADIENT_TAPS ? shallow_weight_split(g) : 0;
+        if (shallow > pieces) pieces = shallow;
         return pieces * g.filters * (conv_rows(g) + 1);
     }
     int block = winograd_block(g);
