@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from stage4_cuda import kernel_waits
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 CSRC = PACKAGE_DIR / "csrc"
 LIBRARY = PACKAGE_DIR / "nvcc_impl" / "_build" / "libs2c_cuda.so"
@@ -102,6 +104,12 @@ def main(argv=None):
     reason = stale_reason()
     if args.if_stale and not reason:
         return 0
+    unsafe = kernel_waits.problems(CSRC)
+    if unsafe:
+        print("error: launched overlapped, these kernels must call wait_for_previous_kernel() "
+              "first, before they touch memory (csrc/common.h, \"Overlapped launches\"): "
+              + ", ".join(unsafe), file=sys.stderr)  # fmt: skip
+        return 1
     compiler = nvcc()
     if compiler is None and LIBRARY.exists() and reason:  # never run an old build silently
         print(f"error: the nvcc library is out of date ({reason}) and nvcc (the CUDA toolkit) is "

@@ -19,6 +19,7 @@ static __device__ long long index_extremes[2]; /* lowest, highest */
 
 __global__ void index_range_kernel(const int64_t *x, int64_t n)
 {
+    wait_for_previous_kernel();
     long long lowest = LLONG_MAX, highest = LLONG_MIN;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -45,7 +46,7 @@ extern "C" int s2c_cuda_index_range(const int64_t *x, int64_t n, int64_t *extrem
     if (n > 0) {
         int64_t blocks = blocks_for(n, RANGE_THREADS * RANGE_VALUES_PER_THREAD);
         if (blocks > 4 * device_multiprocessors()) blocks = 4 * device_multiprocessors();
-        index_range_kernel<<<blocks, RANGE_THREADS>>>(x, n);
+        launch_overlapped(index_range_kernel, blocks, RANGE_THREADS, 0, x, n);
         LAUNCH_CHECK("index_range_kernel");
     }
     CUDA_CHECK(cudaMemcpyFromSymbolAsync(extremes, index_extremes, 2 * sizeof(int64_t), 0,

@@ -52,8 +52,8 @@ extern "C" int s2c_cuda_im2col(const float *x, float *cols, const conv_geometry 
     // BEGIN SOLUTION week 16, task im2col
     int64_t batch_stride, row_stride, entries = g->n * conv_rows(*g) * conv_positions(*g);
     column_strides(g, batch_last, &batch_stride, &row_stride);
-    im2col_kernel<<<blocks_for(entries, CONV_THREADS), CONV_THREADS>>>(x, cols, *g, batch_stride,
-                                                                       row_stride);
+    launch_overlapped(im2col_kernel, blocks_for(entries, CONV_THREADS), CONV_THREADS, 0, x, cols,
+                      *g, batch_stride, row_stride);
     LAUNCH_CHECK("im2col_kernel");
     return S2C_CUDA_OK;
 }
@@ -62,6 +62,7 @@ extern "C" int s2c_cuda_im2col(const float *x, float *cols, const conv_geometry 
 __global__ void im2col_kernel(const float *x, float *cols, conv_geometry g, int64_t batch_stride,
                               int64_t row_stride)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t positions = g.out_height * g.out_width, rows = g.channels * g.kh * g.kw;
     if (i >= g.n * rows * positions) return;
@@ -81,8 +82,8 @@ extern "C" int s2c_cuda_col2im(const float *cols, float *x, const conv_geometry 
     // BEGIN SOLUTION week 16, task col2im
     int64_t batch_stride, row_stride, pixels = g->n * g->channels * g->height * g->width;
     column_strides(g, batch_last, &batch_stride, &row_stride);
-    col2im_kernel<<<blocks_for(pixels, CONV_THREADS), CONV_THREADS>>>(cols, x, *g, batch_stride,
-                                                                      row_stride);
+    launch_overlapped(col2im_kernel, blocks_for(pixels, CONV_THREADS), CONV_THREADS, 0, cols, x, *g,
+                      batch_stride, row_stride);
     LAUNCH_CHECK("col2im_kernel");
     return S2C_CUDA_OK;
 }
@@ -91,6 +92,7 @@ extern "C" int s2c_cuda_col2im(const float *cols, float *x, const conv_geometry 
 __global__ void col2im_kernel(const float *cols, float *x, conv_geometry g, int64_t batch_stride,
                               int64_t row_stride)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.n * g.channels * g.height * g.width) return;
     int64_t n = i / (g.channels * g.height * g.width), c = i / (g.height * g.width) % g.channels;

@@ -19,6 +19,7 @@ template <typename T>
 __global__ void take_kernel(const T *x, const int64_t *indices, T *y, int64_t count,
                             int64_t row_size)
 {
+    wait_for_previous_kernel();
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < count * row_size)
         y[i] = x[indices[i / row_size] * row_size + i % row_size];
@@ -29,8 +30,8 @@ static int take(const T *x, const int64_t *indices, T *y, int64_t count, int64_t
                 const char *name)
 {
     if (count * row_size == 0) return S2C_CUDA_OK;
-    take_kernel<T><<<blocks_for(count * row_size, DATA_THREADS), DATA_THREADS>>>(
-        x, indices, y, count, row_size);
+    launch_overlapped(take_kernel<T>, blocks_for(count * row_size, DATA_THREADS), DATA_THREADS, 0,
+                      x, indices, y, count, row_size);
     LAUNCH_CHECK(name);
     return S2C_CUDA_OK;
 }
@@ -51,6 +52,7 @@ __global__ void shift_kernel(const float *x, const int64_t *rows, const int64_t 
                              const float *fill, float *y, int64_t images, int64_t channels,
                              int64_t height, int64_t width, int64_t max_shift)
 {
+    wait_for_previous_kernel();
     int64_t index = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (index >= images * channels * height * width) return;
     int64_t j = index % width, i = index / width % height;
@@ -68,8 +70,8 @@ extern "C" int s2c_cuda_shift_images(const float *x, const int64_t *rows, const 
 {
     int64_t n = images * channels * height * width;
     if (n == 0) return S2C_CUDA_OK;
-    shift_kernel<<<blocks_for(n, DATA_THREADS), DATA_THREADS>>>(x, rows, cols, fill, y, images,
-                                                               channels, height, width, max_shift);
+    launch_overlapped(shift_kernel, blocks_for(n, DATA_THREADS), DATA_THREADS, 0, x, rows, cols,
+                      fill, y, images, channels, height, width, max_shift);
     LAUNCH_CHECK("shift_kernel");
     return S2C_CUDA_OK;
 }
@@ -77,6 +79,7 @@ extern "C" int s2c_cuda_shift_images(const float *x, const int64_t *rows, const 
 __global__ void correct_count_kernel(const float *logits, const int64_t *labels, float *count,
                                      int64_t rows, int64_t cols)
 {
+    wait_for_previous_kernel();
     float mine = 0.0f; /* exact: a float holds every count below 2^24 */
     for (int64_t row = threadIdx.x; row < rows; row += blockDim.x) {
         const float *scores = logits + row * cols;
@@ -96,7 +99,7 @@ __global__ void correct_count_kernel(const float *logits, const int64_t *labels,
 extern "C" int s2c_cuda_correct_count(const float *logits, const int64_t *labels, float *count,
                                       int64_t rows, int64_t cols)
 {
-    correct_count_kernel<<<1, DATA_THREADS>>>(logits, labels, count, rows, cols);
+    launch_overlapped(correct_count_kernel, 1, DATA_THREADS, 0, logits, labels, count, rows, cols);
     LAUNCH_CHECK("correct_count_kernel");
     return S2C_CUDA_OK;
 }

@@ -48,11 +48,12 @@ int launch_map(const char *kernel, const float *x, float *y, int64_t n, float s)
     // BEGIN SOLUTION week 14, task map
     if (aligned16(x) && aligned16(y) && n % 4 == 0) {
         int64_t quads = n / 4;
-        map_kernel_float4<F><<<blocks_for(quads, ELEMENTWISE_THREADS), ELEMENTWISE_THREADS>>>(
-            (const float4 *)x, (float4 *)y, quads, s);
+        launch_overlapped(map_kernel_float4<F>, blocks_for(quads, ELEMENTWISE_THREADS),
+                          ELEMENTWISE_THREADS, 0, (const float4 *)x, (float4 *)y, quads, s);
     } else {
         int64_t per_block = ELEMENTWISE_THREADS * PER_THREAD;
-        map_kernel<F><<<blocks_for(n, per_block), ELEMENTWISE_THREADS>>>(x, y, n, s);
+        launch_overlapped(map_kernel<F>, blocks_for(n, per_block), ELEMENTWISE_THREADS, 0, x, y, n,
+                          s);
     }
     LAUNCH_CHECK(kernel);
     return S2C_CUDA_OK;
@@ -60,6 +61,7 @@ int launch_map(const char *kernel, const float *x, float *y, int64_t n, float s)
 
 template <map_function F>
 __global__ void map_kernel(const float *x, float *y, int64_t n, float s) {
+    wait_for_previous_kernel();
     int64_t first = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t grid = (int64_t)gridDim.x * blockDim.x;
     float values[PER_THREAD];
@@ -75,6 +77,7 @@ __global__ void map_kernel(const float *x, float *y, int64_t n, float s) {
 
 template <map_function F>
 __global__ void map_kernel_float4(const float4 *x, float4 *y, int64_t quads, float s) {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < quads) {
         float4 v = x[i]; /* one 16-byte load: 4 elements in flight */
@@ -92,11 +95,13 @@ int launch_zip(const char *kernel, const float *a, const float *b, float *y, int
     // BEGIN SOLUTION week 14, task zip
     if (aligned16(a) && aligned16(b) && aligned16(y) && n % 4 == 0 && b_n % 4 == 0) {
         int64_t quads = n / 4;
-        zip_kernel_float4<F><<<blocks_for(quads, ELEMENTWISE_THREADS), ELEMENTWISE_THREADS>>>(
-            (const float4 *)a, (const float4 *)b, (float4 *)y, quads, b_n / 4, s);
+        launch_overlapped(zip_kernel_float4<F>, blocks_for(quads, ELEMENTWISE_THREADS),
+                          ELEMENTWISE_THREADS, 0, (const float4 *)a, (const float4 *)b, (float4 *)y,
+                          quads, b_n / 4, s);
     } else {
         int64_t per_block = ELEMENTWISE_THREADS * PER_THREAD;
-        zip_kernel<F><<<blocks_for(n, per_block), ELEMENTWISE_THREADS>>>(a, b, y, n, b_n, s);
+        launch_overlapped(zip_kernel<F>, blocks_for(n, per_block), ELEMENTWISE_THREADS, 0, a, b, y,
+                          n, b_n, s);
     }
     LAUNCH_CHECK(kernel);
     return S2C_CUDA_OK;
@@ -106,6 +111,7 @@ template <zip_function F>
 __global__ void zip_kernel(const float *a, const float *b, float *y, int64_t n, int64_t b_n,
                            float s)
 {
+    wait_for_previous_kernel();
     int64_t first = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t grid = (int64_t)gridDim.x * blockDim.x;
     float a_values[PER_THREAD], b_values[PER_THREAD];
@@ -126,6 +132,7 @@ template <zip_function F>
 __global__ void zip_kernel_float4(const float4 *a, const float4 *b, float4 *y, int64_t quads,
                                   int64_t b_quads, float s)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < quads) {
         float4 u = a[i], v = b[broadcast_index(i, quads, b_quads)];

@@ -11,13 +11,15 @@ __global__ void he_normal_kernel(float *w, int64_t n, uint64_t seed, double std)
 
 extern "C" int s2c_cuda_xavier_uniform(float *w, int64_t n, uint64_t seed, double bound) {
     // BEGIN SOLUTION week 14, task xavier_uniform
-    xavier_uniform_kernel<<<blocks_for(n, INIT_THREADS), INIT_THREADS>>>(w, n, seed, bound);
+    launch_overlapped(xavier_uniform_kernel, blocks_for(n, INIT_THREADS), INIT_THREADS, 0, w, n,
+                      seed, bound);
     LAUNCH_CHECK("xavier_uniform_kernel");
     return S2C_CUDA_OK;
 }
 
 /* Uniform in [-bound, bound). */
 __global__ void xavier_uniform_kernel(float *w, int64_t n, uint64_t seed, double bound) {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < n) w[i] = (float)((2.0 * stream_uniform(stream_key(seed), i) - 1.0) * bound);
     // END SOLUTION
@@ -25,12 +27,14 @@ __global__ void xavier_uniform_kernel(float *w, int64_t n, uint64_t seed, double
 
 extern "C" int s2c_cuda_he_normal(float *w, int64_t n, uint64_t seed, double std) {
     // BEGIN SOLUTION week 14, task he_normal
-    he_normal_kernel<<<blocks_for(n, INIT_THREADS), INIT_THREADS>>>(w, n, seed, std);
+    launch_overlapped(he_normal_kernel, blocks_for(n, INIT_THREADS), INIT_THREADS, 0, w, n, seed,
+                      std);
     LAUNCH_CHECK("he_normal_kernel");
     return S2C_CUDA_OK;
 }
 
 __global__ void he_normal_kernel(float *w, int64_t n, uint64_t seed, double std) {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i < n) w[i] = (float)(stream_normal(stream_key(seed), i) * std);
     // END SOLUTION

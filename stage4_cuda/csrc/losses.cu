@@ -24,6 +24,7 @@
 
 /* loss[0] = the mean of terms[0..n), in double: one block striding over the terms, then a tree. */
 __global__ void mean_kernel(const float *terms, float *loss, int64_t n) {
+    wait_for_previous_kernel();
     double partial = 0.0;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) partial += terms[i];
     double total = block_sum(partial);
@@ -31,7 +32,7 @@ __global__ void mean_kernel(const float *terms, float *loss, int64_t n) {
 }
 
 static inline int launch_mean(const float *terms, float *loss, int64_t n) {
-    mean_kernel<<<1, LOSS_THREADS>>>(terms, loss, n);
+    launch_overlapped(mean_kernel, 1, LOSS_THREADS, 0, terms, loss, n);
     LAUNCH_CHECK("mean_kernel");
     return S2C_CUDA_OK;
 }
@@ -55,6 +56,7 @@ template <term_function F>
 __global__ void sum_terms_kernel(const float *a, const float *b, double *partials, int64_t n,
                                  int quads)
 {
+    wait_for_previous_kernel();
     int64_t first = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t grid = (int64_t)gridDim.x * blockDim.x, tail = 0;
     double partial = 0.0;
@@ -77,6 +79,7 @@ __global__ void sum_terms_kernel(const float *a, const float *b, double *partial
 __global__ void mean_of_partials_kernel(const double *partials, float *loss, int64_t blocks,
                                         int64_t n)
 {
+    wait_for_previous_kernel();
     double partial = 0.0;
     for (int64_t i = threadIdx.x; i < blocks; i += blockDim.x) partial += partials[i];
     double total = block_sum(partial);
@@ -86,7 +89,7 @@ __global__ void mean_of_partials_kernel(const double *partials, float *loss, int
 static inline int launch_mean_of_partials(const double *partials, float *loss, int64_t blocks,
                                           int64_t n)
 {
-    mean_of_partials_kernel<<<1, MEAN_THREADS>>>(partials, loss, blocks, n);
+    launch_overlapped(mean_of_partials_kernel, 1, MEAN_THREADS, 0, partials, loss, blocks, n);
     LAUNCH_CHECK("mean_of_partials_kernel");
     return S2C_CUDA_OK;
 }
@@ -98,7 +101,7 @@ int launch_mean_of(const char *kernel, const float *a, const float *b, double *p
 {
     int64_t blocks = mean_blocks(n);
     int quads = aligned16(a) && aligned16(b);
-    sum_terms_kernel<F><<<blocks, MEAN_THREADS>>>(a, b, partials, n, quads);
+    launch_overlapped(sum_terms_kernel<F>, blocks, MEAN_THREADS, 0, a, b, partials, n, quads);
     LAUNCH_CHECK(kernel);
     return launch_mean_of_partials(partials, loss, blocks, n);
 }
@@ -197,7 +200,8 @@ extern "C" int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, f
 {
     // BEGIN SOLUTION week 14, task hinge_loss
     int64_t blocks = mean_blocks(rows * 32); /* a warp a row: 32 threads' work each */
-    hinge_sum_kernel<<<blocks, ROW_WARPS * 32>>>(scores, labels, margin, partials, rows, cols);
+    launch_overlapped(hinge_sum_kernel, blocks, ROW_WARPS * 32, 0, scores, labels, margin, partials,
+                      rows, cols);
     LAUNCH_CHECK("hinge_sum_kernel");
     return launch_mean_of_partials(partials, loss, blocks, rows);
 }
@@ -209,6 +213,7 @@ extern "C" int s2c_cuda_hinge_loss(const float *scores, const int64_t *labels, f
 __global__ void hinge_sum_kernel(const float *scores, const int64_t *labels, float margin,
                                  double *partials, int64_t rows, int64_t cols)
 {
+    wait_for_previous_kernel();
     int lane = threadIdx.x % 32;
     int64_t warps = (int64_t)gridDim.x * ROW_WARPS;
     double partial = 0.0; /* lane 0's rows */
@@ -233,8 +238,8 @@ extern "C" int s2c_cuda_hinge_loss_backward(const float *scores, const int64_t *
                                             int64_t cols)
 {
     // BEGIN SOLUTION week 14, task hinge_loss_backward
-    hinge_backward_kernel<<<blocks_for(rows, ROW_WARPS), ROW_WARPS * 32>>>(scores, labels, margin,
-                                                                           grad, rows, cols);
+    launch_overlapped(hinge_backward_kernel, blocks_for(rows, ROW_WARPS), ROW_WARPS * 32, 0, scores,
+                      labels, margin, grad, rows, cols);
     LAUNCH_CHECK("hinge_backward_kernel");
     return S2C_CUDA_OK;
 }
@@ -245,6 +250,7 @@ extern "C" int s2c_cuda_hinge_loss_backward(const float *scores, const int64_t *
 __global__ void hinge_backward_kernel(const float *scores, const int64_t *labels, float margin,
                                       float *grad, int64_t rows, int64_t cols)
 {
+    wait_for_previous_kernel();
     int64_t r = blockIdx.x * (int64_t)ROW_WARPS + threadIdx.x / 32;
     if (r >= rows) return; /* the whole warp: the shuffles below need all 32 lanes */
     int lane = threadIdx.x % 32;

@@ -49,8 +49,8 @@ extern "C" int s2c_cuda_gemm(const float *a, const float *b, const float *bias, 
     int status = launch_tiled_product("gemm tiled_product_kernel", rows, columns, tile, n, m, k,
                                       split.pieces, split_up ? split.piece : 0);
     if (status != S2C_CUDA_OK || !split_up) return status;
-    add_pieces_kernel<<<pieces_blocks(n * m, split.pieces), pieces_threads(split.pieces)>>>(
-        scratch, bias, c, split.pieces, n, m);
+    launch_overlapped(add_pieces_kernel, pieces_blocks(n * m, split.pieces),
+                      pieces_threads(split.pieces), 0, scratch, bias, c, split.pieces, n, m);
     LAUNCH_CHECK("add_pieces_kernel");
     return S2C_CUDA_OK;
 }
@@ -59,6 +59,7 @@ extern "C" int s2c_cuda_gemm(const float *a, const float *b, const float *bias, 
 __global__ void add_pieces_kernel(const float *partial, const float *bias, float *c, int64_t pieces,
                                   int64_t n, int64_t m)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     float total = sum_of_pieces(partial, pieces, n * m, i);
     if (threadIdx.y != 0 || i >= n * m) return;

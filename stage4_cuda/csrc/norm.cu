@@ -133,18 +133,20 @@ extern "C" int s2c_cuda_batchnorm_forward(const float *x, const float *gamma, co
     if (training) {
         dim3 grid(channels, blocks);
         if (quads)
-            statistics_sums_kernel<4><<<grid, SUM_THREADS>>>(x, partials, n, channels, length);
+            launch_overlapped(statistics_sums_kernel<4>, grid, SUM_THREADS, 0, x, partials, n,
+                              channels, length);
         else
-            statistics_sums_kernel<1><<<grid, SUM_THREADS>>>(x, partials, n, channels, length);
+            launch_overlapped(statistics_sums_kernel<1>, grid, SUM_THREADS, 0, x, partials, n,
+                              channels, length);
         LAUNCH_CHECK("statistics_sums_kernel");
     }
-    statistics_kernel<<<warps_for(channels), NORM_THREADS>>>(
-        partials, blocks, running_mean, running_var, mean, invstd, n * length, channels, training,
-        momentum, eps);
+    launch_overlapped(statistics_kernel, warps_for(channels), NORM_THREADS, 0, partials, blocks,
+                      running_mean, running_var, mean, invstd, n * length, channels, training,
+                      momentum, eps);
     LAUNCH_CHECK("statistics_kernel");
     int64_t threads_needed = quads ? size / 4 : size;
-    normalize_kernel<<<blocks_for(threads_needed, NORM_THREADS), NORM_THREADS>>>(
-        x, gamma, beta, mean, invstd, y, size, channels, length, quads);
+    launch_overlapped(normalize_kernel, blocks_for(threads_needed, NORM_THREADS), NORM_THREADS, 0,
+                      x, gamma, beta, mean, invstd, y, size, channels, length, quads);
     LAUNCH_CHECK("normalize_kernel");
     return S2C_CUDA_OK;
 }
@@ -155,6 +157,7 @@ template <int WIDTH>
 __global__ void statistics_sums_kernel(const float *x, double *partials, int64_t n,
                                        int64_t channels, int64_t length)
 {
+    wait_for_previous_kernel();
     int64_t c = blockIdx.x, units = length / WIDTH, count = n * units;
     double sum = 0.0, squares = 0.0;
 #pragma unroll 4 /* 4 loads in flight before their sums wait for them */
@@ -178,6 +181,7 @@ __global__ void statistics_kernel(const double *partials, int64_t blocks, float 
                                   float *running_var, float *mean, float *invstd, int64_t count,
                                   int64_t channels, int training, float momentum, float eps)
 {
+    wait_for_previous_kernel();
     int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; /* the warp's channel */
     if (c >= channels) return; /* the whole warp: its lanes share c */
     double sum = 0.0, squares = 0.0;
@@ -207,6 +211,7 @@ __global__ void normalize_kernel(const float *x, const float *gamma, const float
                                  const float *mean, const float *invstd, float *y, int64_t size,
                                  int64_t channels, int64_t length, int quads)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (quads && i < size / 4) {
         int64_t c = channel_of(4 * i, channels, length);
@@ -231,18 +236,19 @@ extern "C" int s2c_cuda_batchnorm_backward(const float *dy, const float *x, cons
     int quads = runs_of_quads(length, dy, x) && (uintptr_t)dx % 16 == 0;
     dim3 grid(channels, blocks);
     if (quads)
-        gradient_sums_kernel<4><<<grid, SUM_THREADS>>>(dy, x, mean, invstd, partials, n, channels,
-                                                       length);
+        launch_overlapped(gradient_sums_kernel<4>, grid, SUM_THREADS, 0, dy, x, mean, invstd,
+                          partials, n, channels, length);
     else
-        gradient_sums_kernel<1><<<grid, SUM_THREADS>>>(dy, x, mean, invstd, partials, n, channels,
-                                                       length);
+        launch_overlapped(gradient_sums_kernel<1>, grid, SUM_THREADS, 0, dy, x, mean, invstd,
+                          partials, n, channels, length);
     LAUNCH_CHECK("gradient_sums_kernel");
-    gradient_totals_kernel<<<warps_for(channels), NORM_THREADS>>>(
-        partials, blocks, dgamma, dbeta, channels);
+    launch_overlapped(gradient_totals_kernel, warps_for(channels), NORM_THREADS, 0, partials,
+                      blocks, dgamma, dbeta, channels);
     LAUNCH_CHECK("gradient_totals_kernel");
     int64_t threads_needed = quads ? size / 4 : size;
-    input_gradient_kernel<<<blocks_for(threads_needed, NORM_THREADS), NORM_THREADS>>>(
-        dy, x, gamma, mean, invstd, dgamma, dbeta, dx, size, channels, length, quads);
+    launch_overlapped(input_gradient_kernel, blocks_for(threads_needed, NORM_THREADS), NORM_THREADS,
+                      0, dy, x, gamma, mean, invstd, dgamma, dbeta, dx, size, channels, length,
+                      quads);
     LAUNCH_CHECK("input_gradient_kernel");
     return S2C_CUDA_OK;
 }
@@ -254,6 +260,7 @@ __global__ void gradient_sums_kernel(const float *dy, const float *x, const floa
                                      const float *invstd, double *partials, int64_t n,
                                      int64_t channels, int64_t length)
 {
+    wait_for_previous_kernel();
     int64_t c = blockIdx.x, units = length / WIDTH, count = n * units;
     float m = mean[c], s = invstd[c];
     double sum_dy = 0.0, sum_dy_xhat = 0.0;
@@ -276,6 +283,7 @@ __global__ void gradient_sums_kernel(const float *dy, const float *x, const floa
 __global__ void gradient_totals_kernel(const double *partials, int64_t blocks, float *dgamma,
                                        float *dbeta, int64_t channels)
 {
+    wait_for_previous_kernel();
     int64_t c = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; /* the warp's channel */
     if (c >= channels) return; /* the whole warp: its lanes share c */
     double sum_dy, sum_dy_xhat;
@@ -299,6 +307,7 @@ __global__ void input_gradient_kernel(const float *dy, const float *x, const flo
                                       const float *dbeta, float *dx, int64_t size,
                                       int64_t channels, int64_t length, int quads)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     float count = (float)(size / channels);
     if (quads && i < size / 4) {

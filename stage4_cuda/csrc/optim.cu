@@ -69,7 +69,8 @@ int launch_step(const char *kernel, Update update, float *p, const float *g, flo
 {
     // BEGIN SOLUTION week 14, task step
     int64_t blocks = blocks_for(ceil_div(n, 4), STEP_THREADS);
-    step_kernel<Update><<<blocks, STEP_THREADS>>>(update, p, g, a, b, n, quads_fit(p, g, a, b));
+    launch_overlapped(step_kernel<Update>, blocks, STEP_THREADS, 0, update, p, g, a, b, n,
+                      quads_fit(p, g, a, b));
     LAUNCH_CHECK(kernel);
     return S2C_CUDA_OK;
     // END SOLUTION
@@ -80,6 +81,7 @@ template <typename Update>
 __global__ void step_kernel(Update update, float *p, const float *g, float *a, float *b, int64_t n,
                             int quads)
 {
+    wait_for_previous_kernel();
     update_quad(update, p, g, a, b, n, quads, blockIdx.x * (int64_t)blockDim.x + threadIdx.x);
 }
 
@@ -162,6 +164,7 @@ struct step_list {
 template <typename Update>
 __global__ void step_list_kernel(Update update, step_list list)
 {
+    wait_for_previous_kernel();
     int i = 0;
     while (i + 1 < list.count && blockIdx.x >= list.first_block[i + 1]) i++;
     update.weight_decay = list.weight_decay[i];
@@ -187,7 +190,8 @@ static int launch_step_list(const char *kernel, Update update, float **p, const 
             list.first_block[i + 1] = list.first_block[i] + blocks_for(ceil_div(n[j], 4),
                                                                        STEP_THREADS);
         }
-        step_list_kernel<Update><<<list.first_block[list.count], STEP_THREADS>>>(update, list);
+        launch_overlapped(step_list_kernel<Update>, list.first_block[list.count], STEP_THREADS, 0,
+                          update, list);
         LAUNCH_CHECK(kernel);
     }
     return S2C_CUDA_OK;

@@ -65,9 +65,9 @@ static inline bool plane_fits_int(const pool_geometry *g)
     do {                                                                                        \
         int64_t blocks_ = blocks_for(threads, POOL_THREADS);                                   \
         if (plane_fits_int(g))                                                                  \
-            kernel<int><<<blocks_, POOL_THREADS>>>(__VA_ARGS__, *(g));                         \
+            launch_overlapped(kernel<int>, blocks_, POOL_THREADS, 0, __VA_ARGS__, *(g));       \
         else                                                                                    \
-            kernel<int64_t><<<blocks_, POOL_THREADS>>>(__VA_ARGS__, *(g));                     \
+            launch_overlapped(kernel<int64_t>, blocks_, POOL_THREADS, 0, __VA_ARGS__, *(g));   \
         LAUNCH_CHECK(#kernel);                                                                  \
     } while (0)
 
@@ -112,6 +112,7 @@ extern "C" int s2c_cuda_maxpool2d_forward(const float *x, float *y, int64_t *arg
 /* Thread i: output i = (plane, oh, ow); ties keep the first maximum, and a NaN wins (torch). */
 template <typename Index>
 __global__ void maxpool_kernel(const float *x, float *y, int64_t *argmax, pool_geometry g) {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.planes * g.out_height * g.out_width) return;
     int64_t plane, out_row, out_col;
@@ -154,6 +155,7 @@ template <typename Index>
 __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, float *dx,
                                         pool_geometry g)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= cells(&g)) return;
     pool_cell<Index> cell = cell_of<Index>(i, g);
@@ -186,6 +188,7 @@ template <typename Index>
 __global__ void maxpool_backward_disjoint_kernel(const float *dy, const int64_t *argmax,
                                                  float *dx, bool pairs, pool_geometry g)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= cells(&g)) return;
     pool_cell<Index> cell = cell_of<Index>(i, g);
@@ -215,6 +218,7 @@ extern "C" int s2c_cuda_avgpool2d_forward(const float *x, float *y, const pool_g
 
 template <typename Index>
 __global__ void avgpool_kernel(const float *x, float *y, pool_geometry g) {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.planes * g.out_height * g.out_width) return;
     int64_t plane, out_row, out_col;
@@ -238,6 +242,7 @@ extern "C" int s2c_cuda_avgpool2d_backward(const float *dy, float *dx, const poo
  * covering it (found as in maxpool_backward_kernel). */
 template <typename Index>
 __global__ void avgpool_backward_kernel(const float *dy, float *dx, pool_geometry g) {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= cells(&g)) return;
     pool_cell<Index> cell = cell_of<Index>(i, g);

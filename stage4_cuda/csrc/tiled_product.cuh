@@ -119,6 +119,7 @@ __global__ void __launch_bounds__(PRODUCT_THREADS)
     tiled_product_kernel(LoadA load_a, LoadB load_b, Store store, int rows, int cols, int depth,
                          int split_depth)
 {
+    wait_for_previous_kernel();
     constexpr int TM = BM / 16, TN = BN / 16, BK = PRODUCT_DEPTH;
     constexpr int A_LOADS = BM * BK / PRODUCT_THREADS, B_LOADS = BN * BK / PRODUCT_THREADS;
     constexpr int B_ROWS_APART = PRODUCT_THREADS / BN; /* the k distance between a thread's loads */
@@ -258,8 +259,8 @@ static int launch_tiled_product(const char *name, LoadA load_a, LoadB load_b, St
         return dim3((unsigned)ceil_div(cols, bn), (unsigned)ceil_div(rows, bm), (unsigned)z_count);
     };
 #define PRODUCT(BM, BN)                                                                          \
-    tiled_product_kernel<BM, BN, LoadA, LoadB, Store><<<grid(BM, BN), PRODUCT_THREADS>>>(        \
-        load_a, load_b, store, r, c, d, split)
+    launch_overlapped(tiled_product_kernel<BM, BN, LoadA, LoadB, Store>, grid(BM, BN),           \
+                      PRODUCT_THREADS, 0, load_a, load_b, store, r, c, d, split)
     auto fills = [&](int bm, int bn) { /* two blocks or more for every multiprocessor */
         return ceil_div(rows, bm) * ceil_div(cols, bn) * z_count >= 2 * device_multiprocessors();
     };

@@ -69,6 +69,7 @@ typedef enum {
 typedef enum { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 } cudaFuncAttribute;
 typedef enum {
     cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrComputeCapabilityMajor = 75,
     cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
 } cudaDeviceAttr;
 typedef enum { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 }
@@ -228,8 +229,31 @@ inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, 
     const char *multiprocessors = std::getenv("EMULATED_MULTIPROCESSORS");
     if (attribute == cudaDevAttrMaxSharedMemoryPerBlockOptin)
         *value = 232448;
+    else if (attribute == cudaDevAttrComputeCapabilityMajor)
+        *value = 9;
     else
         *value = multiprocessors != nullptr ? std::atoi(multiprocessors) : 132;
+    return cudaSuccess;
+}
+/* Overlapped launches (common.h's launch_overlapped): the launch runs at once, as any here. */
+typedef enum { cudaLaunchAttributeProgrammaticStreamSerialization = 6 } cudaLaunchAttributeID;
+struct cudaLaunchAttribute {
+    cudaLaunchAttributeID id;
+    struct { unsigned char programmaticStreamSerializationAllowed; } val;
+};
+struct cudaLaunchConfig_t {
+    dim3 gridDim, blockDim;
+    size_t dynamicSmemBytes;
+    cudaStream_t stream;
+    cudaLaunchAttribute *attrs;
+    unsigned numAttrs;
+};
+template <class... Parameters, class... Arguments>
+cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *config, void (*kernel)(Parameters...),
+                               Arguments... arguments)
+{
+    emulate::Launch(config->gridDim, config->blockDim, config->dynamicSmemBytes)
+        .run(kernel, arguments...);
     return cudaSuccess;
 }
 template <class F> cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }

@@ -40,8 +40,8 @@ extern "C" int s2c_cuda_conv2d_im2col(const float *x, const float *w, const floa
     if (status == S2C_CUDA_OK)
         status = s2c_sgemm_cp_async(w, cols, product, g->filters, conv_rows(*g), columns);
     if (status != S2C_CUDA_OK) return status;
-    from_batch_last_kernel<<<blocks_for(outputs, LAYOUT_THREADS), LAYOUT_THREADS>>>(product, b, y,
-                                                                                    *g);
+    launch_overlapped(from_batch_last_kernel, blocks_for(outputs, LAYOUT_THREADS), LAYOUT_THREADS,
+                      0, product, b, y, *g);
     LAUNCH_CHECK("from_batch_last_kernel");
     return S2C_CUDA_OK;
 }
@@ -50,6 +50,7 @@ extern "C" int s2c_cuda_conv2d_im2col(const float *x, const float *w, const floa
 __global__ void from_batch_last_kernel(const float *product, const float *b, float *y,
                                        conv_geometry g)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t positions = conv_positions(g);
     if (i >= g.n * g.filters * positions) return;

@@ -73,16 +73,16 @@ int conv_winograd(const float *x, const float *w, const float *b, float *y, floa
     float *u = scratch, *v = u + WINOGRAD_ENTRIES * g.filters * g.channels;
     float *m = v + WINOGRAD_ENTRIES * g.channels * shape.tiles;
     int64_t pairs = g.filters * g.channels;
-    filter_transform_kernel<<<blocks_for(pairs, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        w, u, g.filters, g.channels, turned);
+    launch_overlapped(filter_transform_kernel, blocks_for(pairs, TRANSFORM_THREADS),
+                      TRANSFORM_THREADS, 0, w, u, g.filters, g.channels, turned);
     LAUNCH_CHECK("filter_transform_kernel");
     int status = winograd_input_transform(x, v, g, false);
     if (status != S2C_CUDA_OK) return status;
     status = winograd_products(u, v, m, g, shape.tiles);
     if (status != S2C_CUDA_OK) return status;
     int64_t blocks = g.filters * shape.tiles;
-    output_transform_kernel<<<blocks_for(blocks, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        m, b, y, g, shape);
+    launch_overlapped(output_transform_kernel, blocks_for(blocks, TRANSFORM_THREADS),
+                      TRANSFORM_THREADS, 0, m, b, y, g, shape);
     LAUNCH_CHECK("output_transform_kernel");
     return S2C_CUDA_OK;
 }
@@ -93,6 +93,7 @@ int conv_winograd(const float *x, const float *w, const float *b, float *y, floa
 __global__ void filter_transform_kernel(const float *w, float *u, int64_t filters,
                                         int64_t channels, bool turned)
 {
+    wait_for_previous_kernel();
     int64_t pair = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * C + c */
     if (pair >= filters * channels) return;
     const float *g = w + (turned ? pair % channels * filters + pair / channels : pair) * 9;
@@ -117,8 +118,8 @@ int winograd_input_transform(const float *x, float *v, const conv_geometry &g, b
 {
     winograd_shape shape = winograd_tiles(g);
     int64_t patches = g.channels * shape.tiles;
-    input_transform_kernel<<<blocks_for(patches, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        x, v, g, shape, tile_major);
+    launch_overlapped(input_transform_kernel, blocks_for(patches, TRANSFORM_THREADS),
+                      TRANSFORM_THREADS, 0, x, v, g, shape, tile_major);
     LAUNCH_CHECK("input_transform_kernel");
     return S2C_CUDA_OK;
 }
@@ -129,6 +130,7 @@ int winograd_input_transform(const float *x, float *v, const conv_geometry &g, b
 __global__ void input_transform_kernel(const float *x, float *v, conv_geometry g,
                                        winograd_shape shape, bool tile_major)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* c * T + t, or t * C + c */
     if (i >= g.channels * shape.tiles) return;
     winograd_patch at = winograd_patch_of(i, g.channels, shape, 2, tile_major);
@@ -171,6 +173,7 @@ static int winograd_products(const float *u, const float *v, float *m, const con
 __global__ void output_transform_kernel(const float *m, const float *b, float *y,
                                         conv_geometry g, winograd_shape shape)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * T + t */
     if (i >= g.filters * shape.tiles) return;
     winograd_patch at = winograd_patch_of(i, g.filters, shape, 2, false);

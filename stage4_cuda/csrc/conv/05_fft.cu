@@ -129,27 +129,29 @@ extern "C" int s2c_cuda_conv2d_fft(const float *x, const float *w, const float *
     fft_layout l = fft_plan_layout(*g);
     int64_t frequencies = l.spectrum / 2;
     float *padded_x = scratch + l.padded_x, *padded_w = scratch + l.padded_w;
-    pad_planes_kernel<<<blocks_for(l.x_planes * l.plane, FFT_THREADS), FFT_THREADS>>>(
-        x, padded_x, l.x_planes, g->height, g->width, g->padding, l.fh, l.fw);
+    launch_overlapped(pad_planes_kernel, blocks_for(l.x_planes * l.plane, FFT_THREADS), FFT_THREADS,
+                      0, x, padded_x, l.x_planes, g->height, g->width, g->padding, l.fh, l.fw);
     LAUNCH_CHECK("pad_planes_kernel (x)");
-    pad_planes_kernel<<<blocks_for(l.w_planes * l.plane, FFT_THREADS), FFT_THREADS>>>(
-        w, padded_w, l.w_planes, g->kh, g->kw, 0, l.fh, l.fw);
+    launch_overlapped(pad_planes_kernel, blocks_for(l.w_planes * l.plane, FFT_THREADS), FFT_THREADS,
+                      0, w, padded_w, l.w_planes, g->kh, g->kw, 0, l.fh, l.fw);
     LAUNCH_CHECK("pad_planes_kernel (w)");
     status = transform(l.fh, l.fw, CUFFT_R2C, l.x_planes, padded_x, scratch + l.spectra_x);
     if (status == S2C_CUDA_OK)
         status = transform(l.fh, l.fw, CUFFT_R2C, l.w_planes, padded_w, scratch + l.spectra_w);
     if (status != S2C_CUDA_OK) return status;
     int64_t products = l.y_planes * frequencies;
-    spectral_products_kernel<<<blocks_for(products, FFT_THREADS), FFT_THREADS>>>(
-        (const cufftComplex *)(scratch + l.spectra_x), (const cufftComplex *)(scratch + l.spectra_w),
-        (cufftComplex *)(scratch + l.spectra_y), g->n, g->filters, g->channels, frequencies);
+    launch_overlapped(spectral_products_kernel, blocks_for(products, FFT_THREADS), FFT_THREADS, 0,
+                      (const cufftComplex *)(scratch + l.spectra_x),
+                      (const cufftComplex *)(scratch + l.spectra_w),
+                      (cufftComplex *)(scratch + l.spectra_y),
+                      g->n, g->filters, g->channels, frequencies);
     LAUNCH_CHECK("spectral_products_kernel");
     status = transform(l.fh, l.fw, CUFFT_C2R, l.y_planes, scratch + l.spectra_y,
                        scratch + l.full_y);
     if (status != S2C_CUDA_OK) return status;
     int64_t outputs = g->n * g->filters * conv_positions(*g);
-    crop_kernel<<<blocks_for(outputs, FFT_THREADS), FFT_THREADS>>>(scratch + l.full_y, b, y, *g,
-                                                                   l.fh, l.fw);
+    launch_overlapped(crop_kernel, blocks_for(outputs, FFT_THREADS), FFT_THREADS, 0,
+                      scratch + l.full_y, b, y, *g, l.fh, l.fw);
     LAUNCH_CHECK("crop_kernel");
     return S2C_CUDA_OK;
 }
@@ -195,6 +197,7 @@ static int transform(int64_t fh, int64_t fw, cufftType type, int64_t batch, void
 __global__ void pad_planes_kernel(const float *in, float *out, int64_t planes, int64_t height,
                                   int64_t width, int64_t padding, int64_t fh, int64_t fw)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= planes * fh * fw) return;
     int64_t plane = i / (fh * fw), h = i / fw % fh - padding, w = i % fw - padding;
@@ -207,6 +210,7 @@ __global__ void spectral_products_kernel(const cufftComplex *x, const cufftCompl
                                          cufftComplex *y, int64_t n, int64_t filters,
                                          int64_t channels, int64_t frequencies)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= n * filters * frequencies) return;
     int64_t image = i / (filters * frequencies), k = i / frequencies % filters;
@@ -226,6 +230,7 @@ __global__ void spectral_products_kernel(const cufftComplex *x, const cufftCompl
 __global__ void crop_kernel(const float *full, const float *b, float *y, conv_geometry g,
                             int64_t fh, int64_t fw)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     int64_t positions = conv_positions(g);
     if (i >= g.n * g.filters * positions) return;

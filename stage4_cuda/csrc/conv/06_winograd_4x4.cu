@@ -183,14 +183,16 @@ static int output_transform_4x4(const float *m, const float *b, float *y, const 
     int64_t per_image = shape.tiles_high * shape.tiles_wide, planes = g.filters * g.n;
     if (per_image > STAGED_TILES) {
         int64_t blocks = blocks_for(planes * per_image, TRANSFORM_THREADS);
-        output_transform_4x4_kernel<<<blocks, TRANSFORM_THREADS>>>(m, b, y, g, shape);
+        launch_overlapped(output_transform_4x4_kernel, blocks, TRANSFORM_THREADS, 0, m, b, y, g,
+                          shape);
         LAUNCH_CHECK("output_transform_4x4_kernel");
         return S2C_CUDA_OK;
     }
     int64_t planes_a_block = STAGED_TILES / per_image, blocks = blocks_for(planes, planes_a_block);
     int threads = (int)(planes_a_block * per_image);
     fast_divider plane_size((int)(g.out_height * g.out_width));
-    output_transform_4x4_staged_kernel<<<blocks, threads>>>(m, b, y, g, shape, plane_size);
+    launch_overlapped(output_transform_4x4_staged_kernel, blocks, threads, 0, m, b, y, g, shape,
+                      plane_size);
     LAUNCH_CHECK("output_transform_4x4_staged_kernel");
     return S2C_CUDA_OK;
 }
@@ -203,8 +205,8 @@ int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, 
     int64_t k = g.filters, c = g.channels, t = shape.tiles;
     float *u = scratch, *v = u + WINOGRAD_4X4_ENTRIES * k * c, *m = v + WINOGRAD_4X4_ENTRIES * c * t;
     float *flags = m + WINOGRAD_4X4_ENTRIES * k * t;
-    filter_transform_4x4_kernel<<<blocks_for(k * c, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        w, u, k, c, turned);
+    launch_overlapped(filter_transform_4x4_kernel, blocks_for(k * c, TRANSFORM_THREADS),
+                      TRANSFORM_THREADS, 0, w, u, k, c, turned);
     LAUNCH_CHECK("filter_transform_4x4_kernel");
     int status = winograd_4x4_input_transform(x, v, flags, g, false);
     if (status != S2C_CUDA_OK) return status;
@@ -217,8 +219,8 @@ int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, 
     status = output_transform_4x4(m, b, y, g, shape);
     if (status != S2C_CUDA_OK) return status;
     int64_t outputs = g.n * k * conv_positions(g), blocks = blocks_for(outputs, TRANSFORM_THREADS);
-    forward_by_taps_kernel<<<by_definition_blocks(blocks), TRANSFORM_THREADS>>>(
-        x, w, b, y, flags, winograd_4x4_input_transform_blocks(g), g, turned);
+    launch_overlapped(forward_by_taps_kernel, by_definition_blocks(blocks), TRANSFORM_THREADS, 0, x,
+                      w, b, y, flags, winograd_4x4_input_transform_blocks(g), g, turned);
     LAUNCH_CHECK("forward_by_taps_kernel");
     return S2C_CUDA_OK;
 }
@@ -228,6 +230,7 @@ int conv_winograd_4x4(const float *x, const float *w, const float *b, float *y, 
 __global__ void filter_transform_4x4_kernel(const float *w, float *u, int64_t filters,
                                             int64_t channels, bool turned)
 {
+    wait_for_previous_kernel();
     int64_t pair = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * C + c */
     if (pair >= filters * channels) return;
     const float *g = w + (turned ? pair % channels * filters + pair / channels : pair) * 9;
@@ -241,8 +244,8 @@ __global__ void filter_transform_4x4_kernel(const float *w, float *u, int64_t fi
 int winograd_4x4_input_transform(const float *x, float *v, float *flags, const conv_geometry &g,
                                  bool tile_major)
 {
-    input_transform_4x4_kernel<<<winograd_4x4_input_transform_blocks(g), TRANSFORM_THREADS>>>(
-        x, v, flags, g, winograd_tiles(g, 4), tile_major);
+    launch_overlapped(input_transform_4x4_kernel, winograd_4x4_input_transform_blocks(g),
+                      TRANSFORM_THREADS, 0, x, v, flags, g, winograd_tiles(g, 4), tile_major);
     LAUNCH_CHECK("input_transform_4x4_kernel");
     return S2C_CUDA_OK;
 }
@@ -253,6 +256,7 @@ int winograd_4x4_input_transform(const float *x, float *v, float *flags, const c
 __global__ void input_transform_4x4_kernel(const float *x, float *v, float *flags,
                                            conv_geometry g, winograd_shape shape, bool tile_major)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* c * T + t, or t * C + c */
     bool nonfinite = i < g.channels * shape.tiles && patch_4x4(x, v, g, shape, tile_major, i);
     if (flags == NULL) return;
@@ -293,6 +297,7 @@ __global__ void forward_by_taps_kernel(const float *x, const float *w, const flo
                                        const float *flags, int64_t flag_count, conv_geometry g,
                                        bool turned)
 {
+    wait_for_previous_kernel();
     if (!any_flag_set(flags, flag_count)) return;
     int64_t positions = conv_positions(g), count = g.n * g.filters * positions;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
@@ -318,6 +323,7 @@ __global__ void forward_by_taps_kernel(const float *x, const float *w, const flo
 __global__ void output_transform_4x4_kernel(const float *m, const float *b, float *y,
                                             conv_geometry g, winograd_shape shape)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * T + t */
     if (i >= g.filters * shape.tiles) return;
     winograd_patch at = winograd_patch_of(i, g.filters, shape, 4, false);
@@ -347,6 +353,7 @@ __global__ void output_transform_4x4_staged_kernel(const float *m, const float *
                                                    conv_geometry g, winograd_shape shape,
                                                    fast_divider plane_size)
 {
+    wait_for_previous_kernel();
     __shared__ float staged[STAGED_TILES * 16];  /* the block's planes of y, one after another */
     __shared__ int64_t plane_start[STAGED_TILES]; /* where each of them starts in y */
     int per_image = (int)(shape.tiles_high * shape.tiles_wide);
@@ -389,8 +396,8 @@ int winograd_4x4_gradient_transform(const float *dy, float *e, const conv_geomet
 {
     winograd_shape shape = winograd_tiles(g, 4);
     int64_t blocks = g.filters * shape.tiles;
-    gradient_transform_4x4_kernel<<<blocks_for(blocks, TRANSFORM_THREADS), TRANSFORM_THREADS>>>(
-        dy, e, g, shape);
+    launch_overlapped(gradient_transform_4x4_kernel, blocks_for(blocks, TRANSFORM_THREADS),
+                      TRANSFORM_THREADS, 0, dy, e, g, shape);
     LAUNCH_CHECK("gradient_transform_4x4_kernel");
     return S2C_CUDA_OK;
 }
@@ -398,7 +405,8 @@ int winograd_4x4_gradient_transform(const float *dy, float *e, const conv_geomet
 int winograd_4x4_weights(const float *partial, float *dw, int64_t pieces, int64_t pairs)
 {
     int threads = PAIRS_A_BLOCK * WINOGRAD_4X4_ENTRIES;
-    weights_4x4_kernel<<<blocks_for(pairs, PAIRS_A_BLOCK), threads>>>(partial, dw, pieces, pairs);
+    launch_overlapped(weights_4x4_kernel, blocks_for(pairs, PAIRS_A_BLOCK), threads, 0, partial, dw,
+                      pieces, pairs);
     LAUNCH_CHECK("weights_4x4_kernel");
     return S2C_CUDA_OK;
 }
@@ -408,6 +416,7 @@ int winograd_4x4_weights(const float *partial, float *dw, int64_t pieces, int64_
 __global__ void gradient_transform_4x4_kernel(const float *dy, float *e, conv_geometry g,
                                               winograd_shape shape)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * T + t */
     if (i >= g.filters * shape.tiles) return;
     float block[4][4], transformed[SIDE][SIDE];
@@ -424,6 +433,7 @@ __global__ void gradient_transform_4x4_kernel(const float *dy, float *e, conv_ge
  * adds one entry's pieces, then a thread per pair transforms its 36 entries. */
 __global__ void weights_4x4_kernel(const float *partial, float *dw, int64_t pieces, int64_t pairs)
 {
+    wait_for_previous_kernel();
     __shared__ float m[PAIRS_A_BLOCK][WINOGRAD_4X4_ENTRIES + 1];
     int64_t i = winograd_sum_pieces<PAIRS_A_BLOCK, WINOGRAD_4X4_ENTRIES>(partial, pieces, pairs, m);
     if (i < 0) return;

@@ -44,7 +44,7 @@ extern "C" int s2c_cuda_conv2d_shallow(const float *x, const float *w, const flo
     return with_kernel_size(*g, [&](auto kh, auto kw) {
         auto kernel = narrow ? conv_shallow_kernel<SHALLOW_NARROW, kh.value, kw.value>
                              : conv_shallow_kernel<SHALLOW_DEPTH, kh.value, kw.value>;
-        kernel<<<blocks, SHALLOW_THREADS>>>(x, w, b, y, *g);
+        launch_overlapped(kernel, blocks, SHALLOW_THREADS, 0, x, w, b, y, *g);
         LAUNCH_CHECK("conv_shallow_kernel");
         return S2C_CUDA_OK;
     });
@@ -54,6 +54,7 @@ template <int DEPTH, int KH, int KW>
 __global__ void __launch_bounds__(SHALLOW_THREADS)
     conv_shallow_kernel(const float *x, const float *w, const float *b, float *y, conv_geometry g)
 {
+    wait_for_previous_kernel();
     __shared__ __align__(16) float filters[SHALLOW_FILTERS][DEPTH];
     __shared__ float biases[SHALLOW_FILTERS];
     const int depth = (int)conv_rows(g), first = blockIdx.y * SHALLOW_FILTERS;

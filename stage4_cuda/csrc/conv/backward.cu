@@ -312,7 +312,8 @@ static int input_gradient(const float *w, const float *dy, float *dx, float *win
         int64_t most = 8 * (int64_t)device_multiprocessors(); /* then a grid stride */
         size_t staged = staged_filters_bytes(g);
         blocks = blocks < most ? blocks : most;
-        input_gradient_direct_kernel<<<blocks, DIRECT_THREADS, staged>>>(w, dy, dx, g);
+        launch_overlapped(input_gradient_direct_kernel, blocks, DIRECT_THREADS, staged, w, dy, dx,
+                          g);
         LAUNCH_CHECK("input_gradient_direct_kernel");
         return S2C_CUDA_OK;
     }
@@ -321,12 +322,13 @@ static int input_gradient(const float *w, const float *dy, float *dx, float *win
     int status = winograd_backward(g) ? winograd_dx(dy, w, NULL, dx, winograd, turned, true)
                                       : implicit_input_gradient(w, dy, dx, g);
     if (status != S2C_CUDA_OK) return status;
-    nonfinite_flags_kernel<<<FLAG_BLOCKS, REDUCE_THREADS>>>(w, g.filters * conv_rows(g), flags);
+    launch_overlapped(nonfinite_flags_kernel, FLAG_BLOCKS, REDUCE_THREADS, 0, w,
+                      g.filters * conv_rows(g), flags);
     LAUNCH_CHECK("nonfinite_flags_kernel");
     int64_t count = g.n * g.channels * g.height * g.width;
     int64_t blocks = blocks_for(count, REDUCE_THREADS);
-    input_gradient_by_taps_kernel<<<by_definition_blocks(blocks), REDUCE_THREADS>>>(w, dy, dx,
-                                                                                  flags, g);
+    launch_overlapped(input_gradient_by_taps_kernel, by_definition_blocks(blocks), REDUCE_THREADS,
+                      0, w, dy, dx, flags, g);
     LAUNCH_CHECK("input_gradient_by_taps_kernel");
     return S2C_CUDA_OK;
 }
@@ -335,6 +337,7 @@ static int input_gradient(const float *w, const float *dy, float *dx, float *win
  * else 0. */
 __global__ void nonfinite_flags_kernel(const float *w, int64_t count, float *flags)
 {
+    wait_for_previous_kernel();
     int bad = 0;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
          i += (int64_t)gridDim.x * blockDim.x)
@@ -349,6 +352,7 @@ __global__ void nonfinite_flags_kernel(const float *w, int64_t count, float *fla
 __global__ void input_gradient_by_taps_kernel(const float *w, const float *dy, float *dx,
                                               const float *flags, conv_geometry g)
 {
+    wait_for_previous_kernel();
     if (!any_flag_set(flags, FLAG_BLOCKS))
         return;
     int64_t pixels = g.height * g.width, count = g.n * g.channels * pixels;
@@ -383,6 +387,7 @@ __global__ void input_gradient_by_taps_kernel(const float *w, const float *dy, f
 __global__ void input_gradient_direct_kernel(const float *w, const float *dy, float *dx,
                                              conv_geometry g)
 {
+    wait_for_previous_kernel();
     extern __shared__ __align__(16) float shared[];
     int taps = (int)(g.kh * g.kw), kh = (int)g.kh, kw = (int)g.kw, stride = (int)g.stride;
     int channels = (int)g.channels, filters = (int)g.filters;
@@ -489,7 +494,8 @@ static int shallow_weight_gradient(const float *x, const float *dy, float *parti
     return with_kernel_size(g, [&](auto kh, auto kw) {
         auto kernel = g.padding > 0 ? shallow_weight_gradient_kernel<kh.value, kw.value, true>
                                     : shallow_weight_gradient_kernel<kh.value, kw.value, false>;
-        kernel<<<blocks, SHALLOW_GRADIENT_THREADS>>>(x, dy, partial, g, by_quads, by_out_width);
+        launch_overlapped(kernel, blocks, SHALLOW_GRADIENT_THREADS, 0, x, dy, partial, g, by_quads,
+                          by_out_width);
         LAUNCH_CHECK("shallow_weight_gradient_kernel");
         return S2C_CUDA_OK;
     });
@@ -510,6 +516,7 @@ __global__ void __launch_bounds__(SHALLOW_GRADIENT_THREADS, 2) /* two blocks a m
                                    conv_geometry g, fast_divider by_quads,
                                    fast_divider by_out_width)
 {
+    wait_for_previous_kernel();
     /* the window's taps: 9 for a 3x3 layer (of one channel: no other applies), else up to 12 */
     constexpr int TAPS = KH && KH * KW <= SHALLOW_GRADIENT_TAPS ? KH * KW : SHALLOW_GRADIENT_TAPS;
     constexpr int COLUMNS = TAPS + 1, SUMS = SHALLOW_GRADIENT_FILTERS * COLUMNS;
@@ -598,8 +605,8 @@ static int weight_gradient(const float *x, const float *dy, float *dw, float *db
     }
     if (status != S2C_CUDA_OK) return status;
     int64_t outputs = g.filters * columns;
-    add_pieces_kernel<<<pieces_blocks(outputs, pieces), pieces_threads(pieces)>>>(
-        partial, dw, db, pieces, g.filters, columns);
+    launch_overlapped(add_pieces_kernel, pieces_blocks(outputs, pieces), pieces_threads(pieces), 0,
+                      partial, dw, db, pieces, g.filters, columns);
     LAUNCH_CHECK("add_pieces_kernel");
     return S2C_CUDA_OK;
 }
@@ -671,13 +678,14 @@ static int winograd_weight_gradient(const float *x, const float *dy, float *dw, 
     if (large) {
         status = winograd_4x4_gradient_transform(dy, e, g);
     } else {
-        gradient_transform_kernel<<<blocks_for(k * t, REDUCE_THREADS), REDUCE_THREADS>>>(dy, e, g,
-                                                                                       shape);
+        launch_overlapped(gradient_transform_kernel, blocks_for(k * t, REDUCE_THREADS),
+                          REDUCE_THREADS, 0, dy, e, g, shape);
         LAUNCH_CHECK("gradient_transform_kernel");
     }
     if (status != S2C_CUDA_OK) return status;
     const float *sum_entry = e + (large ? 7 : 5) * k * t;
-    bias_from_blocks_kernel<<<(unsigned)k, BIAS_THREADS>>>(sum_entry, db, t, large ? 1.0f : 4.0f);
+    launch_overlapped(bias_from_blocks_kernel, (unsigned)k, BIAS_THREADS, 0, sum_entry, db, t,
+                      large ? 1.0f : 4.0f);
     LAUNCH_CHECK("bias_from_blocks_kernel");
     /* rung 6's transform flags the blocks of patches that hold a NaN or an Inf as it reads x,
      * where rung 4's leaves it to nonfinite_flags_kernel below */
@@ -700,18 +708,18 @@ static int winograd_weight_gradient(const float *x, const float *dy, float *dw, 
         if (status != S2C_CUDA_OK) return status;
     } else {
         int64_t pair_blocks = blocks_for(k * c, PAIRS_A_BLOCK);
-        weights_from_products_kernel<<<pair_blocks, PAIRS_A_BLOCK * WINOGRAD_ENTRIES>>>(
-            partial, dw, split.pieces, k * c);
+        launch_overlapped(weights_from_products_kernel, pair_blocks,
+                          PAIRS_A_BLOCK * WINOGRAD_ENTRIES, 0, partial, dw, split.pieces, k * c);
         LAUNCH_CHECK("weights_from_products_kernel");
     }
     if (!large) {
-        nonfinite_flags_kernel<<<FLAG_BLOCKS, REDUCE_THREADS>>>(x, g.n * c * g.height * g.width,
-                                                                x_flags);
+        launch_overlapped(nonfinite_flags_kernel, FLAG_BLOCKS, REDUCE_THREADS, 0, x,
+                          g.n * c * g.height * g.width, x_flags);
         LAUNCH_CHECK("nonfinite_flags_kernel");
     }
     int64_t blocks = blocks_for(k * conv_rows(g), REDUCE_THREADS);
-    weight_gradient_by_taps_kernel<<<by_definition_blocks(blocks), REDUCE_THREADS>>>(
-        x, dy, dw, x_flags, flag_count, g);
+    launch_overlapped(weight_gradient_by_taps_kernel, by_definition_blocks(blocks), REDUCE_THREADS,
+                      0, x, dy, dw, x_flags, flag_count, g);
     LAUNCH_CHECK("weight_gradient_by_taps_kernel");
     return S2C_CUDA_OK;
 }
@@ -721,6 +729,7 @@ static int winograd_weight_gradient(const float *x, const float *dy, float *dw, 
 __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geometry g,
                                           winograd_shape shape)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; /* k * T + t */
     if (i >= g.filters * shape.tiles) return;
     float block[2][2];
@@ -745,6 +754,7 @@ __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geomet
  * sums added in a fixed order (block_sum: the same bits on every run). */
 __global__ void bias_from_blocks_kernel(const float *entry, float *db, int64_t tiles, float scale)
 {
+    wait_for_previous_kernel();
     float total = 0.0f;
 #pragma unroll 4 /* four loads in flight before their additions */
     for (int64_t t = threadIdx.x; t < tiles; t += blockDim.x)
@@ -761,6 +771,7 @@ __global__ void bias_from_blocks_kernel(const float *entry, float *db, int64_t t
 __global__ void weights_from_products_kernel(const float *partial, float *dw, int64_t pieces,
                                              int64_t pairs)
 {
+    wait_for_previous_kernel();
     __shared__ float m[PAIRS_A_BLOCK][WINOGRAD_ENTRIES + 1];
     int64_t i = winograd_sum_pieces<PAIRS_A_BLOCK, WINOGRAD_ENTRIES>(partial, pieces, pairs, m);
     if (i < 0) return;
@@ -787,6 +798,7 @@ __global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, 
                                                const float *flags, int64_t flag_count,
                                                conv_geometry g)
 {
+    wait_for_previous_kernel();
     if (!any_flag_set(flags, flag_count))
         return;
     int64_t count = g.filters * conv_rows(g), taps = g.kh * g.kw;
@@ -812,6 +824,7 @@ __global__ void weight_gradient_by_taps_kernel(const float *x, const float *dy, 
 __global__ void add_pieces_kernel(const float *partial, float *dw, float *db, int64_t pieces,
                                   int64_t filters, int64_t columns)
 {
+    wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     float total = sum_of_pieces(partial, pieces, filters * columns, i);
     if (threadIdx.y != 0 || i >= filters * columns) return;

@@ -16,7 +16,7 @@ extern "C" int s2c_cuda_softmax_backward(const float *y, const float *dy, float 
 {
     if (rows == 0) return S2C_CUDA_OK;
     // BEGIN SOLUTION week 14, task softmax_backward
-    softmax_backward_kernel<<<rows, ROW_THREADS>>>(y, dy, dx, cols, log);
+    launch_overlapped(softmax_backward_kernel, rows, ROW_THREADS, 0, y, dy, dx, cols, log);
     LAUNCH_CHECK("softmax_backward_kernel");
     return S2C_CUDA_OK;
 }
@@ -24,6 +24,7 @@ extern "C" int s2c_cuda_softmax_backward(const float *y, const float *dy, float 
 __global__ void softmax_backward_kernel(const float *y, const float *dy, float *dx, int64_t cols,
                                         int log)
 {
+    wait_for_previous_kernel();
     int64_t offset = blockIdx.x * cols;
     float partial = 0.0f;
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
