@@ -201,3 +201,50 @@ def test_cross_entropy_takes_the_tiers_fused_loss_and_gradient_where_there_is_on
     loss, grad = CrossEntropy().value_and_grad(numpy_tier, logits, labels)
     np.testing.assert_allclose(grad, numpy_tier.cross_entropy_loss_backward(logits, labels))
     assert float(loss) == pytest.approx(float(numpy_tier.cross_entropy_loss(logits, labels)))
+
+
+class PoolReluFused:
+    """The numpy tier with stage 4's fused pooling + ReLU, written as the two ops it replaces (the
+    nvcc variant's kernels are checked against those on a GPU, tests/test_stage4_nvcc.py)."""
+
+    def __init__(self):
+        self.numpy = load_tier("numpy")
+        self.fused_calls = 0
+
+    def __getattr__(self, name):
+        return getattr(self.numpy, name)
+
+    def maxpool2d_relu_forward(self, x, k, stride):
+        self.fused_calls += 1
+        y, argmax = self.numpy.maxpool2d_forward(x, k, stride)
+        return self.numpy.relu(y), argmax
+
+    def maxpool2d_relu_backward(self, dy, argmax, relu_y, x_shape, k, stride):
+        self.fused_calls += 1
+        dy = self.numpy.relu_backward(relu_y, dy)
+        return self.numpy.maxpool2d_backward(dy, argmax, x_shape, k, stride)
+
+
+def pool_relu_net():
+    """Conv, MaxPool2d, ReLU (fused), MaxPool2d, LeakyReLU (not a ReLU: not fused)."""
+    return Sequential(Conv2d(2, 3, 3), MaxPool2d(2), ReLU(), MaxPool2d(2, stride=1),
+                      LeakyReLU(0.1))  # fmt: skip
+
+
+def test_a_maxpool_followed_by_a_relu_runs_fused_where_the_tier_can(rng):
+    x = rng.standard_normal((2, 2, 10, 10)).astype(np.float32)
+    upstream = rng.standard_normal((2, 3, 3, 3)).astype(np.float32)
+    fused_tier = PoolReluFused()
+    results = {}
+    for name, tier in (("fused", fused_tier), ("plain", load_tier("numpy"))):
+        net = pool_relu_net()
+        net.build(tier, (2, 10, 10), (derive_seed(0, i) for i in range(10)))
+        results[name] = (net.forward(x), net.backward(upstream),
+                         net.layers[0].params["weight"].grad)  # fmt: skip
+        fused = [layer.relu_fused for layer in net.layers[1::2]]
+        assert fused == ([True, False] if name == "fused" else [False, False])
+        assert net.layers[2].fused_into_previous == (name == "fused")
+        assert not hasattr(net.layers[4], "fused_into_previous")  # a LeakyReLU: its own op
+    assert fused_tier.fused_calls == 2  # the forward and the backward, once each
+    for fused, plain in zip(results["fused"], results["plain"], strict=True):
+        np.testing.assert_array_equal(fused, plain)

@@ -653,6 +653,30 @@ def test_the_fused_bias_relu_equals_add_then_relu(gpu, rng):
         gpu.bias_relu(gpu.from_numpy(x), wrong)
 
 
+
+# (n, c, h, w, k, stride): the Fashion CNN's two poolings (float2 stores of rows of 2), an odd
+# width (single stores), overlapping windows (the two ops: the fused backward takes k == stride)
+FUSED_POOLS = [(8, 64, 26, 26, 2, 2), (4, 128, 11, 11, 2, 2), (3, 5, 9, 7, 2, 2),
+               (2, 3, 9, 8, 3, 2)]  # fmt: skip
+
+
+@pytest.mark.parametrize("pool", FUSED_POOLS)
+def test_the_fused_maxpool_relu_equals_maxpool_then_relu(gpu, rng, pool):
+    n, c, h, w, k, stride = pool
+    x = inputs.normal(rng, (n, c, h, w))
+    x[0, 0, 4, 4] = np.nan
+    relu_y, argmax = gpu.maxpool2d_relu_forward(gpu.from_numpy(x), k, stride)
+    y, expected_argmax = gpu.maxpool2d_forward(gpu.from_numpy(x), k, stride)
+    expected_y = gpu.relu(y)
+    np.testing.assert_array_equal(gpu.to_numpy(relu_y), gpu.to_numpy(expected_y))
+    np.testing.assert_array_equal(gpu.to_numpy(argmax), gpu.to_numpy(expected_argmax))
+    dy = gpu.from_numpy(inputs.normal(rng, tuple(relu_y.shape)))
+    dx = gpu.maxpool2d_relu_backward(dy, argmax, relu_y, x.shape, k, stride)
+    expected_dx = gpu.maxpool2d_backward(gpu.relu_backward(y, dy), argmax, x.shape, k, stride)
+    np.testing.assert_array_equal(gpu.to_numpy(dx), gpu.to_numpy(expected_dx))
+    with pytest.raises(ValueError, match=r"maxpool2d_relu_backward: relu_y must have dy's shape"):
+        gpu.maxpool2d_relu_backward(dy, argmax, gpu.from_numpy(x), x.shape, k, stride)
+
 # --- the memory benchmark's table (no GPU) -------------------------------------------------------
 
 

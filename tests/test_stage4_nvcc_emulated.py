@@ -33,6 +33,7 @@ SOURCES = ["pooling.cu", "dropout.cu", "epilogue.cu", "losses.cu", "norm.cu", "o
 V, I64, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 SIGNATURES = {
     "maxpool2d_forward": [V, V, V, V], "maxpool2d_backward": [V, V, V, V],
+    "maxpool2d_relu_forward": [V, V, V, V], "maxpool2d_relu_backward": [V, V, V, V, V],
     "avgpool2d_forward": [V, V, V], "avgpool2d_backward": [V, V, V],
     "dropout_forward": [V, V, V, I64, ctypes.c_double, ctypes.c_uint64],
     "dropout_backward": [V, V, V, I64, ctypes.c_double], "bias_relu": [V, V, V, I64, I64],
@@ -119,6 +120,21 @@ def test_pooling_forward_and_backward(lib, rng, pool):
     call(lib, "maxpool2d_backward", dy, argmax, dx, geometry)
     expected = reference.maxpool2d_backward(dy, expected_argmax, x.shape, k, stride)
     np.testing.assert_allclose(dx, expected, rtol=1e-6, atol=1e-6)
+    # fused with the ReLU after it: the two ops' results, bit for bit
+    relu_y, argmax = empty((n, c, oh, ow)), empty((n, c, oh, ow), np.int64)
+    call(lib, "maxpool2d_relu_forward", x, relu_y, argmax, geometry)
+    np.testing.assert_array_equal(relu_y, reference.relu(expected_y))
+    np.testing.assert_array_equal(argmax, expected_argmax)
+    dx = empty(x.shape)
+    fused_backward = lib.s2c_cuda_maxpool2d_relu_backward(
+        *(a.ctypes.data_as(V) for a in (dy, argmax, relu_y, dx)), geometry)
+    if k != stride:  # overlapping windows: refused (the wrapper takes the two ops)
+        assert fused_backward == 2
+    else:
+        assert fused_backward == 0
+        masked = reference.relu_backward(relu_y, dy)
+        expected = reference.maxpool2d_backward(masked, expected_argmax, x.shape, k, stride)
+        np.testing.assert_array_equal(dx, expected)
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     y, dx = empty((n, c, oh, ow)), empty(x.shape)
     call(lib, "avgpool2d_forward", x, y, geometry)

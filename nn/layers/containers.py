@@ -1,6 +1,7 @@
 """Layers made of layers: a chain (Sequential) and a block with a skip connection (Residual)."""
 
 from nn.layers.base import Layer
+from nn.layers.fusion import fuse_pool_relu
 
 
 class Sequential(Layer):
@@ -22,6 +23,7 @@ class Sequential(Layer):
             except ValueError as error:
                 raise ValueError(f"layer {index}: {error}") from None
             layer.output_shape = shape
+        fuse_pool_relu(self.layers, tier)
         return shape
 
     def forward(self, x):

@@ -138,6 +138,12 @@ int s2c_cuda_maxpool2d_forward(const float *x, float *y, int64_t *argmax,
                                const struct s2c_pool_geometry *g);
 int s2c_cuda_maxpool2d_backward(const float *dy, const int64_t *argmax, float *dx,
                                 const struct s2c_pool_geometry *g);
+/* Fused with the ReLU after the pooling (an extra, not an op of the contract): y = relu(max);
+ * the backward routes dy only where relu_y (that y) > 0, and takes k == stride only */
+int s2c_cuda_maxpool2d_relu_forward(const float *x, float *y, int64_t *argmax,
+                                    const struct s2c_pool_geometry *g);
+int s2c_cuda_maxpool2d_relu_backward(const float *dy, const int64_t *argmax, const float *relu_y,
+                                     float *dx, const struct s2c_pool_geometry *g);
 int s2c_cuda_avgpool2d_forward(const float *x, float *y, const struct s2c_pool_geometry *g);
 int s2c_cuda_avgpool2d_backward(const float *dy, float *dx, const struct s2c_pool_geometry *g);
 

@@ -58,7 +58,14 @@ from .losses import (
 )
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
-from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .pooling import (
+    avgpool2d_backward,
+    avgpool2d_forward,
+    maxpool2d_backward,
+    maxpool2d_forward,
+    maxpool2d_relu_backward,
+    maxpool2d_relu_forward,
+)
 from .recording import capture_graph, copy_into, record_step
 from .regularization import dropout_backward, dropout_forward
 
@@ -126,6 +133,8 @@ __all__ = [
     "matmul",
     "maxpool2d_backward",
     "maxpool2d_forward",
+    "maxpool2d_relu_backward",
+    "maxpool2d_relu_forward",
     "momentum_step",
     "mse_loss",
     "mse_loss_backward",

@@ -77,6 +77,8 @@ EXERCISES = {
     "s2c_cuda_dropout_backward": (16, "dropout_backward", "dropout.cu"),
     "s2c_cuda_maxpool2d_forward": (16, "maxpool2d_forward", "pooling.cu"),
     "s2c_cuda_maxpool2d_backward": (16, "maxpool2d_backward", "pooling.cu"),
+    "s2c_cuda_maxpool2d_relu_forward": (16, "maxpool2d_forward", "pooling.cu"),
+    "s2c_cuda_maxpool2d_relu_backward": (16, "maxpool2d_backward", "pooling.cu"),
     "s2c_cuda_avgpool2d_forward": (16, "avgpool2d_forward", "pooling.cu"),
     "s2c_cuda_avgpool2d_backward": (16, "avgpool2d_backward", "pooling.cu"),
     "s2c_cuda_im2col": (16, "im2col", "conv.cu"),

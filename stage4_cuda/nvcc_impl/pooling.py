@@ -1,12 +1,19 @@
 """Pooling (csrc/pooling.cu, week 16): max and average over k x k windows, no padding.
 x [N, C, H, W] -> y [N, C, OH, OW] with OH = (H - k) // stride + 1 (likewise OW). Forwards: a
-thread per output; backwards: a thread per input element, gathering (no atomics)."""
+thread per output; backwards: a thread per input element, gathering (no atomics).
+
+An extra of this variant, not an op of the contract: max pooling fused with the ReLU after it
+(maxpool2d_relu_forward and _backward), one pass each way where the two ops take two. nn's
+Sequential takes it for a MaxPool2d followed by a ReLU where the tier has it
+(nn/layers/fusion.py)."""
 
 import numpy as np
+from argcheck import arrays
 
 from ..numba_impl import _device
-from ._checks import checks
+from ._checks import TIER, checks
 from ._library import call, geometry, int64_indices
+from .activations import relu_backward
 
 
 def _geometry(x_shape, oh, ow, k, stride):
@@ -19,10 +26,18 @@ def _geometry(x_shape, oh, ow, k, stride):
 def maxpool2d_forward(x, k, stride):
     """x [N, C, H, W] -> (y [N, C, OH, OW], argmax [N, C, OH, OW] int64): argmax holds the flat
     index h*W + w of each window's max within its [H, W] plane (ties: the first)."""
-    x, k, stride, oh, ow = checks.maxpool2d_forward(x, k, stride)
+    return _maxpool("s2c_cuda_maxpool2d_forward", *checks.maxpool2d_forward(x, k, stride))
+
+
+def maxpool2d_relu_forward(x, k, stride):
+    """(relu(y), argmax) for (y, argmax) = maxpool2d_forward(x, k, stride), in one pass."""
+    return _maxpool("s2c_cuda_maxpool2d_relu_forward", *checks.maxpool2d_forward(x, k, stride))
+
+
+def _maxpool(function, x, k, stride, oh, ow):
     n, c = x.shape[0], x.shape[1]
     y, argmax = _device.empty((n, c, oh, ow)), _device.empty((n, c, oh, ow), np.int64)
-    call("s2c_cuda_maxpool2d_forward", x, y, argmax, _geometry(x.shape, oh, ow, k, stride))
+    call(function, x, y, argmax, _geometry(x.shape, oh, ow, k, stride))
     return y, argmax
 
 
@@ -36,6 +51,22 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
     argmax = int64_indices("maxpool2d_backward", "argmax", argmax)
     dx = _device.empty(x_shape)
     call("s2c_cuda_maxpool2d_backward", dy, argmax, dx, _geometry(x_shape, oh, ow, k, stride))
+    return dx
+
+
+def maxpool2d_relu_backward(dy, argmax, relu_y, x_shape, k, stride):
+    """maxpool2d_backward(relu_backward(relu_y, dy), argmax, x_shape, k, stride), for relu_y the
+    output of maxpool2d_relu_forward (relu_y > 0 exactly where the pooled max was): one pass for
+    windows that neither overlap nor leave gaps (k == stride), else the two ops."""
+    dy, argmax, x_shape, k, stride, oh, ow = checks.maxpool2d_backward(dy, argmax, x_shape, k,
+                                                                       stride)
+    relu_y = arrays.like(TIER, "maxpool2d_relu_backward", "relu_y", relu_y, "dy", dy.shape)
+    if k != stride:
+        return maxpool2d_backward(relu_backward(relu_y, dy), argmax, x_shape, k, stride)
+    argmax = int64_indices("maxpool2d_relu_backward", "argmax", argmax)
+    dx = _device.empty(x_shape)
+    call("s2c_cuda_maxpool2d_relu_backward", dy, argmax, relu_y, dx,
+         _geometry(x_shape, oh, ow, k, stride))
     return dx
 
 
