@@ -62,13 +62,14 @@ void s2c_cuda_set_error(const char *what, cudaError_t error);
  * more than a CUDA graph's. launch_overlapped(kernel, grid, block, shared bytes, arguments...)
  * lets the GPU launch it while the kernel before it finishes (as that kernel's blocks exit); the
  * new kernel's threads then wait in wait_for_previous_kernel() until the previous kernel is done
- * and its writes visible. So every kernel of the library calls wait_for_previous_kernel() first,
- * in every thread, before it reads or writes global memory (tests/test_kernel_launches.py checks
- * the sources), and returns at once where it is launched the usual way. A chain of 50 dependent
+ * and its writes visible. So every kernel of the library but the SGEMM ladder's (launched the
+ * usual way, as week 16 teaches it) calls wait_for_previous_kernel() first, in every thread,
+ * before it reads or writes global memory (the build refuses a kernel that does not:
+ * stage4_cuda/kernel_waits.py); the wait returns at once where a kernel is launched the usual
+ * way. A kernel that starts before the previous one has finished must not touch memory that
+ * kernel still reads or writes, hence the wait before anything else. A chain of 50 dependent
  * kernels of 4 us each took 5.5 us a kernel launched the usual way from the host, 4.1 us
- * overlapped (H100); a kernel that starts before the previous one has finished must not touch
- * memory that kernel still reads or writes, hence the wait before anything else. Check the
- * launch with LAUNCH_CHECK, as a `<<<...>>>` one. */
+ * overlapped (H100). Check the launch with LAUNCH_CHECK, as a `<<<...>>>` one. */
 static __device__ __forceinline__ void wait_for_previous_kernel(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
