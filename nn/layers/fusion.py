@@ -10,6 +10,8 @@ checkpoints): only the pair's work moves into the MaxPool2d, and the ReLU passes
 its gradient through.
 """
 
+from itertools import pairwise
+
 from nn.layers.activations import ReLU
 from nn.layers.pooling import MaxPool2d
 
@@ -19,6 +21,6 @@ FUSED_OPS = ("maxpool2d_relu_forward", "maxpool2d_relu_backward")
 def fuse_pool_relu(layers, tier):
     """Fuse each MaxPool2d of the list `layers` that a ReLU follows, where `tier` can."""
     can = all(hasattr(tier, op) for op in FUSED_OPS)
-    for pool, relu in zip(layers, layers[1:]):
+    for pool, relu in pairwise(layers):
         if type(pool) is MaxPool2d and type(relu) is ReLU:
             pool.relu_fused = relu.fused_into_previous = can

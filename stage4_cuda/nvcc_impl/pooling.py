@@ -8,6 +8,7 @@ Sequential takes it for a MaxPool2d followed by a ReLU where the tier has it
 (nn/layers/fusion.py)."""
 
 import numpy as np
+
 from argcheck import arrays
 
 from ..numba_impl import _device
@@ -46,12 +47,8 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
 
     argmax must come from maxpool2d_forward: an index outside its own window is not routed.
     """
-    dy, argmax, x_shape, k, stride, oh, ow = checks.maxpool2d_backward(dy, argmax, x_shape, k,
-                                                                       stride)
-    argmax = int64_indices("maxpool2d_backward", "argmax", argmax)
-    dx = _device.empty(x_shape)
-    call("s2c_cuda_maxpool2d_backward", dy, argmax, dx, _geometry(x_shape, oh, ow, k, stride))
-    return dx
+    checked = checks.maxpool2d_backward(dy, argmax, x_shape, k, stride)
+    return _route("maxpool2d_backward", (), *checked)
 
 
 def maxpool2d_relu_backward(dy, argmax, relu_y, x_shape, k, stride):
@@ -63,10 +60,15 @@ def maxpool2d_relu_backward(dy, argmax, relu_y, x_shape, k, stride):
     relu_y = arrays.like(TIER, "maxpool2d_relu_backward", "relu_y", relu_y, "dy", dy.shape)
     if k != stride:
         return maxpool2d_backward(relu_backward(relu_y, dy), argmax, x_shape, k, stride)
-    argmax = int64_indices("maxpool2d_relu_backward", "argmax", argmax)
+    return _route("maxpool2d_relu_backward", (relu_y,), dy, argmax, x_shape, k, stride, oh, ow)
+
+
+def _route(op, masks, dy, argmax, x_shape, k, stride, oh, ow):
+    """dx from library function s2c_cuda_<op>: dy routed to each window's argmax, `masks` (the
+    fused op's relu_y, or none) passed between argmax and dx."""
+    argmax = int64_indices(op, "argmax", argmax)
     dx = _device.empty(x_shape)
-    call("s2c_cuda_maxpool2d_relu_backward", dy, argmax, relu_y, dx,
-         _geometry(x_shape, oh, ow, k, stride))
+    call(f"s2c_cuda_{op}", dy, argmax, *masks, dx, _geometry(x_shape, oh, ow, k, stride))
     return dx
 
 
