@@ -40,7 +40,8 @@ def test_the_sgemm_ladder_launches_as_written_in_cuda():
     ],
 )
 def test_a_kernel_that_does_not_wait_first_is_named(body):
-    text = f"__global__ void __launch_bounds__(256)\n    copy_kernel(float *x, float *y)\n{body}"
+    text = ("__global__ void __launch_bounds__(256)\n"
+            f"    copy_kernel(const float *x, float *y)\n{body}")
     assert kernel_waits.kernels_not_waiting_first(text) == ["copy_kernel"]
     fixed = text.replace("{", "{ wait_for_previous_kernel();", 1)
     assert kernel_waits.kernels_not_waiting_first(fixed) == []
