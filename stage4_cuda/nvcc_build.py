@@ -2,7 +2,8 @@
 (in a folder of its own, which no import machinery mistakes for a Python extension module).
 
     python -m stage4_cuda.nvcc_build              (`make build`, through `python -m tiers build`)
-    python -m stage4_cuda.nvcc_build --if-stale   (only when a source is newer than the library)
+    python -m stage4_cuda.nvcc_build --if-stale   (only when a source is newer than the library,
+                                                   or it lacks machine code for a target card)
 
 Every csrc/**/*.cu file is compiled into one library, except a file defining `main` (a benchmark
 program, such as the SGEMM ladder's in csrc/sgemm/). Flags: -O3, position-independent code, each
@@ -11,13 +12,15 @@ machine code for each target card and PTX for the newest of them, which the driv
 newer GPU at load time. The targets are compute capabilities: the environment variable
 S2C_CUDA_ARCH when set ("75" for a T4 or an RTX 20xx, "8.6", "sm_90", several separated by commas
 or spaces), else the cards `nvidia-smi --query-gpu=compute_cap` lists, else (no GPU to ask) sm_80
-(A100) and sm_90 (H100). A library built for other targets than those asked is stale. The library
-is loaded with cffi in ABI mode (nvcc_impl/_library.py), so no Python extension is compiled. No
-GPU is needed to build, only nvcc (the CUDA toolkit).
+(A100) and sm_90 (H100). A library without machine code for one of the targets is stale. The
+library is loaded with cffi in ABI mode (nvcc_impl/_library.py), so no Python extension is
+compiled. No GPU is needed to build, only nvcc (the CUDA toolkit).
 
 Without nvcc the build says so and succeeds, building nothing: the variant then reports itself
 unavailable with the reason (`available()`), and the rest of the project works as before. A
-library older than its sources with no nvcc to rebuild it is an error (never run silently).
+library older than its sources with no nvcc to rebuild it is an error (never run silently); one
+built for other cards is left as it is (its PTX may run on a newer card; an older one reports
+CUDA's "no kernel image" error at the first launch).
 """
 
 import argparse
@@ -128,19 +131,27 @@ def cards(targets):
     return " ".join(f"sm_{arch}" for arch in targets)
 
 
-def stale_reason(targets=None):
-    """Why the library must be rebuilt for `targets` (default: arches()); "" when up to date."""
+def changed_reason():
+    """Why the library is older than what it is built from ("" when it is not)."""
     if not LIBRARY.exists():
         return "the library is not built"
     built = LIBRARY.stat().st_mtime
     newer = sorted(path.name for path in inputs() if path.stat().st_mtime > built)
-    if newer:
-        return f"changed since the last build: {', '.join(newer)}"
-    targets = arches() if targets is None else targets
-    if built_arches() != targets:
-        return f"built for {cards(built_arches())}, asked for {cards(targets)} ({ARCH_VARIABLE}, " \
-               "else the GPU's)"  # fmt: skip
-    return ""
+    return f"changed since the last build: {', '.join(newer)}" if newer else ""
+
+
+def cards_reason(targets):
+    """Why the library lacks machine code for one of `targets` ("" when it has all)."""
+    missing = [arch for arch in targets if arch not in built_arches()]
+    if not missing:
+        return ""
+    return f"built for {cards(built_arches())}, not for {cards(missing)} ({ARCH_VARIABLE}, " \
+           "else the GPU's)"  # fmt: skip
+
+
+def stale_reason(targets=None):
+    """Why the library must be rebuilt for `targets` (default: arches()); "" when up to date."""
+    return changed_reason() or cards_reason(arches() if targets is None else targets)
 
 
 def command(compiler, output, targets):
@@ -186,11 +197,11 @@ def main(argv=None):
               + ", ".join(unsafe), file=sys.stderr)  # fmt: skip
         return 1
     compiler = nvcc()
-    if compiler is None and LIBRARY.exists() and reason:  # never run an old build silently
+    if compiler is None and LIBRARY.exists() and changed_reason():  # never run old code silently
         print(f"error: the nvcc library is out of date ({reason}) and nvcc (the CUDA toolkit) is "
               "not found to rebuild it", file=sys.stderr)
         return 1
-    if compiler is None:
+    if compiler is None:  # a library built for other cards may still run there (its PTX)
         if not args.if_stale:  # `make build`: say why nothing was built; a load says it itself
             print("nvcc variant not built: nvcc (the CUDA toolkit) not found on PATH; the numba "
                   "variant needs none, and `available()` of stage4_cuda.nvcc_impl says the same")

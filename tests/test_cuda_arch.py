@@ -2,6 +2,7 @@
 sm_90 (stage4_cuda/nvcc_build.py). Checked on the nvcc command line, with a stand-in compiler and a
 stand-in nvidia-smi: nothing is compiled."""
 
+import os
 import sys
 
 import pytest
@@ -78,7 +79,7 @@ def test_a_library_built_for_other_cards_is_rebuilt(library, monkeypatch):
     assert "code=sm_80" in (library / "nvcc.log").read_text()
     monkeypatch.setenv("S2C_CUDA_ARCH", "75")
     assert nvcc_build.stale_reason() == (
-        "built for sm_80 sm_90, asked for sm_75 (S2C_CUDA_ARCH, else the GPU's)")
+        "built for sm_80 sm_90, not for sm_75 (S2C_CUDA_ARCH, else the GPU's)")
     assert nvcc_build.main(["--if-stale"]) == 0
     assert "code=sm_75" in (library / "nvcc.log").read_text().splitlines()[-1]
     assert nvcc_build.main(["--if-stale"]) == 0  # up to date now: not built again
@@ -108,3 +109,21 @@ def test_a_bad_setting_stops_the_build_with_the_reason(library, monkeypatch, cap
     assert nvcc_build.main([]) == 1
     assert "S2C_CUDA_ARCH: expected compute capabilities" in capsys.readouterr().err
     assert not (library / "nvcc.log").exists()
+
+
+def test_a_library_holding_the_card_is_not_rebuilt(library, monkeypatch):
+    """The default build (sm_80, sm_90) on an H100: nothing to rebuild for sm_90 alone."""
+    assert nvcc_build.main([]) == 0
+    monkeypatch.setenv("S2C_CUDA_ARCH", "90")
+    assert nvcc_build.stale_reason() == ""
+
+
+def test_without_nvcc_a_library_for_other_cards_is_left_as_it_is(library, monkeypatch, capsys):
+    assert nvcc_build.main([]) == 0
+    monkeypatch.setattr(nvcc_build, "nvcc", lambda: None)
+    monkeypatch.setenv("S2C_CUDA_ARCH", "75")
+    assert nvcc_build.main(["--if-stale"]) == 0  # a load: the library may still run (its PTX)
+    assert capsys.readouterr().err == ""
+    os.utime(nvcc_build.LIBRARY, (0, 0))  # now older than its sources: never run silently
+    assert nvcc_build.main(["--if-stale"]) == 1
+    assert "out of date (changed since the last build" in capsys.readouterr().err
