@@ -3,6 +3,9 @@
 A test that takes the `tier` fixture runs once per tier of the registry (tiers/), named by its
 registry name. A tier whose package is absent or whose `available()` says no is skipped with the
 reason, never silently passed; one whose code fails to import fails.
+
+What costs a minute is made once per run and shared (tests/made_once.py, across pytest-xdist's
+workers too): `exercise_workspace`, the workspace `make exercises` writes.
 """
 
 import os
@@ -11,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from made_once import made_once, write_exercise_workspace
 
 import tiers
 
@@ -38,6 +42,13 @@ def shared_data_dir():
     if not path or not (Path(path) / "mnist").is_dir():
         pytest.skip("NN_DATA_DIR does not point at a directory holding mnist/")
     return Path(path)
+
+
+@pytest.fixture(scope="session")
+def exercise_workspace(tmp_path_factory):
+    """A fresh workspace exactly as `make exercises` writes it, made once per run. Read it only: a
+    test that changes a workspace works on a copy (made_once.copy_workspace)."""
+    return made_once(tmp_path_factory, "exercise_workspace", write_exercise_workspace)
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ torch = pytest.importorskip("torch")
 
 from stage4_cuda import conv_accuracy  # noqa: E402
 
+pytestmark = pytest.mark.oracle
+
 # (N, C, K, H, padding): the Fashion CNN's conv2, padded layers, an odd output (blocks past it)
 SHAPES = [(4, 64, 128, 13, 0), (2, 16, 17, 9, 1), (1, 16, 16, 5, 2)]
 

@@ -63,6 +63,7 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
         assert passed, f"{multiprocessors} multiprocessors:\n{ran.stdout}"
 
 
+@pytest.mark.oracle
 def test_the_bench_refuses_a_rung_that_does_not_exist(capsys):
     pytest.importorskip("torch")
     from grader import conv_bench

@@ -83,14 +83,12 @@ def reference_sources():
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    """A workspace written by the tool exactly as `make exercises` does (C tier built)."""
+def workspace(exercise_workspace):
+    """A workspace written by the tool exactly as `make exercises` does (C tier built), shared
+    with the other tests that read one (conftest.py)."""
     if not TIERS:
         pytest.skip("no tier package is written yet")
-    out = tmp_path_factory.mktemp("exercises") / "workspace"
-    code, output = run(["-m", "tools.exercises", "--out", str(out)])
-    assert code == 0, output
-    return out
+    return exercise_workspace
 
 
 # (a) ---------------------------------------------------------------------------------------------

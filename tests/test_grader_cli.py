@@ -20,6 +20,7 @@ def run_cli(*args):
                           text=True, timeout=300)  # fmt: skip
 
 
+@pytest.mark.timing
 def test_last_line_is_the_summary_and_json_is_written(tmp_path):
     path = tmp_path / "grade.json"
     done = run_cli("--stage", "2", "--ops", "relu,relu_backward", "--quick", "--json", str(path))
@@ -60,6 +61,7 @@ def test_an_unavailable_tier_is_skipped_with_its_reason(tmp_path):
     assert record["runs"][0]["results"][0].message
 
 
+@pytest.mark.timing
 def test_stage2_matmul_64_is_timed_against_stage1(tmp_path):
     """The speedup the issue asks for: stage 2 over stage 1 on a 64x64x64 matmul, same run."""
     status, record = grade(Options(stage=2, ops=("matmul",), quick=True,
@@ -72,6 +74,7 @@ def test_stage2_matmul_64_is_timed_against_stage1(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_bench_writes_json_and_a_markdown_table_naming_the_machine(tmp_path):
     path = tmp_path / "bench-stage2.json"
     done = run_cli("bench", "--stage", "2", "--quick", "--json", str(path))

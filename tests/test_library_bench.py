@@ -27,6 +27,7 @@ def test_every_op_has_its_pytorch_counterpart_and_its_shapes():
         assert kinds == {False, True}, f"{name}: a network shape and a large one"
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("name", list(OPS))
 def test_pytorch_computes_the_contract(name):
     """At the op's first correctness cases, PyTorch's side (on the CPU) matches stage 2 to the
@@ -50,6 +51,7 @@ def test_pytorch_computes_the_contract(name):
             assert {k: np.shape(v) for k, v in received.items()} == shapes
 
 
+@pytest.mark.oracle
 def test_the_bench_runs_end_to_end_and_names_a_wrong_op(monkeypatch, tmp_path):
     """Stage 4's numba variant (simulator) against PyTorch on the CPU, at tiny cases, timed by
     the host clock; a planted wrong PyTorch answer makes ours look wrong and leaves it untimed."""

@@ -12,6 +12,7 @@ from grader.run import Options, grade
 
 
 @pytest.mark.week11
+@pytest.mark.timing
 def test_a_workspace_partway_up_the_ladder_grades_rung_by_rung(tmp_path):
     c_workspace(tmp_path, solved={"matmul_naive", "matmul_loop_order"})
     out = io.StringIO()

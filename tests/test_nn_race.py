@@ -1,17 +1,39 @@
 """nn.race and nn.speedrun without a GPU: they say why they cannot run, and their tables come from
 their records (the GPU runs are committed under curriculum/results/)."""
 
+import sys
+
 import pytest
 
+import tiers
 from nn import race, speedrun
 
 MACHINE = {"gpu": "NVIDIA H100 80GB HBM3", "processor": "x86_64", "cpu_count": 16}
 
 
-@pytest.mark.parametrize("tool", [race, speedrun])
-def test_without_a_gpu_it_says_why(tool, capsys):
-    assert tool.main([]) == 2
+@pytest.fixture
+def no_gpu():
+    """Skip where the nvcc variant runs (a GPU): there the tools would race for real."""
+    if tiers.load(tiers.get("nvcc")).ok:
+        pytest.skip("a GPU is here: the race and the speedrun would run")
+
+
+def test_without_a_gpu_the_speedrun_says_why(no_gpu, capsys):
+    assert speedrun.main([]) == 2
     assert "runs on a GPU" in capsys.readouterr().err
+
+
+@pytest.mark.oracle
+def test_without_a_gpu_the_race_says_why(no_gpu, capsys):
+    pytest.importorskip("torch", reason="without PyTorch the race stops before (the test below)")
+    assert race.main([]) == 2
+    assert "runs on a GPU" in capsys.readouterr().err
+
+
+def test_without_pytorch_the_race_says_how_to_install_it(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails, installed or not
+    assert race.main([]) == 2
+    assert "the race needs PyTorch with CUDA: pip install torch" in capsys.readouterr().err
 
 
 def test_the_race_table_comes_from_its_record():

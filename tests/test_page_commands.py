@@ -8,8 +8,9 @@ runs (written on the page, or in the recipe `make -n` prints) parse with their m
 whether it is also run for real, or why not (a GPU, the network, minutes of work, files it would
 rewrite). A command no row matches fails: classify it, never skip it silently.
 
-Commands run in a copy of the checkout (links to its files) where the page's own `make exercises`
-has written a fresh workspace/, so a command that takes the learner's tier (`make grade STAGE=1`,
+Commands run in a copy of the checkout (links to its files) holding a copy of the fresh workspace/
+that `make exercises` writes (conftest.py's, made once per run; the page's `make exercises` itself
+runs in a checkout of its own), so a command that takes the learner's tier (`make grade STAGE=1`,
 no `IMPL=`) grades the stubs: it must end with the grader's summary, or stop at a stub naming its
 week and task, never with a traceback or a usage error. `IMPL=` commands run the reference. A
 command whose comment quotes a figure (`# 61,706 parameters`) is also run on the reference, whose
@@ -27,6 +28,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from made_once import copy_workspace
 
 from datasets.errors import DatasetError
 from datasets.sources import locate
@@ -168,12 +170,11 @@ def run_in(tree, text):
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory):
-    """A checkout with a fresh workspace/, written by `make exercises` as the pages say."""
-    tree = tree_for(tmp_path_factory)
-    status, output = run_in(tree, "make exercises")
-    assert status == 0, f"make exercises in a fresh checkout failed:\n{output}"
-    return tree
+def tree(exercise_workspace, tmp_path_factory):
+    """A checkout with a fresh workspace/ as `make exercises` writes it (a copy of the run's, which
+    the commands may change)."""
+    workspace = copy_workspace(exercise_workspace, tmp_path_factory.mktemp("workspace") / "copy")
+    return tree_for(tmp_path_factory, workspace)
 
 
 def shallow(command):

@@ -9,9 +9,9 @@ import io
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
+from made_once import copy_workspace
 
 from tools.exercise_index import collect
 from tools.exercises import LANGUAGE_OF_SUFFIX, REPO_ROOT, stub_line, stub_regions
@@ -22,25 +22,11 @@ EXERCISES = collect()
 
 
 @pytest.fixture(scope="module")
-def fresh(tmp_path_factory):
-    """A workspace of stages 1-3 exactly as `make exercises` writes it (the C tier built)."""
+def fresh(exercise_workspace, tmp_path_factory):
+    """A workspace of stages 1-3 exactly as `make exercises` writes it (the C tier built): those
+    tiers of the run's shared exercise workspace (conftest.py), as `--tiers` would write them."""
     out = tmp_path_factory.mktemp("progress") / "workspace"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tools.exercises",
-            "--out",
-            str(out),
-            "--tiers",
-            "stage1_python,stage2_numpy,stage3_c",
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return out
+    return copy_workspace(exercise_workspace, out, ["stage1_python", "stage2_numpy", "stage3_c"])
 
 
 @pytest.fixture

@@ -125,7 +125,8 @@ def test_the_registry_builds_it():
 def test_each_cu_file_compiles_alone_with_cis_command(source, tmp_path):
     """.ci/run's "nvcc compile check": -arch=sm_90, its own folder and stage3_c/csrc included."""
     if os.environ.get("S2C_CI_COMPILED_ALONE") == "1":
-        pytest.skip(".ci/run compiled every .cu file alone with this command before the tests")
+        pytest.skip(".ci/run compiled every .cu file alone with this command before the tests "
+                    "(test_sgemm_cuda.py the SGEMM ladder's)")
     done = subprocess.run(
         [NVCC, "-c", "-arch=sm_90", "-I", str(source.parent), "-I", str(REPO / "stage3_c" / "csrc"),
          "-o", str(tmp_path / "out.o"), str(source)],
@@ -170,13 +171,11 @@ def test_the_exercise_table_names_each_region_of_the_sources():
 
 @needs_nvcc
 @pytest.mark.slow
-def test_the_workspace_stubs_compile_and_each_names_its_week_and_task(tmp_path):
-    done = run(["-m", "tools.exercises", "--out", str(tmp_path), "--tiers", "stage4_cuda"])
-    assert done.returncode == 0, done.stdout
-    built = tmp_path / "stage4_cuda" / "nvcc_impl" / "_build" / "libs2c_cuda.so"
-    assert built.is_file(), done.stdout
-    spec = importlib.util.spec_from_file_location(
-        "workspace_library", tmp_path / "stage4_cuda" / "nvcc_impl" / "_library.py")
+def test_the_workspace_stubs_compile_and_each_names_its_week_and_task(exercise_workspace):
+    """The library `make exercises` built from the stubs (the run's shared workspace)."""
+    nvcc_impl = exercise_workspace / "stage4_cuda" / "nvcc_impl"
+    assert (nvcc_impl / "_build" / "libs2c_cuda.so").is_file(), "make exercises built no library"
+    spec = importlib.util.spec_from_file_location("workspace_library", nvcc_impl / "_library.py")
     library = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(library)
     lib = library.library()
@@ -414,6 +413,7 @@ def _conv_inputs(rng, shape):
             inputs.normal(rng, (k,)), inputs.normal(rng, (n, k, out_h, out_w)))  # fmt: skip
 
 
+@pytest.mark.oracle
 def test_each_conv_bound_catches_a_wrong_tap(rng):
     """The error bounds of stage4_cuda/conv_accuracy.py can fail: reading the neighbouring pixel
     (the commonest indexing mistake) exceeds every rung's bound somewhere."""
@@ -435,6 +435,7 @@ def _close_to_exact(received, exact, bound, what):
     assert excess.max() <= 1, f"{what}: error {excess.max():.3g} x its bound"
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("shape", CONV_SHAPES, ids=str)
 @pytest.mark.parametrize("kernel", nvcc.CONV_KERNELS)
 def test_each_conv_rung_within_its_error_bound_and_stage_3(gpu, rng, kernel, shape):
@@ -461,6 +462,7 @@ def test_each_conv_rung_within_its_error_bound_and_stage_3(gpu, rng, kernel, sha
                     f"{kernel} against stage 3")
 
 
+@pytest.mark.oracle
 @pytest.mark.parametrize("shape", CONV_SHAPES, ids=str)
 def test_conv_backward_within_its_error_bound_and_stage_3(gpu, rng, shape):
     torch = pytest.importorskip("torch")
