@@ -17,7 +17,7 @@ a numba kernel has a fixed number of arguments (no `*args` on the GPU).
 
 from numba import cuda, float32
 
-from . import _device
+from ..runtime.launch import BLOCK, blocks_for, launch
 
 PER_THREAD = 4  # elements a thread loads before it stores any
 
@@ -75,7 +75,7 @@ UNUSED = float32(0)  # the scalar of an op that has none
 def launch_per_thread(kernel, n, *args):
     """Launch `kernel` over n elements with PER_THREAD elements a thread (the optimizer steps
     too)."""
-    _device.launch(kernel, _device.blocks_for(n, _device.BLOCK * PER_THREAD), _device.BLOCK, *args)
+    launch(kernel, blocks_for(n, BLOCK * PER_THREAD), BLOCK, *args)
 
 
 def launch_map(kernel, n, *arrays, scalar=UNUSED):

@@ -21,7 +21,7 @@ allocated once and grown when a layer needs more: the kernels run in order on on
 import importlib.util
 from pathlib import Path
 
-from ..numba_impl import _device
+from ..runtime import device
 from . import _checks
 from ._checks import checks
 from ._library import call, geometry
@@ -44,7 +44,7 @@ def im2col(x, kh, kw, stride, padding):
     """x [N, C, H, W] -> cols [N, C*kh*kw, OH*OW] (torch.nn.functional.unfold)."""
     x, kh, kw, stride, padding, oh, ow = checks.im2col(x, kh, kw, stride, padding)
     n, c = x.shape[0], x.shape[1]
-    cols = _device.empty((n, c * kh * kw, oh * ow))
+    cols = device.empty((n, c * kh * kw, oh * ow))
     call("s2c_cuda_im2col", x, cols, _geometry(x.shape, 0, kh, kw, stride, padding, oh, ow), False)
     return cols
 
@@ -53,7 +53,7 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
     """cols [N, C*kh*kw, OH*OW] summed back into x_shape [N, C, H, W] (torch's fold)."""
     cols, x_shape, kh, kw, stride, padding, oh, ow = checks.col2im(
         cols, x_shape, kh, kw, stride, padding)
-    x = _device.empty(x_shape)
+    x = device.empty(x_shape)
     call("s2c_cuda_col2im", cols, x, _geometry(x_shape, 0, kh, kw, stride, padding, oh, ow),
          False)
     return x
@@ -168,7 +168,7 @@ def conv2d_forward(x, w, b, stride=1, padding=0, kernel="best"):
                             c, kh, kw, stride)
     if name == "fft":
         _load_cufft()
-    y = _device.empty((n, k, oh, ow))
+    y = device.empty((n, k, oh, ow))
     shape = _geometry(x.shape, k, kh, kw, stride, padding, oh, ow)
     scratch = scratch_for("s2c_cuda_conv2d_scratch", shape, CONV_KERNELS.index(name) + 1)
     call(f"s2c_cuda_conv2d_{name}", x, w, b, y, scratch, shape)
@@ -184,8 +184,8 @@ def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     x, w, dy, stride, padding, need_dx, oh, ow = checks.conv2d_backward(
         x, w, dy, stride, padding, need_dx)
     k = w.shape[0]
-    dx = _device.empty(x.shape) if need_dx else None
-    dw, db = _device.empty(w.shape), _device.empty((k,))
+    dx = device.empty(x.shape) if need_dx else None
+    dw, db = device.empty(w.shape), device.empty((k,))
     shape = _geometry(x.shape, k, w.shape[2], w.shape[3], stride, padding, oh, ow)
     scratch = scratch_for("s2c_cuda_conv2d_scratch", shape, BACKWARD_SCRATCH)
     call("s2c_cuda_conv2d_backward", x, w, dy, dx, dw, db, scratch, shape)
