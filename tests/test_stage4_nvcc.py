@@ -450,7 +450,7 @@ def test_each_conv_rung_within_its_error_bound_and_stage_3(gpu, rng, kernel, sha
     with poisoned_allocations(gpu):
         y = gpu.to_numpy(gpu.conv2d_forward(gpu.from_numpy(x), gpu.from_numpy(w),
                                             gpu.from_numpy(b), stride, padding, kernel=kernel))
-    ran = kernel_that_runs(kernel, shape[1], shape[3], shape[3], stride)
+    ran = kernel_that_runs(kernel, x.shape, w.shape, stride, padding)
     x64, w64, b64 = (torch.from_numpy(a).double() for a in (x, w, b))
     exact = torch.nn.functional.conv2d(x64, w64, b64, stride, padding)
     bound = conv_accuracy.forward_bound(ran, x64, w64, b64, stride, padding)

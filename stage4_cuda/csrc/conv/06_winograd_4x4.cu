@@ -25,9 +25,9 @@
  * rule of which to take, where 36 x rung 6's blocks is fewer than 16 x rung 4's, is
  * winograd_block (conv.cuh); "best" and the backward follow it.
  *
- * The backward (backward.cu) takes it too: dx as dy through the turned filters (conv_winograd_4x4
- * with `turned`, as rung 4), and dw by the transpose of the same algorithm, F(3x3, 4x4): for dy's
- * 4x4 block e over the patch d,
+ * The backward takes it too: dx (backward_dx.cu) as dy through the turned filters
+ * (conv_winograd_4x4 with `turned`, as rung 4), and dw (backward_dw.cu) by the transpose of the
+ * same algorithm, F(3x3, 4x4): for dy's 4x4 block e over the patch d,
  *
  *     dw[k, c] = G^T [ sum over blocks of (A e A^T) * (B^T d B) ] G
  *
