@@ -41,8 +41,8 @@ class CachingMemoryManager(getattr(driver, "NumbaCUDAMemoryManager", object)):
 
     def initialize(self):
         # numba calls this at every API call that makes sure of a context (each allocation and
-        # launch): the device's memory is asked for once (cuMemGetInfo took more host time than
-        # the allocation it came with).
+        # launch): the device's memory is asked for once (cuMemGetInfo costs more host time than
+        # the allocation it comes with).
         super().initialize()
         if not self.cache_limit:
             self.cache_limit = CACHE_FRACTION * self.get_memory_info().total

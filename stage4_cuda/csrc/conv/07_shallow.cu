@@ -8,9 +8,8 @@
  *
  * Why it exists: a first layer (C = 1, a depth of 9 or 25) leaves rung 3's product little to
  * reuse. Its tile pads the depth to one step of 16 and each block loads, waits and stores once,
- * so the Fashion CNN's conv1 at batch 256 ran at a third of the memory's speed there (47 us for
- * its 44 MB of y on an H100), and rung 1 at a seventh (208 us: a 64-bit division or two and
- * twice the loads for every FMA). Here the stores of y set the speed. The window must fit in
+ * far below the memory's speed, and rung 1 is slower still (a 64-bit division or two and twice
+ * the loads for every FMA). Here the stores of y set the speed. The window must fit in
  * registers: S2C_CUDA_SHALLOW_DEPTH weights or fewer a filter, so deeper layers are refused
  * (dispatch.cu runs implicit_gemm for them, as it does for Winograd on layers that are not 3x3).
  *

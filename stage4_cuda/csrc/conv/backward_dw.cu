@@ -49,9 +49,8 @@ static depth_split weight_split(const conv_geometry &g)
 /* Winograd's weight gradient: its 16 products of K x C, each of depth T (the blocks), in pieces
  * that fill two waves of 128 x 64 blocks, two on every multiprocessor (tiled_product.cuh takes
  * that tile only when there are that many blocks, else 64 x 64). One wave of them is not enough,
- * and a few more than one is a second wave as long as the first: the Fashion CNN's conv2 at batch
- * 256 in 17 pieces (272 blocks for 264 places on an H100) took 244 us, its last 8 blocks running
- * alone, and 162 us in 32 pieces (ncu). */
+ * and a few more than one is a second wave as long as the first, its last blocks running
+ * alone. */
 static depth_split winograd_weight_split(const conv_geometry &g)
 {
     int block = winograd_block(g);
@@ -67,13 +66,12 @@ static depth_split winograd_weight_split(const conv_geometry &g)
 
 /* The weight gradient of a window of SHALLOW_GRADIENT_TAPS taps or fewer (C*R*S: a one-channel
  * 3x3 layer, the first layer of a CNN, and few others): the product above pads its 10 columns
- * (9 taps and the bias) to a tile of 16 and its depth steps of 16 to one barrier pair each (the
- * Fashion CNN's conv1 at batch 256: 57 us for the product and 8 for adding its pieces, where
- * reading dy's 44 MB takes about 15, on an H100). shallow_weight_gradient_kernel gives a thread
+ * (9 taps and the bias) to a tile of 16 and its depth steps of 16 to one barrier pair each, far
+ * slower than reading dy. shallow_weight_gradient_kernel gives a thread
  * 4 neighbouring positions of an image at a time: dy's 4 values for each of its
  * SHALLOW_GRADIENT_FILTERS filters are one 16-byte load (OH*OW a multiple of 4, dy 16-byte
- * aligned), so that enough of dy is on its way to keep the memory busy (a first version, a
- * position and 4 scalar loads at a time, took 70 us there), and it multiplies each pixel of
+ * aligned), so that enough of dy is on its way to keep the memory busy (a position and 4 scalar
+ * loads at a time keep too few bytes in flight), and it multiplies each pixel of
  * their windows into its SHALLOW_GRADIENT_FILTERS x (SHALLOW_GRADIENT_TAPS + 1) sums. Positions,
  * and pixels within an image, index an int. */
 #define SHALLOW_GRADIENT_TAPS 12 /* a 3x3 window of one channel, rounded up to 4 */
@@ -211,9 +209,9 @@ static int shallow_weight_gradient(const float *x, const float *dy, float *parti
  * j = (c, r, s) (x[n, c, oh*stride + r - padding, ...], 0 in the padding), and at j = C*R*S the
  * sum of dy[n, k, p] (db). The block then adds its threads' sums, warps by shuffles and the 8
  * warps in order: the same order on every run. KH x KW as in with_kernel_size; without PADDED
- * (padding 0) every tap of a window is inside the image, and its bounds are not checked (the
- * Fashion CNN's conv1 at batch 256: 42.6 us with the checks on an H100, its 9 taps' checks and
- * 64-bit addresses most of the instructions a thread issues). */
+ * (padding 0) every tap of a window is inside the image, and its bounds are not checked (with
+ * the checks, the 9 taps' checks and 64-bit addresses are most of the instructions a thread
+ * issues). */
 template <int KH, int KW, bool PADDED>
 __global__ void __launch_bounds__(SHALLOW_GRADIENT_THREADS, 2) /* two blocks a multiprocessor */
     shallow_weight_gradient_kernel(const float *x, const float *dy, float *partial,
@@ -319,8 +317,8 @@ __global__ void gradient_transform_kernel(const float *dy, float *e, conv_geomet
                                           winograd_shape shape);
 __global__ void bias_from_blocks_kernel(const float *entry, float *db, int64_t tiles,
                                         float scale);
-/* One block per filter adds T blocks' values: 256 threads took 18 us on the Fashion CNN's conv2 at
- * batch 256 (ncu, H100), each thread's 36 loads in nine waits one after another. */
+/* One block per filter adds T blocks' values: with 256 threads, each thread's loads would wait in
+ * turns one after another. */
 #define BIAS_THREADS 1024
 #define PAIRS_A_BLOCK 16 /* weights_from_products_kernel's block: 16 pairs x 16 entries */
 
@@ -461,9 +459,8 @@ __global__ void bias_from_blocks_kernel(const float *entry, float *db, int64_t t
 
 /* dw[k, c] = A'^T M[.][k, c] A' for the block's PAIRS_A_BLOCK pairs i = k * C + c, M[xi] the sum
  * of its pieces (product xi's piece at z = xi * pieces + piece), added in order: thread (xi, pair)
- * adds one entry's pieces, then a thread per pair transforms its 16 entries. A thread per pair
- * adding all 16 took 49 us on the Fashion CNN's conv2 at batch 256 (8,192 threads, 272 loads each,
- * on an H100). */
+ * adds one entry's pieces, then a thread per pair transforms its 16 entries: a thread per pair
+ * adding all 16 would make hundreds of loads, too few threads to keep them in flight. */
 __global__ void weights_from_products_kernel(const float *partial, float *dw, int64_t pieces,
                                              int64_t pairs)
 {
