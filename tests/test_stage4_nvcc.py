@@ -108,7 +108,7 @@ def test_without_nvcc_the_build_says_why_and_succeeds(monkeypatch, capsys, tmp_p
 
 def test_without_nvcc_an_old_library_is_an_error(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(nvcc_build, "nvcc", lambda: None)
-    monkeypatch.setattr(nvcc_build, "stale_reason", lambda: "changed since the last build: x.cu")
+    monkeypatch.setattr(nvcc_build, "changed_reason", lambda: "changed since the last build: x.cu")
     monkeypatch.setattr(nvcc_build, "LIBRARY", tmp_path / "libs2c_cuda.so")
     (tmp_path / "libs2c_cuda.so").touch()
     assert nvcc_build.main(["--if-stale"]) == 1

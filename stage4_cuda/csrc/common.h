@@ -76,18 +76,33 @@ static __device__ __forceinline__ void wait_for_previous_kernel(void)
 #endif
 }
 
-/* Whether the current device overlaps launches (compute capability 9.0 or later; read once). */
+/* Whether the current device overlaps launches (read once): compute capability 9.0 or later, and
+ * the code it runs compiled for 9.0 or later, so that wait_for_previous_kernel() does wait. The
+ * code a device runs is the newest of the file's architectures (nvcc's __CUDA_ARCH_LIST__, e.g.
+ * 800,900) not newer than the device: a library built for sm_80 alone runs compute_80 code on an
+ * H100, whose kernels cannot wait, so its launches must not overlap. */
 static inline bool device_overlaps_launches(void)
 {
-    static int major = -1;
-    if (major < 0) {
-        int device = 0;
-        cudaDeviceAttr attribute = cudaDevAttrComputeCapabilityMajor;
+    static int overlaps = -1;
+    if (overlaps < 0) {
+        int device = 0, major = 0;
         if (cudaGetDevice(&device) != cudaSuccess ||
-            cudaDeviceGetAttribute(&major, attribute, device) != cudaSuccess)
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
             major = 0;
+        overlaps = major >= 9;
+#ifdef __CUDA_ARCH_LIST__
+        int minor = 0;
+        if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+            minor = 0;
+        const int built[] = {__CUDA_ARCH_LIST__};
+        int runs = 0;
+        for (int arch : built)
+            if (arch <= major * 100 + minor * 10 && arch > runs)
+                runs = arch;
+        overlaps = overlaps && runs >= 900;
+#endif
     }
-    return major >= 9;
+    return overlaps;
 }
 
 template <typename... Parameters, typename... Arguments>
