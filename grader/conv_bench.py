@@ -100,7 +100,7 @@ def bench_layer(layer, batch, kernels, repeats, seed):
     rows = []
     cudnn = cuda_time(lambda: F.conv2d(x, w, b, stride, padding), repeats)
     for kernel in kernels:
-        if conv.kernel_that_runs(kernel, c, size, size, stride) != kernel:
+        if conv.kernel_that_runs(kernel, x.shape, w.shape, stride, padding) != kernel:
             continue
         with poisoned_allocations(gpu):
             received = gpu.conv2d_forward(x, w, b, stride, padding, kernel=kernel)
@@ -219,7 +219,7 @@ def main(argv=None):
                       f"{row['cudnn_us']:8.1f} us  {'ok' if row['ok'] else 'FAILED'}",
                       flush=True)  # fmt: skip
     record = {"device": torch.cuda.get_device_name(), "torch": f"PyTorch {torch.__version__}",
-              "cudnn": torch.backends.cudnn.version(), "best_rule": conv.BEST_RULE, "rows": rows,
+              "cudnn": torch.backends.cudnn.version(), "best_rule": conv.best_rule(), "rows": rows,
               "verdicts": verdicts(rows)}  # fmt: skip
     print("\n".join(record["verdicts"]))
     text = json.dumps(record, indent=1)

@@ -77,7 +77,7 @@ def collector_paused():
     (every side's timed epoch runs in one): a collection that some allocation happens to trigger
     would otherwise land in one side's epoch and not another's. The collection also frees the
     last side's trainer, which its recordings hold in a reference cycle, so that its device
-    memory is back in the tier's caching allocator (numba_impl/_pool.py), as a PyTorch model's
+    memory is back in the tier's caching allocator (runtime/allocator.py), as a PyTorch model's
     memory is in PyTorch's as soon as it is dropped."""
     gc.collect()
     enabled = gc.isenabled()

@@ -106,7 +106,8 @@ def backward_bound(x, w, dy, stride, padding, winograd=None):
     return ((k * kh * kw + 2) * U * dx, (n * oh * ow + 2) * U * dw, (n * oh * ow + 2) * U * db)
 
 
-# Winograd's F(3x3, 2x2) of the weight gradient (csrc/conv/backward.cu): rung 4's B^T, and G', A'^T.
+# Winograd's F(3x3, 2x2) of the weight gradient (csrc/conv/backward_dw.cu): rung 4's B^T, and G',
+# A'^T.
 WINOGRAD_B_T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]
 WINOGRAD_G = [[1, 0], [0.5, 0.5], [0.5, -0.5], [0, 1]]
 WINOGRAD_A_T = [[1, 1, 1, 0], [0, 1, -1, 0], [0, 1, 1, -1]]

@@ -36,7 +36,7 @@ NOT_MEASURED = (
     f"--out DIR` writes DIR/sgemm-bench.json; committed as `{RESULTS}`, `{TABLE_COMMAND}` "
     "puts its table here."
 )
-# Issue #12's targets for the best rung, as shares of cuBLAS: {n = k = m: share}.
+# The ladder's targets for the best rung, as shares of cuBLAS: {n = k = m: share}.
 TARGETS = {4096: 0.90, 1024: 0.75}
 NVCC_FLAGS = ["-O3", "-std=c++17", "-lineinfo"]
 
@@ -126,7 +126,7 @@ def best_rung(size):
 
 
 def target_lines(results):
-    """One line per target of issue #12 that these results can judge."""
+    """One line per target of the ladder (TARGETS) that these results can judge."""
     lines = []
     for size in results["sizes"]:
         target = TARGETS.get(size["n"]) if size["n"] == size["k"] == size["m"] else None
@@ -151,7 +151,7 @@ def render_table(results):
     ]
     targets = target_lines(results)
     if targets:
-        parts += ["", "Targets (issue #12, best rung as a share of cuBLAS):", "", *targets]
+        parts += ["", "Targets (the best rung as a share of cuBLAS):", "", *targets]
     for size in results["sizes"]:
         cublas = size["cublas"]
         bound = size["error_bound"]

@@ -6,7 +6,7 @@ the same bytes and PyTorch, on one GPU, in one run.
     python -m stage4_cuda.softmax_bench --rungs online,cross_entropy --shapes 4096x32768
     python -m stage4_cuda.softmax_bench --table curriculum/results/softmax-cuda-h100.json
 
-Shapes: [4096, 32768] and [8192, 50257] (the targets of issue #12: a vocabulary of GPT-2's size),
+Shapes: [4096, 32768] and [8192, 50257] (the targets' shapes: a vocabulary of GPT-2's size),
 and the curriculum's [64, 10] and [256, 10] for reference. For each shape, on fresh standard
 normal inputs:
 
@@ -246,7 +246,7 @@ def find(shape, prefix):
 
 
 def targets(record):
-    """Lines saying, for each target shape measured, whether issue #12's targets are met."""
+    """Lines saying, for each target shape measured, whether the ladder's targets are met."""
     lines = []
     for shape in record["shapes"]:
         if (shape["rows"], shape["cols"]) not in TARGET_SHAPES:
@@ -287,7 +287,7 @@ def render(record):
         "and write an output of its size once, 2 R bytes (R = 4 rows cols); the copy moves the "
         "same 2 R (the faster of cuMemcpyDtoD and PyTorch's copy kernel). The loss alone reads R.",
         "",
-        "Targets (issue #12):",
+        "Targets (the ladder's: a share of the copy bandwidth, and online against three_pass):",
         "",
         *(targets(record) or ["- not judged: neither [4096, 32768] nor [8192, 50257] measured."]),
     ]

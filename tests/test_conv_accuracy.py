@@ -1,8 +1,8 @@
 """The error bounds of stage4_cuda/conv_accuracy.py, on the CPU: the bounds of Winograd's
 F(4x4, 3x3) forward (csrc/conv/06_winograd_4x4.cu) and weight gradients (F(3x3, 2x2) and
-F(3x3, 4x4), csrc/conv/backward.cu) cover a float32 run of the same algorithms, yet stay far below
-what an indexing mistake gets wrong. The GPU tests (test_stage4_nvcc.py) hold the kernels to these
-bounds."""
+F(3x3, 4x4), csrc/conv/backward_dw.cu) cover a float32 run of the same algorithms, yet stay far
+below what an indexing mistake gets wrong. The GPU tests (test_stage4_nvcc.py) hold the kernels to
+these bounds."""
 
 import numpy as np
 import pytest

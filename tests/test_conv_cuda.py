@@ -19,11 +19,12 @@ from tools.exercises import REPO_ROOT
 
 CSRC = REPO_ROOT / "stage4_cuda" / "csrc"
 EMULATION = REPO_ROOT / "tests" / "cuda_emulation"
-# What the harness builds: conv.cu's scratch sizes and every rung but 2 (which calls the SGEMM
-# ladder), the headers they include, and errors.cu's messages.
-SOURCES = ["conv.cu", "errors.cu", "conv/01_direct.cu", "conv/03_implicit_gemm.cu",
+# What the harness builds: dispatch.cu's choices and scratch sizes, every rung but 2 (which calls
+# the SGEMM ladder), the backward's files, the headers they include, and errors.cu's messages.
+SOURCES = ["conv/dispatch.cu", "errors.cu", "conv/01_direct.cu", "conv/03_implicit_gemm.cu",
            "conv/04_winograd.cu", "conv/05_fft.cu", "conv/06_winograd_4x4.cu",
-           "conv/07_shallow.cu", "conv/backward.cu"]  # fmt: skip
+           "conv/07_shallow.cu", "conv/backward.cu", "conv/backward_dw.cu", "conv/backward_dx.cu",
+           "conv/nan_recompute.cu"]  # fmt: skip
 HEADERS = ["common.h", "s2c_cuda.h", "conv/conv.cuh", "tiled_product.cuh", "reduce.cuh",
            "conv/cufft_runtime.h"]  # fmt: skip
 

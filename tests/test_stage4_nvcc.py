@@ -212,15 +212,15 @@ def test_a_status_the_wrapper_should_have_prevented_is_a_value_error():
 
 
 def test_the_range_of_indices_is_found_over_several_blocks():
-    """The range check of labels and argmax (numba_impl/_checks.py) reduces over a grid of blocks,
+    """The range check of labels and argmax (runtime/checks.py) reduces over a grid of blocks,
     then one: under the simulator, 3000 values make 4 blocks of the first level."""
-    from stage4_cuda.numba_impl import _checks, _device
+    from stage4_cuda.runtime import checks, device
 
-    if not _device.SIMULATOR and not _device.cuda.is_available():
+    if not device.SIMULATOR and not device.cuda.is_available():
         pytest.skip("needs numba's CUDA simulator or a GPU")
     values = np.random.default_rng(3).integers(-10**12, 10**12, 3000)
     values[2999], values[1234] = -10**15, 10**15  # the extremes in the last and a middle block
-    assert _checks.TIER.index_range(_device.cuda.to_device(values)) == (-10**15, 10**15)
+    assert checks.TIER.index_range(device.cuda.to_device(values)) == (-10**15, 10**15)
 
 
 # --- on a GPU -------------------------------------------------------------------------------------
@@ -451,7 +451,7 @@ def test_each_conv_rung_within_its_error_bound_and_stage_3(gpu, rng, kernel, sha
     with poisoned_allocations(gpu):
         y = gpu.to_numpy(gpu.conv2d_forward(gpu.from_numpy(x), gpu.from_numpy(w),
                                             gpu.from_numpy(b), stride, padding, kernel=kernel))
-    ran = kernel_that_runs(kernel, shape[1], shape[3], shape[3], stride)
+    ran = kernel_that_runs(kernel, x.shape, w.shape, stride, padding)
     x64, w64, b64 = (torch.from_numpy(a).double() for a in (x, w, b))
     exact = torch.nn.functional.conv2d(x64, w64, b64, stride, padding)
     bound = conv_accuracy.forward_bound(ran, x64, w64, b64, stride, padding)

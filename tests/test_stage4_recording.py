@@ -1,4 +1,4 @@
-"""Step recordings (stage4_cuda/numba_impl/recording.py, nvcc_impl/recording.py) without a GPU:
+"""Step recordings (stage4_cuda/runtime/recording.py, nvcc_impl/recording.py) without a GPU:
 the nvcc library is replaced by a fake one that logs its calls, and numba's kernels run on its
 simulator. tests/test_nn_recorded_steps.py trains with recorded steps on the numba variant; on a
 GPU, tests/test_stage4_nvcc.py trains with the nvcc variant's recordings and CUDA graphs. Both
@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from stage4_cuda import numba_impl
-from stage4_cuda.numba_impl import recording as numba_recording
 from stage4_cuda.nvcc_impl import _library, recording
+from stage4_cuda.runtime import checks
+from stage4_cuda.runtime import recording as numba_recording
 
 
 class FakeLibrary:
@@ -134,7 +135,7 @@ def test_a_replaced_scalar_keeps_the_type_it_was_recorded_with(rng):
 def test_the_checks_range_kernel_is_not_recorded():
     labels = numba_impl.from_numpy(np.array([0, 2, 1], np.int64))
     result, recorded = numba_recording.record_step(
-        lambda: numba_impl._checks.TIER.index_range(labels))
+        lambda: checks.TIER.index_range(labels))
     assert result == (0, 2)
     assert recorded.launches == []
 

@@ -58,8 +58,8 @@ void s2c_cuda_set_error(const char *what, cudaError_t error);
 
 /* Overlapped launches (programmatic dependent launch, sm_90 and later). A kernel launched with
  * `kernel<<<grid, block>>>(...)` starts once the kernel before it in the stream has finished and
- * its writes are visible, and the GPU only then begins to launch it: about 1.4 us a hand-over
- * more than a CUDA graph's. launch_overlapped(kernel, grid, block, shared bytes, arguments...)
+ * its writes are visible, and the GPU only then begins to launch it: a hand-over slower than a
+ * CUDA graph's. launch_overlapped(kernel, grid, block, shared bytes, arguments...)
  * lets the GPU launch it while the kernel before it finishes (as that kernel's blocks exit); the
  * new kernel's threads then wait in wait_for_previous_kernel() until the previous kernel is done
  * and its writes visible. So every kernel of the library but the SGEMM ladder's (launched the
@@ -67,9 +67,8 @@ void s2c_cuda_set_error(const char *what, cudaError_t error);
  * before it reads or writes global memory (the build refuses a kernel that does not:
  * stage4_cuda/kernel_waits.py); the wait returns at once where a kernel is launched the usual
  * way. A kernel that starts before the previous one has finished must not touch memory that
- * kernel still reads or writes, hence the wait before anything else. A chain of 50 dependent
- * kernels of 4 us each took 5.5 us a kernel launched the usual way from the host, 4.1 us
- * overlapped (H100). Check the launch with LAUNCH_CHECK, as a `<<<...>>>` one. */
+ * kernel still reads or writes, hence the wait before anything else. Check the launch with
+ * LAUNCH_CHECK, as a `<<<...>>>` one. */
 static __device__ __forceinline__ void wait_for_previous_kernel(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -158,7 +157,7 @@ static inline cudaError_t allow_dynamic_shared(Kernel kernel, size_t bytes)
 /* a / b for indices a >= 0, b > 0: in 32 bits when a fits, as it almost always does. A 64-bit
  * division is a software routine of dozens of instructions, and a memory-bound kernel that splits
  * a flat index into coordinates with it for every element runs out of instructions before it runs
- * out of bandwidth (the pooling backwards did: 1.6 ms where 0.3 ms of memory traffic was due). */
+ * out of bandwidth. */
 static inline __device__ int64_t index_div(int64_t a, int64_t b)
 {
     if (a <= UINT32_MAX && b <= UINT32_MAX) return (uint32_t)a / (uint32_t)b;

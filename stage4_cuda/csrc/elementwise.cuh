@@ -5,8 +5,7 @@
  *
  * An elementwise op moves bytes and computes almost nothing, so its speed is how many bytes the
  * device keeps in flight. A thread that loads one float and waits for it leaves the memory system
- * idle (about 75% of the copy bandwidth at 16 million floats on an H100, numba_impl/elementwise.py
- * measured). So each thread loads 4 elements before it stores any: as one float4 (a 16-byte load)
+ * idle part of the time. So each thread loads 4 elements before it stores any: as one float4 (a 16-byte load)
  * when every pointer is 16-byte aligned and the sizes are multiples of 4, else as 4 floats spaced
  * a grid apart (a warp still reads 32 neighbours at a time). The loads must come first because the
  * compiler cannot move a load of x above a store to y: y might be x. */

@@ -7,8 +7,7 @@
  * softmax/05_cross_entropy.cu) writes one term per row into a scratch array and mean_kernel adds
  * them in one block: a batch has thousands of rows. mse and
  * bce have a term per element, millions of them, and hinge reads every score: one block runs on
- * one multiprocessor of 132 (H100), and the first version of this file, which added mse's 16
- * million terms that way, streamed 5 GB/s where the device streams 3000. Their means have two
+ * one multiprocessor of a hundred or so, far from the device's bandwidth. Their means have two
  * levels: a grid of blocks each adds its share into one partial sum (in `partials`, scratch from
  * the wrapper), then one block adds the partial sums. The number of blocks is a function of the
  * size alone, so the partial sums are the same on every run. mse and bce compute their terms
@@ -40,8 +39,8 @@ static inline int launch_mean(const float *terms, float *loss, int64_t n) {
 typedef float (*term_function)(float a, float b);
 
 /* How many blocks the first level of a mean over `work` items uses: 16 items a thread (enough
- * loads in flight, and few partial sums), at most S2C_CUDA_MEAN_BLOCKS (132 multiprocessors x 8
- * blocks of 256 threads fill an H100). A function of the size alone. */
+ * loads in flight, and few partial sums), at most S2C_CUDA_MEAN_BLOCKS (8 blocks of 256 threads
+ * on each of 128 multiprocessors or so fill a large GPU). A function of the size alone. */
 static inline int64_t mean_blocks(int64_t work)
 {
     int64_t blocks = ceil_div(work, MEAN_THREADS * 16);

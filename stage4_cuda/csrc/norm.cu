@@ -5,9 +5,9 @@
  * Both directions reduce over each channel, then apply the per-channel result elementwise. The
  * reduction is two-level: up to S2C_CUDA_BATCHNORM_BLOCKS (64) blocks per channel each add
  * their share of the channel's values into one partial sum (in double), then one warp per
- * channel adds its partial sums in a fixed order. The first version gave each channel one block: 128 blocks for
- * the 128 channels of [256, 128, 32, 32], about one per multiprocessor, too few loads in flight
- * to stream (229 GB/s, of 3000). The forward reads x twice (the sums, then y = ...) and writes y:
+ * channel adds its partial sums in a fixed order. One block a channel would give the 128
+ * channels of [256, 128, 32, 32] about one block per multiprocessor, too few loads in flight to
+ * stream. The forward reads x twice (the sums, then y = ...) and writes y:
  * 12 bytes an element; the backward reads dy and x twice and writes dx: 20 bytes an element.
  *
  * The variance is E[x^2] - E[x]^2 from sums in double, in one pass over x: the subtraction loses
@@ -81,8 +81,8 @@ static inline __device__ void store_block_sums(double *partials, int64_t c, doub
 /* Level 2, a warp per channel: (*first, *second) = the sums of channel c's `blocks` partial
  * pairs, for every lane: lane l adds pairs l, l + 32, ... in order, and the lanes' sums meet by
  * shuffles (block_sum's warp step), the same additions in the same order on every run. A thread
- * per channel adding its 64 pairs one after the other took 19 us (each add waiting on a load from
- * L2) of the forward's 309 at [128, 128, 64, 64] on an H100; this takes two loads' latency. */
+ * per channel adding its 64 pairs one after the other would wait 64 times on a load from L2;
+ * this takes two loads' latency. */
 static inline __device__ void add_block_sums(const double *partials, int64_t c, int64_t blocks,
                                              double *first, double *second)
 {

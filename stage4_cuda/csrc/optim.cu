@@ -4,18 +4,15 @@
  *
  * Each step is an update of one parameter, written as a functor (sgd_update, ...), that
  * step_kernel applies to 4 parameters a thread, read as float4 (16-byte loads) when every array
- * is 16-byte aligned, else as floats: with one float a thread, SGD streamed 2.5 TB/s of the H100's
- * 3.0 (its 12 bytes a thread too few in flight), and 4 a thread keep 4 times as many bytes in
- * flight. Each thread loads every value it needs before it stores any: after a store to s[i] the
+ * is 16-byte aligned, else as floats: one float a thread (12 bytes for SGD) keeps too few bytes
+ * in flight to stream at the copy's speed, and 4 a thread keep 4 times as many. Each thread loads every value it needs before it stores any: after a store to s[i] the
  * compiler must load p[i] again (s might be p).
  * `weight_decay` adds weight_decay * p to g first.
  *
- * A network's step updates each of its parameters, one launch each: the Fashion CNN's 8 took
- * 2.5 to 3 us apiece on an H100 at batch 256 (7.8 for the 819,200 weights of its first linear
- * layer), mostly launch and ramp, not bytes. s2c_cuda_momentum_step_list updates up to
+ * A network's step updates each of its parameters, one launch each, and a small parameter's
+ * launch costs its launch and ramp, not its bytes. s2c_cuda_momentum_step_list updates up to
  * STEP_LIST of them in one launch (PyTorch's foreach optimizers do the same): a block belongs to
- * one parameter, found from the launch's table of where each parameter's blocks start (the
- * Fashion CNN's 8: one launch of 8 us where the 8 took 27). Recorded steps call it
+ * one parameter, found from the launch's table of where each parameter's blocks start. Recorded steps call it
  * (nvcc_impl/recording.py); each parameter's values are those s2c_cuda_momentum_step gives. */
 #include "common.h"
 

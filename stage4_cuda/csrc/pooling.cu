@@ -10,17 +10,16 @@
  * run to run). A thread takes a cell of stride x stride inputs (cell (ch, cw) holds rows
  * ch*stride ... ch*stride + stride - 1, likewise columns): the windows covering an input of the
  * cell are the cell's own window and those before it that still reach it, found by walking back
- * from window (ch, cw), with no division. The first version used a thread per input and found
- * its windows by 64-bit divisions (a software routine on the GPU): the instructions, not the
- * memory, set its speed (avgpool2d_backward 1.6 ms where the traffic takes 0.25). Bytes at
+ * from window (ch, cw), with no division: a thread per input finding its windows by 64-bit
+ * divisions (a software routine on the GPU) would be bound by those instructions, not by the
+ * memory. Bytes at
  * k = stride = 2: dy read once (the 4 inputs of a window are one thread's), dx written, and for
  * maxpool the argmax read once: 1 + 4 (+ 2) floats' worth per window.
  *
  * Fused with the ReLU after it (a network's MaxPool2d, ReLU; nn/layers/fusion.py), the forward
  * writes relu(max) and the backward passes dy only where that output is positive, as relu's
  * backward would (x > 0 ? dy : 0): one pass each way instead of two, the ReLU's read and write of
- * the pooled map saved (for the Fashion CNN at batch 256 on an H100, its relu and relu_backward
- * kernels after the first pooling took 7.9 and 9.9 us).
+ * the pooled map saved.
  *
  * Index arithmetic is 32-bit where the sizes allow: index_div (common.h) splits a flat index,
  * and coordinates within a plane are ints (the Index of each kernel). */
@@ -221,12 +220,10 @@ __global__ void maxpool_backward_kernel(const float *dy, const int64_t *argmax, 
 
 /* Windows that neither overlap nor leave gaps (k == stride, as in every network here): the inputs
  * of cell (ch, cw) are window (ch, cw)'s, so each thread loads one argmax and one dy, where the
- * general kernel above reads them again for each input of its cell (the Fashion CNN's two
- * poolings at batch 256 took 77 us that way on an H100). A cell past the last window (rows or
+ * general kernel above reads them again for each input of its cell. A cell past the last window (rows or
  * columns left over) reads the last one (last_oh, last_ow), which holds none of its inputs: its
- * dx is 0. With `pairs`, each row of a 2x2 cell is one 8-byte store where two 4-byte stores took
- * twice the store instructions (the Fashion CNN's first pooling at batch 256 took 39 us with
- * them, its 77 MB streaming at 2.0 TB/s of the 3.0). With relu_y (not NULL: the fused forward's
+ * dx is 0. With `pairs`, each row of a 2x2 cell is one 8-byte store where two 4-byte stores
+ * would take twice the store instructions, too many to stream at the copy's speed. With relu_y (not NULL: the fused forward's
  * output), the window's dy passes only where relu_y > 0, as relu's backward passes it. */
 template <typename Index>
 __global__ void maxpool_backward_disjoint_kernel(const float *dy, const int64_t *argmax,

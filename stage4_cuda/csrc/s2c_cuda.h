@@ -147,12 +147,12 @@ int s2c_cuda_maxpool2d_relu_backward(const float *dy, const int64_t *argmax, con
 int s2c_cuda_avgpool2d_forward(const float *x, float *y, const struct s2c_pool_geometry *g);
 int s2c_cuda_avgpool2d_backward(const float *dy, float *dx, const struct s2c_pool_geometry *g);
 
-/* conv.cu and conv/ (the conv2d ladder, conv/conv.cuh): x [n, channels, height, width],
+/* conv/ (im2col.cu and the conv2d ladder, conv/conv.cuh): x [n, channels, height, width],
  * w [filters, channels, kh, kw], b [filters], y [n, filters, out_height, out_width]. im2col's cols
  * is [n, channels*kh*kw, oh*ow] (the contract's layout) or, batch_last, [channels*kh*kw, n*oh*ow]
  * (the layout rung 2 multiplies in one product). Each forward rung (1 direct, 2 im2col,
  * 3 implicit_gemm, 4 winograd and 6 winograd_4x4: 3x3 stride 1 only, 5 fft, 7 shallow:
- * C*kh*kw <= 32 only) and the backward (rung 0) take the caller's scratch of
+ * C*kh*kw <= S2C_CUDA_SHALLOW_DEPTH only) and the backward (rung 0) take the caller's scratch of
  * s2c_cuda_conv2d_scratch(g, rung, &floats) floats (NULL when 0); the backward's dx may be NULL
  * (not needed). s2c_cuda_load_cufft loads cuFFT for rung 5 from `path`
  * (or, NULL, by its usual names): S2C_CUDA_ERROR, saying so, when it is not there. */
@@ -164,6 +164,15 @@ int s2c_cuda_im2col(const float *x, float *cols, const struct s2c_conv_geometry 
 int s2c_cuda_col2im(const float *cols, float *x, const struct s2c_conv_geometry *g,
                     int batch_last);
 int s2c_cuda_conv2d_scratch(const struct s2c_conv_geometry *g, int rung, int64_t *floats);
+/* The ladder's choices, made in conv/dispatch.cu alone: *rung = the rung that computes g when
+ * rung `asked` (1..7, or 0 for "best") is asked for; the blocks (2 or 4) of the backward's
+ * Winograd for dx and dw, or 0 and 0 when it takes none. Winograd from
+ * S2C_CUDA_WINOGRAD_MIN_CHANNELS channels (and, for the backward, filters) up; rung 7 for windows
+ * of S2C_CUDA_SHALLOW_DEPTH weights (C*kh*kw) or fewer. */
+enum { S2C_CUDA_WINOGRAD_MIN_CHANNELS = 16, S2C_CUDA_SHALLOW_DEPTH = 32 };
+int s2c_cuda_conv2d_rung(const struct s2c_conv_geometry *g, int asked, int *rung);
+int s2c_cuda_conv2d_backward_blocks(const struct s2c_conv_geometry *g, int *dx_block,
+                                    int *dw_block);
 int s2c_cuda_conv2d_direct(const float *x, const float *w, const float *b, float *y,
                            float *scratch, const struct s2c_conv_geometry *g);
 int s2c_cuda_conv2d_im2col(const float *x, const float *w, const float *b, float *y,

@@ -25,10 +25,8 @@
  * on: tile_row), so that one 16-byte shared load brings 4 of A's values; its columns are
  * tx + 16 j, so that neighbouring threads read and store neighbouring columns. At each depth a
  * thread with 8 x 8 outputs then makes 10 shared loads for 64 multiply-adds, not 16 (the
- * multiprocessor reads 128 bytes of shared memory a cycle and multiplies-adds 128 floats). The
- * Fashion CNN's training step at batch 256 took 1055 us this way on an H100, 1113 us with scalar
- * loads, and 1127 us with B's columns in runs of 4 as well: a warp's stores then spread over
- * twice the bytes, and the implicit GEMM forward of its conv1 went from 47 to 71 us.
+ * multiprocessor reads 128 bytes of shared memory a cycle and multiplies-adds 128 floats). B's
+ * columns stay one apart: in runs of 4, a warp's stores would spread over twice the bytes.
  *
  * The z index of the grid is either a batch of independent products (Winograd's 16) or, with
  * split_depth > 0, a split of the depth: block z sums k in [z * split_depth, (z+1) * split_depth)
@@ -67,11 +65,11 @@ static depth_split split_depth(int64_t rows, int64_t cols, int64_t depth)
 
 /* Adding a split product's pieces: partial[piece * outputs + i] for every piece, in a fixed order
  * (the same sums on every run). A block of `wide` outputs x `deep` threads: thread (x, y) adds
- * pieces y, y + deep, ... of output x in order, then each thread adds the rows' sums in order.
- * One thread per output, each load waiting on the one before, took 32 us for LeNet-5's conv1
- * weight gradient at batch 256 (264 pieces of 156 outputs) on an H100. A block has 256 threads
- * or more: the dense layer's backward at batch 256 (819,200 outputs in 2 pieces) took 18.8 us in
- * blocks of 32 (ncu, H100). Launch with pieces_threads(pieces) threads and
+ * pieces y, y + deep, ... of output x in order, then each thread adds the rows' sums in order:
+ * one thread per output would wait on each load before the next (hundreds of pieces for a few
+ * hundred outputs, as in a first layer's weight gradient). A block has 256 threads or more:
+ * blocks of 32 leave a multiprocessor too few threads when there are many outputs and few
+ * pieces (the dense layer's backward). Launch with pieces_threads(pieces) threads and
  * pieces_blocks(outputs, pieces) blocks; i = blockIdx.x * blockDim.x + threadIdx.x, and the
  * total is for the threads of row 0 (threadIdx.y == 0) whose i < outputs. */
 #define PIECES_THREADS 256 /* the threads of a block with one row of them */
@@ -233,9 +231,8 @@ struct StridedResult {
 /* Launch the product on the default stream with a tile that suits its shape: a short one
  * (BM = 16 or 32 rows) when there are few rows, so that fewer loads and FMAs go to waste; for a
  * split product (split_depth > 0), whose pieces were counted to fill the GPU, 128 x 128 when that
- * gives at least every other multiprocessor a block: the most reuse of each load (the Fashion
- * CNN's conv2 backward at batch 256 took 616 us against 761 us in 64 x 64 tiles, on an H100; a
- * depth too short to split further keeps smaller tiles, which occupy more multiprocessors);
+ * gives at least every other multiprocessor a block: the most reuse of each load (a depth too
+ * short to split further keeps smaller tiles, which occupy more multiprocessors);
  * 128 x 64 when even those large tiles give every multiprocessor two blocks; else 64 x 64. A
  * narrow tile (BN = 32 columns) when there are few columns, or when the wide one would leave
  * multiprocessors with fewer than two blocks: a small product (LeNet-5's conv2 at batch 64: 16

@@ -18,10 +18,17 @@ without warp shuffles (the "shuffle" rung of the softmax ladder refuses to run t
     gpu.to_numpy(y)
 """
 
-import numpy as np
 from numba import cuda
 
-from ._device import SIMULATOR, DeviceScalar, empty
+from ..runtime.device import (
+    SIMULATOR,
+    DeviceScalar,
+    empty,
+    from_numpy,
+    synchronize,
+    to_numpy,
+)
+from ..runtime.recording import copy_into, record_step
 from .activations import (
     SOFTMAX_KERNELS,
     leaky_relu,
@@ -55,7 +62,6 @@ from .losses import (
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
 from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
-from .recording import copy_into, record_step
 from .regularization import dropout_backward, dropout_forward
 
 NAME = "numba"
@@ -72,35 +78,6 @@ def available():
             "under the simulator with NUMBA_ENABLE_CUDASIM=1"
         )
     return True, ""
-
-
-def from_numpy(a):
-    """A NumPy array copied to the device: floating data as float32, integers (labels, argmax)
-    as int64; a 0-d array becomes a Python scalar."""
-    a = np.asarray(a)
-    if a.ndim == 0:
-        return a.item()
-    if a.dtype.kind == "f":
-        return cuda.to_device(np.ascontiguousarray(a, dtype=np.float32))
-    if a.dtype.kind in "iu":
-        return cuda.to_device(np.ascontiguousarray(a, dtype=np.int64))
-    raise ValueError(f"from_numpy: a must hold floats or integers, got {a.dtype}")
-
-
-def to_numpy(x):
-    """A device array (or a DeviceScalar loss, or a Python scalar) copied to a NumPy array."""
-    if isinstance(x, DeviceScalar):
-        return np.array(float(x), dtype=np.float32)  # 0-d, like the losses of the CPU tiers
-    if hasattr(x, "copy_to_host"):
-        return x.copy_to_host()
-    if hasattr(x, "__cuda_array_interface__"):
-        return cuda.as_cuda_array(x).copy_to_host()
-    return np.array(x)
-
-
-def synchronize():
-    """Wait until every kernel launched so far has finished (timing needs it)."""
-    cuda.synchronize()
 
 
 __all__ = [

@@ -12,9 +12,10 @@ import math
 
 from numba import cuda, float32
 
-from . import _checks, _device
-from ._checks import checks
-from ._device import blocks_for, flat, launch
+from ..runtime import device
+from ..runtime.checks import checks, kernel_name
+from ..runtime.device import flat
+from ..runtime.launch import blocks_for, launch
 from .elementwise import UNUSED, launch_map, map_kernel, zip_kernel
 from .reduce import HAS_SHUFFLES, ROW_THREADS, block_max, block_sum, warp_max, warp_sum
 
@@ -24,7 +25,7 @@ ONE = float32(1)
 
 def _unary(kernel, x, alpha=UNUSED):
     """Launch the map `kernel` (y = f(x, alpha)) over the checked x (any shape), return y."""
-    y = _device.empty(x.shape)
+    y = device.empty(x.shape)
     launch_map(kernel, x.size, flat(x), flat(y), scalar=alpha)
     return y
 
@@ -32,7 +33,7 @@ def _unary(kernel, x, alpha=UNUSED):
 def _binary(kernel, first, dy, alpha=UNUSED):
     """Launch the zip `kernel` (dx = f(first, dy, alpha)) over the checked first (x or y) and dy,
     return dx."""
-    dx = _device.empty(first.shape)
+    dx = device.empty(first.shape)
     launch_map(kernel, first.size, flat(first), flat(dy), flat(dx), scalar=alpha)
     return dx
 
@@ -238,13 +239,13 @@ BEST_SOFTMAX = "shuffle" if HAS_SHUFFLES else "tree"
 
 def _rowwise(op, x, kernel, log):
     """x checked by the caller; `kernel` names the rung of the ladder."""
-    name = _checks.kernel_name(op, kernel, SOFTMAX_KERNELS, BEST_SOFTMAX)
+    name = kernel_name(op, kernel, SOFTMAX_KERNELS, BEST_SOFTMAX)
     if name == "shuffle" and not HAS_SHUFFLES:
         raise NotImplementedError(
             f"{op}: kernel 'shuffle' uses warp shuffles, which the CUDA simulator does not have; "
             "run it on a GPU (NUMBA_ENABLE_CUDASIM=0)"
         )
-    y = _device.empty(x.shape)
+    y = device.empty(x.shape)
     function, geometry = SOFTMAX_LADDER[name]
     launch(function, *geometry(x.shape[0]), x, y, log)
     return y
@@ -284,7 +285,7 @@ def _softmax_backward(y, dy, dx, log):
 
 def _rowwise_backward(y, dy, log):
     """y and dy checked by the caller."""
-    dx = _device.empty(y.shape)
+    dx = device.empty(y.shape)
     launch(_softmax_backward, y.shape[0], ROW_THREADS, y, dy, dx, log)
     return dx
 

@@ -13,9 +13,10 @@ it (deterministic, unlike a scatter with atomic additions).
 
 from numba import cuda, float32
 
-from . import _device
-from ._checks import checks
-from ._device import flat, launch, launch_elementwise, scratch
+from ..runtime import device
+from ..runtime.checks import checks
+from ..runtime.device import flat, scratch
+from ..runtime.launch import launch, launch_elementwise
 from .linalg import gemm, transposed
 from .reduce import ROW_THREADS, block_sum
 
@@ -75,7 +76,7 @@ def im2col(x, kh, kw, stride, padding):
     """x [N, C, H, W] -> cols [N, C*kh*kw, OH*OW] (torch.nn.functional.unfold)."""
     x, kh, kw, stride, padding, oh, ow = checks.im2col(x, kh, kw, stride, padding)
     n, c = x.shape[0], x.shape[1]
-    cols = _device.empty((n, c * kh * kw, oh * ow))
+    cols = device.empty((n, c * kh * kw, oh * ow))
     strides = _contract_strides(c * kh * kw, oh * ow)
     launch_elementwise(_im2col, cols.size, x, kh, kw, stride, padding, oh, ow, *strides,
                        flat(cols))
@@ -87,7 +88,7 @@ def col2im(cols, x_shape, kh, kw, stride, padding):
     cols, x_shape, kh, kw, stride, padding, oh, ow = checks.col2im(
         cols, x_shape, kh, kw, stride, padding)
     c = x_shape[1]
-    x = _device.empty(x_shape)
+    x = device.empty(x_shape)
     strides = _contract_strides(c * kh * kw, oh * ow)
     launch_elementwise(_col2im, x.size, flat(cols), kh, kw, stride, padding, oh, ow, *strides, x)
     return x
@@ -153,7 +154,7 @@ def conv2d_forward(x, w, b, stride=1, padding=0):
     k = w.shape[0]
     cols = _batch_last_cols(x, (w.shape[2], w.shape[3], stride, padding, oh, ow))
     product = gemm(w.reshape(k, cols.shape[0]), cols, scratch((k, cols.shape[1])))
-    y = _device.empty((x.shape[0], k, oh, ow))
+    y = device.empty((x.shape[0], k, oh, ow))
     launch_elementwise(_from_batch_last, y.size, product, b, y.reshape(x.shape[0], k, oh * ow))
     return y
 
@@ -171,16 +172,16 @@ def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     dy3 = dy.reshape(n, k, oh * ow)
     dy_last = scratch((k, n * oh * ow))
     launch_elementwise(_to_batch_last, dy.size, dy3, dy_last)
-    db = _device.empty((k,))
+    db = device.empty((k,))
     launch(_bias_gradient, k, ROW_THREADS, dy3, db)
     cols = _batch_last_cols(x, geometry)
-    dw = _device.empty(w.shape)
+    dw = device.empty(w.shape)
     gemm(dy_last, transposed(cols), dw.reshape(k, cols.shape[0]))
     if not need_dx:
         return None, dw, db
     w2 = w.reshape(k, cols.shape[0])
     dcols = gemm(transposed(w2), dy_last, cols)  # the columns are not needed any more: reused
-    dx = _device.empty(x.shape)
+    dx = device.empty(x.shape)
     strides = _batch_last_strides(n, oh * ow)
     launch_elementwise(_col2im, dx.size, flat(dcols), kh, kw, stride, padding, oh, ow, *strides,
                        dx)

@@ -4,9 +4,10 @@ weight matrix, small next to the product), so that one matmul kernel serves ever
 
 from numba import cuda
 
-from . import _device
-from ._checks import checks
-from ._device import flat, launch_elementwise
+from ..runtime import device
+from ..runtime.checks import checks
+from ..runtime.device import flat
+from ..runtime.launch import launch_elementwise
 from .linalg import gemm, sum_rows_into, transposed
 
 
@@ -23,7 +24,7 @@ def _add_row(y, b):
 def linear_forward(x, w, b):
     """x [N, I], w [O, I], b [O] -> y [N, O] = x @ w.T + b."""
     x, w, b = checks.linear_forward(x, w, b)
-    y = gemm(x, transposed(w), _device.empty((x.shape[0], w.shape[0])))
+    y = gemm(x, transposed(w), device.empty((x.shape[0], w.shape[0])))
     launch_elementwise(_add_row, y.size, flat(y), b)
     return y
 
@@ -31,9 +32,9 @@ def linear_forward(x, w, b):
 def linear_backward(x, w, dy):
     """-> (dx [N, I] = dy @ w, dw [O, I] = dy.T @ x, db [O] = the column sums of dy)."""
     x, w, dy = checks.linear_backward(x, w, dy)
-    dx = gemm(dy, w, _device.empty(x.shape))
-    dw = gemm(transposed(dy), x, _device.empty(w.shape))
-    db = sum_rows_into(dy, _device.empty((w.shape[0],)))
+    dx = gemm(dy, w, device.empty(x.shape))
+    dw = gemm(transposed(dy), x, device.empty(w.shape))
+    db = sum_rows_into(dy, device.empty((w.shape[0],)))
     return dx, dw, db
 
 

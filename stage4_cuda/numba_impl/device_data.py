@@ -14,8 +14,10 @@ from numba import cuda
 
 from argcheck import arrays
 
-from . import _checks, _device
-from ._device import DeviceScalar, flat, launch_elementwise
+from ..runtime import device
+from ..runtime.checks import TIER, integers
+from ..runtime.device import SIMULATOR, DeviceScalar, flat
+from ..runtime.launch import launch, launch_elementwise
 
 
 @cuda.jit
@@ -31,12 +33,12 @@ def take(x, indices):
     new array [B, ...]."""
     op = "take"
     is_int = getattr(x, "dtype", None) == np.int64
-    x = _checks.integers(op, "x", x) if is_int else arrays.array(_checks.TIER, op, "x", x)[0]
+    x = integers(op, "x", x) if is_int else arrays.array(TIER, op, "x", x)[0]
     rows = x.shape[0]
-    indices = arrays.indices(_checks.TIER, op, "indices", indices, "B", rows,
+    indices = arrays.indices(TIER, op, "indices", indices, "B", rows,
                              f"row indices of x in [0, N={rows})")  # fmt: skip
     row_size = x.size // x.shape[0]
-    y = _device.empty((indices.shape[0], *x.shape[1:]), x.dtype)
+    y = device.empty((indices.shape[0], *x.shape[1:]), x.dtype)
     launch_elementwise(_take_rows, y.size, flat(x), indices, np.int64(row_size), flat(y))
     return y
 
@@ -62,16 +64,16 @@ def shift_images(x, rows, cols, max_shift, fill):
     """Image n of x [N, C, H, W] moved down by rows[n] - max_shift and right by cols[n] -
     max_shift (int64 [N], each in [0, 2 * max_shift]); pixels shifted in take fill[c] [C]."""
     op = "shift_images"
-    x, (n, c, _, _) = arrays.array(_checks.TIER, op, "x", x, "N, C, H, W")
-    rows = _checks.integers(op, "rows", rows, n)
-    cols = _checks.integers(op, "cols", cols, n)
-    fill = arrays.array(_checks.TIER, op, "fill", fill, "C", C=c)[0]
-    y = _device.empty(x.shape)
+    x, (n, c, _, _) = arrays.array(TIER, op, "x", x, "N, C, H, W")
+    rows = integers(op, "rows", rows, n)
+    cols = integers(op, "cols", cols, n)
+    fill = arrays.array(TIER, op, "fill", fill, "C", C=c)[0]
+    y = device.empty(x.shape)
     launch_elementwise(_shift, y.size, x, rows, cols, np.int64(max_shift), fill, y)
     return y
 
 
-COUNT_THREADS = 32 if _device.SIMULATOR else 256
+COUNT_THREADS = 32 if SIMULATOR else 256
 
 
 @cuda.jit
@@ -101,8 +103,8 @@ def _count_correct(logits, labels, count):
 def correct_count(logits, labels):
     """How many rows of logits [N, C] predict their label (int64 [N]), as a DeviceScalar."""
     op = "correct_count"
-    logits, (n, _) = arrays.array(_checks.TIER, op, "logits", logits, "N, C")
-    labels = _checks.integers(op, "labels", labels, n)
-    count = _device.empty(1)
-    _device.launch(_count_correct, 1, COUNT_THREADS, logits, labels, count)
+    logits, (n, _) = arrays.array(TIER, op, "logits", logits, "N, C")
+    labels = integers(op, "labels", labels, n)
+    count = device.empty(1)
+    launch(_count_correct, 1, COUNT_THREADS, logits, labels, count)
     return DeviceScalar(count)

@@ -2,8 +2,8 @@
 (y = f(a, b)), each applied to a per-element device function (week 14).
 
 An elementwise op moves bytes and computes almost nothing, so its speed is how many bytes the
-device keeps in flight. With one element a thread, each thread issues one load and waits for it;
-at 16 million floats that reached about 75% of the copy bandwidth on an H100. Here each thread
+device keeps in flight. With one element a thread, each thread issues one load and waits for it,
+too few bytes in flight to keep the memory busy at large sizes. Here each thread
 takes PER_THREAD elements spaced a grid apart (so a warp still reads 32 neighbours at a time) and
 issues all their loads before computing and storing any: four loads in flight per thread, and
 the same kernel streams at the copy's speed. The loads must come first because the compiler
@@ -17,7 +17,7 @@ a numba kernel has a fixed number of arguments (no `*args` on the GPU).
 
 from numba import cuda, float32
 
-from . import _device
+from ..runtime.launch import BLOCK, blocks_for, launch
 
 PER_THREAD = 4  # elements a thread loads before it stores any
 
@@ -75,7 +75,7 @@ UNUSED = float32(0)  # the scalar of an op that has none
 def launch_per_thread(kernel, n, *args):
     """Launch `kernel` over n elements with PER_THREAD elements a thread (the optimizer steps
     too)."""
-    _device.launch(kernel, _device.blocks_for(n, _device.BLOCK * PER_THREAD), _device.BLOCK, *args)
+    launch(kernel, blocks_for(n, BLOCK * PER_THREAD), BLOCK, *args)
 
 
 def launch_map(kernel, n, *arrays, scalar=UNUSED):

@@ -7,18 +7,12 @@ import math
 import numpy as np
 from numba import cuda
 
-from . import _device
+from ..runtime import device
+from ..runtime.checks import checks
+from ..runtime.device import flat
+from ..runtime.fans import fans
+from ..runtime.launch import launch_elementwise
 from . import random_stream as stream
-from ._checks import checks
-from ._device import flat, launch_elementwise
-
-
-def fans(shape):
-    """(fan_in, fan_out) as PyTorch: shape[1] * receptive field, shape[0] * receptive field."""
-    if len(shape) == 1:
-        return shape[0], shape[0]
-    receptive = math.prod(shape[2:])
-    return shape[1] * receptive, shape[0] * receptive
 
 
 @cuda.jit
@@ -41,7 +35,7 @@ def _he_normal(seed, std, w):
 
 def _init(kernel, shape, seed, spread):
     """shape and seed checked by the caller."""
-    w = _device.empty(shape)
+    w = device.empty(shape)
     launch_elementwise(kernel, w.size, np.uint64(seed), spread(*fans(shape)), flat(w))
     return w
 

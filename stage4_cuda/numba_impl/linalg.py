@@ -7,10 +7,11 @@ add, mul and scale are per-element functions made into kernels by elementwise.py
 
 from numba import cuda, float32
 
-from . import _checks, _device
+from ..runtime import device
+from ..runtime.checks import checks, kernel_name
+from ..runtime.device import flat, scratch
+from ..runtime.launch import BLOCK, blocks_for, launch
 from . import matmul_ladder as ladder
-from ._checks import checks
-from ._device import BLOCK, blocks_for, flat, launch, scratch
 from .elementwise import launch_map, map_kernel, zip_kernel
 from .reduce import ROW_THREADS, block_sum
 
@@ -32,8 +33,8 @@ def gemm(a, b, c, kernel=BEST_MATMUL):
 def matmul(a, b, kernel="best"):
     """a [N, K] @ b [K, M] -> [N, M], by kernel `kernel` of the ladder (MATMUL_KERNELS)."""
     a, b = checks.matmul(a, b)
-    name = _checks.kernel_name("matmul", kernel, MATMUL_KERNELS, BEST_MATMUL)
-    return gemm(a, b, _device.empty((a.shape[0], b.shape[1])), name)
+    name = kernel_name("matmul", kernel, MATMUL_KERNELS, BEST_MATMUL)
+    return gemm(a, b, device.empty((a.shape[0], b.shape[1])), name)
 
 
 TRANSPOSE_TILE = 32
@@ -76,7 +77,7 @@ def transposed(a):
 def transpose(a):
     """a [N, M] -> [M, N]."""
     a = checks.transpose(a)
-    return transpose_into(a, _device.empty(tuple(a.shape)[::-1]))
+    return transpose_into(a, device.empty(tuple(a.shape)[::-1]))
 
 
 @cuda.jit(device=True)
@@ -115,13 +116,13 @@ def add_into(a, b, out):
 def add(a, b):
     """a + b: b has a's shape, or is 1-D of length a.shape[-1] (added to every row)."""
     a, b = checks.add(a, b)
-    return add_into(a, b, _device.empty(a.shape))
+    return add_into(a, b, device.empty(a.shape))
 
 
 def mul(a, b):
     """a * b elementwise, with add's broadcasting."""
     a, b = checks.mul(a, b)
-    out = _device.empty(a.shape)
+    out = device.empty(a.shape)
     launch_map(_mul, a.size, flat(a), flat(b), flat(out))
     return out
 
@@ -129,7 +130,7 @@ def mul(a, b):
 def scale(a, s):
     """s * a for a float s; a any shape."""
     a, s = checks.scale(a, s)
-    out = _device.empty(a.shape)
+    out = device.empty(a.shape)
     launch_map(_scale, a.size, flat(a), flat(out), scalar=s)
     return out
 
@@ -175,8 +176,8 @@ def sum_rows(x, kernel="best"):
     `kernel`: "naive" (a thread per column) or "tree" (a block per column), see SUM_ROWS_KERNELS.
     """
     x = checks.sum_rows(x)
-    name = _checks.kernel_name("sum_rows", kernel, SUM_ROWS_KERNELS, "tree")
-    return sum_rows_into(x, _device.empty((x.shape[1],)), name)
+    name = kernel_name("sum_rows", kernel, SUM_ROWS_KERNELS, "tree")
+    return sum_rows_into(x, device.empty((x.shape[1],)), name)
 
 
 def sum_rows_into(x, out, kernel="tree"):

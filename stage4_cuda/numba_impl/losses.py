@@ -10,9 +10,10 @@ import math
 
 from numba import cuda, float32, float64
 
-from . import _device
-from ._checks import checks
-from ._device import DeviceScalar, flat, launch, launch_elementwise, scratch
+from ..runtime import device
+from ..runtime.checks import checks
+from ..runtime.device import DeviceScalar, flat, scratch
+from ..runtime.launch import launch, launch_elementwise
 from .reduce import ROW_THREADS, block_max, block_sum
 
 ZERO = float32(0)
@@ -34,7 +35,7 @@ def _mean(terms, loss):
 
 def _mean_of(terms):
     """The mean of a 1-D scratch array of terms, as a DeviceScalar."""
-    loss = _device.empty((1,))
+    loss = device.empty((1,))
     launch(_mean, 1, ROW_THREADS, terms, loss)
     return DeviceScalar(loss)
 
@@ -69,7 +70,7 @@ def mse_loss(pred, target):
 def mse_loss_backward(pred, target):
     """d mse / d pred = 2 * (pred - target) / size."""
     pred, target = checks.mse_loss_backward(pred, target)
-    grad = _device.empty(pred.shape)
+    grad = device.empty(pred.shape)
     launch_elementwise(_mse_backward, pred.size, flat(pred), flat(target), flat(grad))
     return grad
 
@@ -109,7 +110,7 @@ def bce_with_logits_loss(logits, targets):
 def bce_with_logits_loss_backward(logits, targets):
     """(sigmoid(logits) - targets) / size."""
     logits, targets = checks.bce_with_logits_loss_backward(logits, targets)
-    grad = _device.empty(logits.shape)
+    grad = device.empty(logits.shape)
     launch_elementwise(_bce_backward, logits.size, flat(logits), flat(targets), flat(grad))
     return grad
 
@@ -167,7 +168,7 @@ def cross_entropy_loss(logits, labels):
 def cross_entropy_loss_backward(logits, labels):
     """(softmax(logits) - one_hot(labels)) / N, [N, C]."""
     logits, labels = checks.cross_entropy_loss_backward(logits, labels)
-    grad = _device.empty(logits.shape)
+    grad = device.empty(logits.shape)
     launch(_cross_entropy_backward, logits.shape[0], ROW_THREADS, logits, labels, grad)
     return grad
 
@@ -228,6 +229,6 @@ def hinge_loss_backward(scores, labels, margin=1.0):
     """The gradient of hinge_loss w.r.t. scores, [N, C]."""
     scores, labels, margin = checks.hinge_loss_backward(scores, labels, margin)
     margin = float32(margin)  # the kernel computes in float32
-    grad = _device.empty(scores.shape)
+    grad = device.empty(scores.shape)
     launch(_hinge_backward, scores.shape[0], ROW_THREADS, scores, labels, margin, grad)
     return grad

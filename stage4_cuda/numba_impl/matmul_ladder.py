@@ -204,10 +204,10 @@ def make_register_2d(patch=8, spread=16, depth_step=8):
 # of these big ones. Here the loads of step k0 + BK are issued into registers before the
 # multiply-adds of step k0, so they are in flight while the arithmetic runs, then stored into the
 # other of two shared buffers: one barrier per step instead of two, and the same bytes as rung 5.
-# On an H100 (bench_matmul.py --sweep, results/matmul-numba-h100.json) rung 5 at its default
-# sizes is barely faster than rung 3 at 4096^3: at 156 registers a thread, few blocks share a
-# multiprocessor, and the global loads before each barrier stay exposed. Steps of 16 along K (half
-# the barriers) recover part of it; prefetching recovers more, and is the fastest rung there.
+# Rung 5's large tiles cost registers (over 150 a thread), so few blocks share a multiprocessor
+# and the global loads before each barrier stay exposed; steps of 16 along K (half the barriers)
+# hide part of them, prefetching more (bench_matmul.py --sweep measures each; the README gives the
+# record).
 
 
 def make_register_2d_prefetch(patch=8, spread=16, depth_step=8):

@@ -10,9 +10,10 @@ import math
 
 from numba import cuda, float32
 
-from . import _device
-from ._checks import checks
-from ._device import flat, launch, launch_elementwise
+from ..runtime import device
+from ..runtime.checks import checks
+from ..runtime.device import flat
+from ..runtime.launch import launch, launch_elementwise
 from .reduce import ROW_THREADS, block_sum
 
 ONE = float32(1)
@@ -82,7 +83,7 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
     momentum, eps = float32(momentum), float32(eps)  # the kernel computes in float32
     c = x.shape[1]
     channels, length = _geometry(x)
-    y, mean, invstd = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
+    y, mean, invstd = device.empty(x.shape), device.empty((c,)), device.empty((c,))
     launch(_statistics, c, ROW_THREADS, flat(x), channels, length, running_mean, running_var,
            momentum, eps, training, mean, invstd)
     launch_elementwise(_normalize, x.size, flat(x), channels, length, gamma, beta, mean, invstd,
@@ -133,7 +134,7 @@ def batchnorm_backward(dy, x, gamma, saved):
     dy, x, gamma, (mean, invstd) = checks.batchnorm_backward(dy, x, gamma, saved)
     c = x.shape[1]
     channels, length = _geometry(x)
-    dx, dgamma, dbeta = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
+    dx, dgamma, dbeta = device.empty(x.shape), device.empty((c,)), device.empty((c,))
     launch(_gradient_sums, c, ROW_THREADS, flat(dy), flat(x), channels, length, mean, invstd,
            dgamma, dbeta)
     launch_elementwise(_input_gradient, x.size, flat(dy), flat(x), channels, length, gamma, mean,

@@ -12,8 +12,8 @@ import math
 
 from numba import cuda, float32
 
-from ._checks import checks
-from ._device import flat
+from ..runtime.checks import checks
+from ..runtime.device import flat
 from .elementwise import PER_THREAD, launch_per_thread
 
 ONE = float32(1)

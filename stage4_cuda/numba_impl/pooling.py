@@ -9,9 +9,9 @@ would then need atomic additions, whose order (and so the float rounding) change
 import numpy as np
 from numba import cuda, float32
 
-from . import _device
-from ._checks import checks
-from ._device import launch_elementwise
+from ..runtime import device
+from ..runtime.checks import checks
+from ..runtime.launch import launch_elementwise
 
 
 @cuda.jit(device=True)
@@ -104,7 +104,7 @@ def maxpool2d_forward(x, k, stride):
     index h*W + w of each window's max within its [H, W] plane (ties: the first)."""
     x, k, stride, oh, ow = checks.maxpool2d_forward(x, k, stride)
     n, c = x.shape[0], x.shape[1]
-    y, argmax = _device.empty((n, c, oh, ow)), _device.empty((n, c, oh, ow), np.int64)
+    y, argmax = device.empty((n, c, oh, ow)), device.empty((n, c, oh, ow), np.int64)
     launch_elementwise(_maxpool, y.size, _planes(x), k, stride, _planes(y), _planes(argmax))
     return y, argmax
 
@@ -115,7 +115,7 @@ def maxpool2d_backward(dy, argmax, x_shape, k, stride):
     argmax must come from maxpool2d_forward: an index outside its own window is not routed.
     """
     dy, argmax, x_shape, k, stride, _, _ = checks.maxpool2d_backward(dy, argmax, x_shape, k, stride)
-    dx = _device.empty(x_shape)
+    dx = device.empty(x_shape)
     launch_elementwise(_maxpool_backward, dx.size, _planes(dy), _planes(argmax), k, stride,
                        _planes(dx))
     return dx
@@ -125,7 +125,7 @@ def avgpool2d_forward(x, k, stride):
     """x [N, C, H, W] -> y [N, C, OH, OW], the mean of each k x k window."""
     x, k, stride, oh, ow = checks.avgpool2d_forward(x, k, stride)
     n, c = x.shape[0], x.shape[1]
-    y = _device.empty((n, c, oh, ow))
+    y = device.empty((n, c, oh, ow))
     launch_elementwise(_avgpool, y.size, _planes(x), k, stride, _planes(y))
     return y
 
@@ -133,6 +133,6 @@ def avgpool2d_forward(x, k, stride):
 def avgpool2d_backward(dy, x_shape, k, stride):
     """dy [N, C, OH, OW] spread evenly over each window -> dx [N, C, H, W] (x_shape)."""
     dy, x_shape, k, stride, _, _ = checks.avgpool2d_backward(dy, x_shape, k, stride)
-    dx = _device.empty(x_shape)
+    dx = device.empty(x_shape)
     launch_elementwise(_avgpool_backward, dx.size, _planes(dy), k, stride, _planes(dx))
     return dx

@@ -12,7 +12,7 @@ result; all threads get the total. Three ways, the reduction ladder of week 14:
 
 from numba import cuda
 
-from ._device import SIMULATOR
+from ..runtime.device import SIMULATOR
 
 # Threads of a block that reduces one row: a power of two (the tree halves it). 128 keeps a
 # multiprocessor busy with rows of a few hundred elements; the simulator gets one warp.

@@ -5,10 +5,11 @@ scaled by 1 / (1 - p)."""
 import numpy as np
 from numba import cuda, float32
 
-from . import _device
+from ..runtime import device
+from ..runtime.checks import checks
+from ..runtime.device import flat
+from ..runtime.launch import launch_elementwise
 from . import random_stream as stream
-from ._checks import checks
-from ._device import flat, launch_elementwise
 
 ONE = float32(1)
 ZERO = float32(0)
@@ -37,7 +38,7 @@ def _dropout_backward(dy, mask, p, dx):
 def dropout_forward(x, p, seed):
     """-> (y, mask): y = x * mask / (1 - p), mask[i] = 1.0 where uniform(seed, i) >= p."""
     x, p, seed = checks.dropout_forward(x, p, seed)
-    y, mask = _device.empty(x.shape), _device.empty(x.shape)
+    y, mask = device.empty(x.shape), device.empty(x.shape)
     # p stays float64: rounded to float32 it could move across a value of the stream
     launch_elementwise(
         _dropout, x.size, flat(x), np.float64(p), np.uint64(seed), flat(y), flat(mask)
@@ -48,6 +49,6 @@ def dropout_forward(x, p, seed):
 def dropout_backward(dy, mask, p):
     """dy * mask / (1 - p)."""
     dy, mask, p = checks.dropout_backward(dy, mask, p)
-    dx = _device.empty(dy.shape)
+    dx = device.empty(dy.shape)
     launch_elementwise(_dropout_backward, dy.size, flat(dy), flat(mask), np.float64(p), flat(dx))
     return dx

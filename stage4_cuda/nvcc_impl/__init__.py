@@ -2,13 +2,14 @@
 stage4_cuda/csrc/*.cu, built by nvcc into one shared library (`make build`) and called through
 cffi (weeks 14-16).
 
-The currency is the numba variant's: numba device arrays (float32 data, int64 labels), made by
-`from_numpy`, read back by `to_numpy`, allocated through the hook `empty` (which the grader
-poisons with NaN); anything exposing `__cuda_array_interface__` (CuPy, PyTorch CUDA tensors) is
-accepted and passed to the kernels by its device pointer. Arguments are checked before any
-launch by the same checks as the numba variant (argcheck); the kernels run on the default stream
-and ops return without waiting (`synchronize` waits); a failed launch or CUDA call is a
-RuntimeError naming the kernel and CUDA's error. Losses return a `DeviceScalar`.
+The currency is the device runtime's (stage4_cuda/runtime/, which the numba variant shares):
+numba device arrays (float32 data, int64 labels), made by `from_numpy`, read back by `to_numpy`,
+allocated through the hook `empty` (which the grader poisons with NaN); anything exposing
+`__cuda_array_interface__` (CuPy, PyTorch CUDA tensors) is accepted and passed to the kernels by
+its device pointer. Arguments are checked before any launch by the runtime's checks (argcheck);
+the kernels run on the default stream and ops return without waiting (`synchronize` waits); a
+failed launch or CUDA call is a RuntimeError naming the kernel and CUDA's error. Losses return a
+`DeviceScalar`.
 
 Every op of the contract has its kernels here (stage4_cuda/README.md lists them). Without a
 GPU, or under numba's CUDA simulator, the variant is unavailable (`available()` says why):
@@ -21,8 +22,7 @@ compiled kernels need a real GPU.
 
 from numba import cuda
 
-from ..numba_impl import DeviceScalar, empty, from_numpy, synchronize, to_numpy
-from ..numba_impl._device import SIMULATOR
+from ..runtime.device import SIMULATOR, DeviceScalar, empty, from_numpy, synchronize, to_numpy
 from . import _library
 from .activations import (
     SOFTMAX_KERNELS,

@@ -1,9 +1,10 @@
-"""The argument checks of the nvcc variant: the numba variant's (numba_impl/_checks.py: the same
-device arrays, the same messages), except where the range of labels and argmax indices is found.
+"""The argument checks of the nvcc variant: the runtime's (runtime/checks.py, as in the numba
+variant: the same device arrays, the same messages), except where the range of labels and argmax
+indices is found.
 
-That range is the one value a check reads back from the GPU. The numba variant finds it with two
-numba launches, two scratch arrays and a copy, about 0.5 ms of host time a check on an H100
-machine; a training step checks six index arrays. Here an int64 array (what `from_numpy` makes
+That range is the one value a check reads back from the GPU. The runtime finds it with two numba
+launches, two scratch arrays and a copy, a large share of a training step's host time when each
+step checks six index arrays. Here an int64 array (what `from_numpy` makes
 and the kernels read) takes one call of this library (csrc/checks.cu). The call is made directly,
 not through `_library.call`, so that a recorded step does not record it: a check runs once, when
 its op is first called, not at every launch of the recording.
@@ -13,12 +14,12 @@ import numpy as np
 
 import argcheck
 
-from ..numba_impl._checks import DeviceArrays, integers, kernel_name  # noqa: F401 (re-exported)
+from ..runtime.checks import DeviceArrays, integers, kernel_name  # noqa: F401 (re-exported)
 from ._library import check_status, ffi, library, pointer
 
 
 class LibraryArrays(DeviceArrays):
-    """The numba variant's adapter, with index_range from this library for int64 arrays."""
+    """The runtime's adapter, with index_range from this library for int64 arrays."""
 
     @staticmethod
     def index_range(x):

@@ -81,8 +81,8 @@ EXERCISES = {
     "s2c_cuda_maxpool2d_relu_backward": (16, "maxpool2d_backward", "pooling.cu"),
     "s2c_cuda_avgpool2d_forward": (16, "avgpool2d_forward", "pooling.cu"),
     "s2c_cuda_avgpool2d_backward": (16, "avgpool2d_backward", "pooling.cu"),
-    "s2c_cuda_im2col": (16, "im2col", "conv.cu"),
-    "s2c_cuda_col2im": (16, "col2im", "conv.cu"),
+    "s2c_cuda_im2col": (16, "im2col", "conv/im2col.cu"),
+    "s2c_cuda_col2im": (16, "col2im", "conv/im2col.cu"),
     # the conv2d ladder (csrc/conv/conv.cuh)
     "s2c_cuda_conv2d_direct": (16, "conv_direct", "conv/01_direct.cu"),
     "s2c_cuda_conv2d_im2col": (16, "conv_im2col", "conv/02_im2col_gemm.cu"),
@@ -121,7 +121,10 @@ CALLS = {
         "task step in optim.cu"),
     "s2c_cuda_linear_forward": "task matmul in matmul.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
-    "s2c_cuda_conv2d_im2col": "tasks im2col in conv.cu and sgemm_cp_async in sgemm/08_cp_async.cu",
+    "s2c_cuda_conv2d_im2col": "tasks im2col in conv/im2col.cu and sgemm_cp_async in "
+                              "sgemm/08_cp_async.cu",
+    "s2c_cuda_conv2d_backward": "task conv2d_backward in conv/backward_dw.cu, conv/backward_dx.cu "
+                                "and conv/nan_recompute.cu",
     **dict.fromkeys(
         ["s2c_cuda_softmax_online", "s2c_cuda_softmax_cross_entropy",
          "s2c_cuda_cross_entropy_loss", "s2c_cuda_cross_entropy_loss_backward"],

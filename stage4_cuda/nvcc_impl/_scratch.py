@@ -4,7 +4,7 @@ split along k). The library's kernels run in order on one stream, so one buffer 
 turn; it grows when an op needs more. A recorded step keeps each call's view, and with it the
 buffer that view points into."""
 
-from ..numba_impl import _device
+from ..runtime import device
 from ._library import check_status, ffi, library
 
 _buffer = None
@@ -27,5 +27,5 @@ def shared_scratch(floats):
         return None
     if _buffer is None or _buffer.size < floats:
         _buffer = None  # freed before the larger one is allocated
-        _buffer = _device.scratch((floats,))
+        _buffer = device.scratch((floats,))
     return _buffer[:floats]

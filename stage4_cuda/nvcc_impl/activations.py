@@ -1,8 +1,8 @@
 """Activations and their gradients (csrc/activations.cu: elementwise; csrc/softmax/: the softmax
 ladder and the backwards), week 14. Each wrapper checks its arguments (argcheck, through the
-numba variant's adapter), allocates the output through the hook `_device.empty` and launches."""
+runtime's adapter), allocates the output through the hook `device.empty` and launches."""
 
-from ..numba_impl import _device
+from ..runtime import device
 from . import _checks
 from ._checks import checks
 from ._library import call
@@ -15,14 +15,14 @@ BEST_SOFTMAX = "online"  # the fastest measured (curriculum/results/softmax-cuda
 
 def _unary(function, x, *scalars):
     """y = f(x) over the checked x (any shape) by library function `function`."""
-    y = _device.empty(x.shape)
+    y = device.empty(x.shape)
     call(function, x, y, x.size, *scalars)
     return y
 
 
 def _binary(function, first, dy, *scalars):
     """dx = f(first, dy) over the checked first (x or y) and dy."""
-    dx = _device.empty(first.shape)
+    dx = device.empty(first.shape)
     call(function, first, dy, dx, first.size, *scalars)
     return dx
 
@@ -71,15 +71,15 @@ def _rowwise(op, x, kernel, log):
     """softmax or log_softmax of the checked x [N, C] by rung `kernel` of SOFTMAX_KERNELS."""
     name = _checks.kernel_name(op, kernel, SOFTMAX_KERNELS, BEST_SOFTMAX)
     rows, cols = x.shape
-    scratch = _device.scratch(2 * rows) if name == "three_pass" else None  # rows' max and sum
-    y = _device.empty(x.shape)
+    scratch = device.scratch(2 * rows) if name == "three_pass" else None  # rows' max and sum
+    y = device.empty(x.shape)
     call(f"s2c_cuda_softmax_{name}", x, y, scratch, rows, cols, log)
     return y
 
 
 def _rowwise_backward(y, dy, log):
     """The gradient of softmax or log_softmax, from the checked y and dy [N, C]."""
-    dx = _device.empty(y.shape)
+    dx = device.empty(y.shape)
     call("s2c_cuda_softmax_backward", y, dy, dx, *y.shape, log)
     return dx
 

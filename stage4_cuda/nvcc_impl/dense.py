@@ -2,7 +2,7 @@
 product, which reads w and dy.T where they lie (no transposed copy) and adds b as it writes y.
 A product of few output tiles and a long depth is split along it, into the shared scratch."""
 
-from ..numba_impl import _device
+from ..runtime import device
 from ._checks import checks
 from ._library import call
 from ._scratch import scratch_for
@@ -17,7 +17,7 @@ def linear_forward(x, w, b):
     """x [N, I], w [O, I], b [O] -> y [N, O] = x @ w.T + b."""
     x, w, b = checks.linear_forward(x, w, b)
     (n, inputs), outputs = x.shape, w.shape[0]
-    y = _device.empty((n, outputs))
+    y = device.empty((n, outputs))
     call("s2c_cuda_linear_forward", x, w, b, y, _scratch(n, inputs, outputs), n, inputs, outputs)
     return y
 
@@ -26,7 +26,7 @@ def linear_backward(x, w, dy):
     """-> (dx [N, I] = dy @ w, dw [O, I] = dy.T @ x, db [O] = the column sums of dy)."""
     x, w, dy = checks.linear_backward(x, w, dy)
     (n, inputs), outputs = x.shape, w.shape[0]
-    dx, dw, db = _device.empty(x.shape), _device.empty(w.shape), _device.empty((outputs,))
+    dx, dw, db = device.empty(x.shape), device.empty(w.shape), device.empty((outputs,))
     call("s2c_cuda_linear_backward", x, w, dy, dx, dw, db, _scratch(n, inputs, outputs), n, inputs,
          outputs)
     return dx, dw, db

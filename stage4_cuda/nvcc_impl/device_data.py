@@ -1,6 +1,6 @@
 """The device-data hooks (CONTRACT.md, "Training with the data on the device") in CUDA C
 (csrc/device_data.cu): what nn's trainer needs to keep the training set on the GPU and gather each
-batch there. Given code, not exercises; the checks are the numba variant's (the same messages).
+batch there. Given code, not exercises; the checks are the runtime's (the numba variant's messages).
 
 - take(x, indices): the rows of x (float32, or int64 labels) at indices.
 - shift_images(x, rows, cols, max_shift, fill): each image moved by its own offset.
@@ -11,8 +11,8 @@ import numpy as np
 
 from argcheck import arrays
 
-from ..numba_impl import _device
-from ..numba_impl._device import DeviceScalar
+from ..runtime import device
+from ..runtime.device import DeviceScalar
 from . import _checks
 from ._library import call, int64_indices
 
@@ -27,7 +27,7 @@ def take(x, indices):
     indices = arrays.indices(_checks.TIER, op, "indices", indices, "B", rows,
                              f"row indices of x in [0, N={rows})")  # fmt: skip
     indices = int64_indices(op, "indices", indices)
-    y = _device.empty((indices.shape[0], *x.shape[1:]), x.dtype)
+    y = device.empty((indices.shape[0], *x.shape[1:]), x.dtype)
     function = "s2c_cuda_take_int64" if is_int else "s2c_cuda_take"
     call(function, x, indices, y, indices.shape[0], x.size // max(rows, 1))
     return y
@@ -41,7 +41,7 @@ def shift_images(x, rows, cols, max_shift, fill):
     rows = int64_indices(op, "rows", _checks.integers(op, "rows", rows, n))
     cols = int64_indices(op, "cols", _checks.integers(op, "cols", cols, n))
     fill = arrays.array(_checks.TIER, op, "fill", fill, "C", C=c)[0]
-    y = _device.empty(x.shape)
+    y = device.empty(x.shape)
     call("s2c_cuda_shift_images", x, rows, cols, fill, y, n, c, h, w, max_shift)
     return y
 
@@ -51,6 +51,6 @@ def correct_count(logits, labels):
     op = "correct_count"
     logits, (n, c) = arrays.array(_checks.TIER, op, "logits", logits, "N, C")
     labels = int64_indices(op, "labels", _checks.integers(op, "labels", labels, n))
-    count = _device.empty(1)
+    count = device.empty(1)
     call("s2c_cuda_correct_count", logits, labels, count, n, c)
     return DeviceScalar(count)

@@ -1,18 +1,18 @@
 """Weight initialization (csrc/init.cu, week 14) from the shared random stream: the weights equal
 every other tier's for the same seed. The fans, and so the bound or the standard deviation, are
-the numba variant's (`fans`, as PyTorch computes them)."""
+the runtime's (`fans`, as PyTorch computes them), as in the numba variant."""
 
 import math
 
-from ..numba_impl import _device
-from ..numba_impl.init import fans
+from ..runtime import device
+from ..runtime.fans import fans
 from ._checks import checks
 from ._library import call
 
 
 def _init(function, shape, seed, spread):
     """A new [shape] array filled by `function` with numbers scaled by spread(fan_in, fan_out)."""
-    w = _device.empty(shape)
+    w = device.empty(shape)
     call(function, w, w.size, seed, spread(*fans(shape)))
     return w
 

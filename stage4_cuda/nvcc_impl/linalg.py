@@ -1,7 +1,7 @@
 """Linear algebra (csrc/linalg.cu, csrc/sgemm/; weeks 14 and 16): matmul through the SGEMM ladder,
 transpose, the elementwise add, mul and scale (with add's row broadcasting), and column sums."""
 
-from ..numba_impl import _device
+from ..runtime import device
 from . import _checks
 from ._checks import checks
 from ._library import SGEMM_RUNGS, call
@@ -17,7 +17,7 @@ def matmul(a, b, kernel="best"):
     a, b = checks.matmul(a, b)
     name = _checks.kernel_name("matmul", kernel, MATMUL_KERNELS, BEST_MATMUL)
     (n, k), m = a.shape, b.shape[1]
-    c = _device.empty((n, m))
+    c = device.empty((n, m))
     call(f"s2c_sgemm_{name}", a, b, c, n, k, m)
     return c
 
@@ -25,14 +25,14 @@ def matmul(a, b, kernel="best"):
 def transpose(a):
     """a [N, M] -> [M, N]."""
     a = checks.transpose(a)
-    out = _device.empty(tuple(a.shape)[::-1])
+    out = device.empty(tuple(a.shape)[::-1])
     call("s2c_cuda_transpose", a, out, *a.shape)
     return out
 
 
 def _broadcast(function, a, b):
     """out = f(a, b) on the checked a and b (a's shape, or one row added to every row)."""
-    out = _device.empty(a.shape)
+    out = device.empty(a.shape)
     call(function, a, b, out, a.size, b.size)
     return out
 
@@ -50,7 +50,7 @@ def mul(a, b):
 def scale(a, s):
     """s * a for a float s; a any shape."""
     a, s = checks.scale(a, s)
-    out = _device.empty(a.shape)
+    out = device.empty(a.shape)
     call("s2c_cuda_scale", a, out, a.size, s)
     return out
 
@@ -58,6 +58,6 @@ def scale(a, s):
 def sum_rows(x):
     """x [N, M] -> [M]: the sum over the rows (column sums), e.g. a bias gradient."""
     x = checks.sum_rows(x)
-    out = _device.empty((x.shape[1],))
+    out = device.empty((x.shape[1],))
     call("s2c_cuda_sum_rows", x, out, *x.shape)
     return out

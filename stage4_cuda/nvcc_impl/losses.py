@@ -13,26 +13,26 @@ number of terms."""
 
 import numpy as np
 
-from ..numba_impl import _device
+from ..runtime import device
 from ._checks import checks
 from ._library import call, int64_indices, library
 
 
 def _loss(function, arguments, sizes, scratch):
     """The mean computed by library function `function`, as a DeviceScalar."""
-    loss = _device.empty((1,))
+    loss = device.empty((1,))
     call(function, *arguments, scratch, loss, *sizes)
-    return _device.DeviceScalar(loss)
+    return device.DeviceScalar(loss)
 
 
 def _partials():
     """Scratch for a two-level mean's partial sums."""
-    return _device.scratch((library().S2C_CUDA_MEAN_BLOCKS,), np.float64)
+    return device.scratch((library().S2C_CUDA_MEAN_BLOCKS,), np.float64)
 
 
 def _gradient(function, arguments, sizes):
     """The gradient computed by `function`, of the first argument's shape."""
-    grad = _device.empty(arguments[0].shape)
+    grad = device.empty(arguments[0].shape)
     call(function, *arguments, grad, *sizes)
     return grad
 
@@ -69,22 +69,22 @@ def _cross_entropy(op, logits, labels, loss, grad):
     if loss is None:
         call("s2c_cuda_cross_entropy_loss_backward", logits, labels, grad, rows, cols)
     else:
-        call("s2c_cuda_cross_entropy_loss", logits, labels, _device.scratch(rows), loss, grad,
+        call("s2c_cuda_cross_entropy_loss", logits, labels, device.scratch(rows), loss, grad,
              rows, cols)  # fmt: skip
 
 
 def cross_entropy_loss(logits, labels):
     """Mean over the batch of -log_softmax(logits)[i, labels[i]]; logits [N, C], labels [N]."""
     logits, labels = checks.cross_entropy_loss(logits, labels)
-    loss = _device.empty((1,))
+    loss = device.empty((1,))
     _cross_entropy("cross_entropy_loss", logits, labels, loss, None)
-    return _device.DeviceScalar(loss)
+    return device.DeviceScalar(loss)
 
 
 def cross_entropy_loss_backward(logits, labels):
     """(softmax(logits) - one_hot(labels)) / N, [N, C]."""
     logits, labels = checks.cross_entropy_loss_backward(logits, labels)
-    grad = _device.empty(logits.shape)
+    grad = device.empty(logits.shape)
     _cross_entropy("cross_entropy_loss_backward", logits, labels, None, grad)
     return grad
 
@@ -93,9 +93,9 @@ def cross_entropy_loss_and_grad(logits, labels):
     """(cross_entropy_loss, cross_entropy_loss_backward) of logits [N, C] and labels [N] from the
     same passes over the logits: read once from device memory (not a contract op: a fused step)."""
     logits, labels = checks.cross_entropy_loss(logits, labels)
-    loss, grad = _device.empty((1,)), _device.empty(logits.shape)
+    loss, grad = device.empty((1,)), device.empty(logits.shape)
     _cross_entropy("cross_entropy_loss", logits, labels, loss, grad)
-    return _device.DeviceScalar(loss), grad
+    return device.DeviceScalar(loss), grad
 
 
 def hinge_loss(scores, labels, margin=1.0):

@@ -4,7 +4,7 @@ those, then a thread per element (or float4) applies the per-channel result."""
 
 import numpy as np
 
-from ..numba_impl import _device
+from ..runtime import device
 from ._checks import checks
 from ._library import call, library
 
@@ -17,7 +17,7 @@ def _sizes(x):
 
 def _partials(channels):
     """Scratch for the library's per-block sums: 2 doubles for each of its blocks per channel."""
-    return _device.scratch((2 * library().S2C_CUDA_BATCHNORM_BLOCKS * channels,), np.float64)
+    return device.scratch((2 * library().S2C_CUDA_BATCHNORM_BLOCKS * channels,), np.float64)
 
 
 def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momentum=0.1,
@@ -32,7 +32,7 @@ def batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momen
         checks.batchnorm_forward(x, gamma, beta, running_mean, running_var, training, momentum,
                                  eps))  # fmt: skip
     c = x.shape[1]
-    y, mean, invstd = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
+    y, mean, invstd = device.empty(x.shape), device.empty((c,)), device.empty((c,))
     partials = _partials(c) if training else None  # evaluation reads the running statistics
     call("s2c_cuda_batchnorm_forward", x, gamma, beta, running_mean, running_var, y, mean, invstd,
          partials, *_sizes(x), training, momentum, eps)
@@ -46,7 +46,7 @@ def batchnorm_backward(dy, x, gamma, saved):
     """
     dy, x, gamma, (mean, invstd) = checks.batchnorm_backward(dy, x, gamma, saved)
     c = x.shape[1]
-    dx, dgamma, dbeta = _device.empty(x.shape), _device.empty((c,)), _device.empty((c,))
+    dx, dgamma, dbeta = device.empty(x.shape), device.empty((c,)), device.empty((c,))
     call("s2c_cuda_batchnorm_backward", dy, x, gamma, mean, invstd, dx, dgamma, dbeta,
          _partials(c), *_sizes(x))
     return dx, dgamma, dbeta

@@ -11,7 +11,7 @@ import numpy as np
 
 from argcheck import arrays
 
-from ..numba_impl import _device
+from ..runtime import device
 from ._checks import TIER, checks
 from ._library import call, geometry, int64_indices
 from .activations import relu_backward
@@ -37,7 +37,7 @@ def maxpool2d_relu_forward(x, k, stride):
 
 def _maxpool(function, x, k, stride, oh, ow):
     n, c = x.shape[0], x.shape[1]
-    y, argmax = _device.empty((n, c, oh, ow)), _device.empty((n, c, oh, ow), np.int64)
+    y, argmax = device.empty((n, c, oh, ow)), device.empty((n, c, oh, ow), np.int64)
     call(function, x, y, argmax, _geometry(x.shape, oh, ow, k, stride))
     return y, argmax
 
@@ -67,7 +67,7 @@ def _route(op, masks, dy, argmax, x_shape, k, stride, oh, ow):
     """dx from library function s2c_cuda_<op>: dy routed to each window's argmax, `masks` (the
     fused op's relu_y, or none) passed between argmax and dx."""
     argmax = int64_indices(op, "argmax", argmax)
-    dx = _device.empty(x_shape)
+    dx = device.empty(x_shape)
     call(f"s2c_cuda_{op}", dy, argmax, *masks, dx, _geometry(x_shape, oh, ow, k, stride))
     return dx
 
@@ -75,7 +75,7 @@ def _route(op, masks, dy, argmax, x_shape, k, stride, oh, ow):
 def avgpool2d_forward(x, k, stride):
     """x [N, C, H, W] -> y [N, C, OH, OW], the mean of each k x k window."""
     x, k, stride, oh, ow = checks.avgpool2d_forward(x, k, stride)
-    y = _device.empty((x.shape[0], x.shape[1], oh, ow))
+    y = device.empty((x.shape[0], x.shape[1], oh, ow))
     call("s2c_cuda_avgpool2d_forward", x, y, _geometry(x.shape, oh, ow, k, stride))
     return y
 
@@ -83,6 +83,6 @@ def avgpool2d_forward(x, k, stride):
 def avgpool2d_backward(dy, x_shape, k, stride):
     """dy [N, C, OH, OW] spread evenly over each window -> dx [N, C, H, W] (x_shape)."""
     dy, x_shape, k, stride, oh, ow = checks.avgpool2d_backward(dy, x_shape, k, stride)
-    dx = _device.empty(x_shape)
+    dx = device.empty(x_shape)
     call("s2c_cuda_avgpool2d_backward", dy, dx, _geometry(x_shape, oh, ow, k, stride))
     return dx

@@ -1,5 +1,5 @@
-"""Recorded steps on the nvcc variant: the numba variant's recordings (numba_impl/recording.py)
-with this library's calls in them, which a CUDA graph can capture (csrc/graph.cu).
+"""Recorded steps on the nvcc variant: the runtime's recordings (runtime/recording.py, the numba
+variant's) with this library's calls in them, which a CUDA graph can capture (csrc/graph.cu).
 
 `record_step(step)` records the library calls `step()` makes (function, arguments as passed to C,
 the parameter names of s2c_cuda.h, so that a scalar such as `lr` can be replaced by name) as well
@@ -18,8 +18,8 @@ an optimizer's momentum steps, one per parameter, become one s2c_cuda_momentum_s
 import itertools
 from contextlib import contextmanager
 
-from ..numba_impl import recording as numba_recording
-from ..numba_impl.recording import check_copy
+from ..runtime import recording as device_recording
+from ..runtime.recording import check_copy
 from . import _library
 from ._library import ffi
 
@@ -55,7 +55,7 @@ def _launcher(function):
 
 def record_step(step):
     """(step(), the Recording of the library calls and kernels it made): `step` runs once."""
-    result, recording = numba_recording.record_step(step, also=_library_calls_into)
+    result, recording = device_recording.record_step(step, also=_library_calls_into)
     recording.launches = _momentum_steps_merged(recording.launches)
     return result, recording
 

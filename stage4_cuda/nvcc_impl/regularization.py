@@ -1,7 +1,7 @@
 """Dropout (csrc/dropout.cu, week 16): element i is kept when uniform(seed, i) >= p, from the
 shared random stream, so the mask equals every other tier's for the same seed."""
 
-from ..numba_impl import _device
+from ..runtime import device
 from ._checks import checks
 from ._library import call
 
@@ -9,7 +9,7 @@ from ._library import call
 def dropout_forward(x, p, seed):
     """-> (y, mask): y = x * mask / (1 - p), mask[i] = 1.0 where uniform(seed, i) >= p."""
     x, p, seed = checks.dropout_forward(x, p, seed)
-    y, mask = _device.empty(x.shape), _device.empty(x.shape)
+    y, mask = device.empty(x.shape), device.empty(x.shape)
     call("s2c_cuda_dropout_forward", x, y, mask, x.size, p, seed)
     return y, mask
 
@@ -17,6 +17,6 @@ def dropout_forward(x, p, seed):
 def dropout_backward(dy, mask, p):
     """dy * mask / (1 - p)."""
     dy, mask, p = checks.dropout_backward(dy, mask, p)
-    dx = _device.empty(dy.shape)
+    dx = device.empty(dy.shape)
     call("s2c_cuda_dropout_backward", dy, mask, dx, dy.size, p)
     return dx

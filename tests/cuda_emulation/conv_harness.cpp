@@ -121,7 +121,7 @@ int main(int argc, char **argv)
         auto applies = [&](int rung) {
             bool winograd = rung == CONV_WINOGRAD || rung == CONV_WINOGRAD_4X4;
             if (winograd) return R == 3 && S == 3 && g.stride == 1;
-            return rung != CONV_SHALLOW || C * R * S <= SHALLOW_DEPTH;
+            return rung != CONV_SHALLOW || C * R * S <= S2C_CUDA_SHALLOW_DEPTH;
         };
         for (const auto &rung : rungs) {
             if (!applies(rung.rung)) continue;

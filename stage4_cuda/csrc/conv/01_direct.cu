@@ -10,12 +10,11 @@
  * the index arithmetic of each load costs as much as the FMA. Even on the first layers of the
  * curriculum's networks (C = 1: 9 or 25 products per output), where writing y should set the
  * speed, the arithmetic does: 64-bit divisions to split i, and loads of the same weights for every
- * output (the Fashion CNN's conv1 at batch 256: 210 us on an H100, where rung 7, which keeps a
- * window in registers and the filters in shared memory, takes 26).
+ * output (rung 7 keeps a window in registers and the filters in shared memory instead).
  *
  * Cost model: 2 N K OH OW C R S FLOPs; device memory at best x, w and y once: 4 (N C H W + K C R S
  * + N K OH OW) bytes (Fashion-CNN conv1 at batch 64: 50 MFLOP, 11 MB: its stores would bound it,
- * at about 4 us on an H100, were it not for the arithmetic above).
+ * were it not for the arithmetic above).
  *
  * Run it: python -m grader.conv_bench --kernel direct */
 #include "conv.cuh"

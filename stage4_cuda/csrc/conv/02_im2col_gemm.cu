@@ -2,7 +2,7 @@
  * rung (../sgemm/08_cp_async.cu).
  *
  * What it changes: rung 1 computes each output from scratch; here convolving becomes a matrix
- * product, the operation the SGEMM ladder made fast. im2col (../conv.cu) copies every receptive
+ * product, the operation the SGEMM ladder made fast. im2col (im2col.cu) copies every receptive
  * field into a column of cols [C*R*S, N*OH*OW] (the batch last: the whole batch is ONE product,
  * large enough to fill the GPU), the weights seen as [K, C*R*S] multiply it into
  * product [K, N*OH*OW], and a last kernel moves that to y's [N, K, OH, OW] adding the bias.

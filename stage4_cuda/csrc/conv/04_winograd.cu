@@ -27,9 +27,9 @@
  * read once, 8 * 16 (C + K) T bytes (28 MB there).
  *
  * Shapes it does not handle (another kernel size or stride) are refused with S2C_CUDA_BAD_ARGUMENT;
- * the Python wrapper never sends them (it says why first).
+ * the wrapper never sends them (dispatch.cu runs implicit_gemm instead).
  *
- * The backward's dx (backward.cu) runs here too where it takes 2x2 blocks (rung 6 where 4x4 cost
+ * The backward's dx (backward_dx.cu) runs here too where it takes 2x2 blocks (rung 6 where 4x4 cost
  * fewer products: conv.cuh's winograd_block): for stride 1 it is the forward of dy through the
  * filters turned by 180 degrees with filters and channels swapped, padded by 2 - padding
  * (conv_winograd with `turned`: the filter transform reads w[c, k, 2 - r, 2 - s]), and no bias.

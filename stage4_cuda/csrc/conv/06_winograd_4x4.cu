@@ -25,9 +25,9 @@
  * rule of which to take, where 36 x rung 6's blocks is fewer than 16 x rung 4's, is
  * winograd_block (conv.cuh); "best" and the backward follow it.
  *
- * The backward (backward.cu) takes it too: dx as dy through the turned filters (conv_winograd_4x4
- * with `turned`, as rung 4), and dw by the transpose of the same algorithm, F(3x3, 4x4): for dy's
- * 4x4 block e over the patch d,
+ * The backward takes it too: dx (backward_dx.cu) as dy through the turned filters
+ * (conv_winograd_4x4 with `turned`, as rung 4), and dw (backward_dw.cu) by the transpose of the
+ * same algorithm, F(3x3, 4x4): for dy's 4x4 block e over the patch d,
  *
  *     dw[k, c] = G^T [ sum over blocks of (A e A^T) * (B^T d B) ] G
  *
@@ -347,8 +347,8 @@ __global__ void output_transform_4x4_kernel(const float *m, const float *b, floa
  * transforms its block into shared memory, where the block's planes lie as they will in y, and
  * the threads then copy them out in order: each plane is one run of OH * OW floats in y. The
  * kernel above stores a thread's 16 outputs where they belong: a warp's store then spreads over
- * about 16 sectors of 32 bytes (the neighbouring thread's block is 4 outputs along), and the
- * Fashion CNN's conv2 took 48 us at batch 256 for 58 MB of traffic (1.2 TB/s). */
+ * about 16 sectors of 32 bytes (the neighbouring thread's block is 4 outputs along), far below
+ * the memory's speed. */
 __global__ void output_transform_4x4_staged_kernel(const float *m, const float *b, float *y,
                                                    conv_geometry g, winograd_shape shape,
                                                    fast_divider plane_size)

@@ -8,11 +8,10 @@
  *
  * Why it exists: a first layer (C = 1, a depth of 9 or 25) leaves rung 3's product little to
  * reuse. Its tile pads the depth to one step of 16 and each block loads, waits and stores once,
- * so the Fashion CNN's conv1 at batch 256 ran at a third of the memory's speed there (47 us for
- * its 44 MB of y on an H100), and rung 1 at a seventh (208 us: a 64-bit division or two and
- * twice the loads for every FMA). Here the stores of y set the speed. The window must fit in
- * registers: SHALLOW_DEPTH weights or fewer a filter, so deeper layers are refused (the Python
- * side runs implicit_gemm for them, as it does for Winograd on layers that are not 3x3).
+ * far below the memory's speed, and rung 1 is slower still (a 64-bit division or two and twice
+ * the loads for every FMA). Here the stores of y set the speed. The window must fit in
+ * registers: S2C_CUDA_SHALLOW_DEPTH weights or fewer a filter, so deeper layers are refused
+ * (dispatch.cu runs implicit_gemm for them, as it does for Winograd on layers that are not 3x3).
  *
  * Cost model: 2 N K OH OW C R S FLOPs; device memory x, w and y once: 4 (N C H W + K C R S +
  * N K OH OW) bytes (Fashion-CNN conv1 at batch 256: 0.2 GFLOP, 45 MB: bound by its stores).
@@ -35,7 +34,7 @@ extern "C" int s2c_cuda_conv2d_shallow(const float *x, const float *w, const flo
 {
     // BEGIN SOLUTION week 16, task conv_shallow
     (void)scratch; /* none needed */
-    if (conv_rows(*g) > SHALLOW_DEPTH) return S2C_CUDA_BAD_ARGUMENT;
+    if (conv_rows(*g) > S2C_CUDA_SHALLOW_DEPTH) return S2C_CUDA_BAD_ARGUMENT;
     int64_t groups = blocks_for(g->filters, SHALLOW_FILTERS);
     if (groups > 65535) return S2C_CUDA_BAD_ARGUMENT; /* the grid's y */
     int64_t positions = blocks_for(g->n * conv_positions(*g), SHALLOW_THREADS);
@@ -43,7 +42,7 @@ extern "C" int s2c_cuda_conv2d_shallow(const float *x, const float *w, const flo
     bool narrow = conv_rows(*g) <= SHALLOW_NARROW;
     return with_kernel_size(*g, [&](auto kh, auto kw) {
         auto kernel = narrow ? conv_shallow_kernel<SHALLOW_NARROW, kh.value, kw.value>
-                             : conv_shallow_kernel<SHALLOW_DEPTH, kh.value, kw.value>;
+                             : conv_shallow_kernel<S2C_CUDA_SHALLOW_DEPTH, kh.value, kw.value>;
         launch_overlapped(kernel, blocks, SHALLOW_THREADS, 0, x, w, b, y, *g);
         LAUNCH_CHECK("conv_shallow_kernel");
         return S2C_CUDA_OK;

@@ -23,7 +23,10 @@
  *     7 shallow        07_shallow.cu        direct again for C*R*S <= 32: a window in registers,
  *                                           every filter of a group applied to it
  *
- * backward.cu holds the backward (dx, dw, db), as implicit products too. */
+ * Beside them: dispatch.cu makes the ladder's choices (the rung "best" runs, the backward's
+ * Winograd, the scratch sizes); backward.cu is the backward, dw and db in backward_dw.cu, dx in
+ * backward_dx.cu, and the passes of the definition for a NaN or an Inf in nan_recompute.cu;
+ * im2col.cu holds the ops im2col and col2im. */
 #ifndef S2C_CONV_CUH
 #define S2C_CONV_CUH
 
@@ -45,9 +48,8 @@ enum conv_rung {
     CONV_SHALLOW = 7
 };
 
-/* The deepest window (C*R*S) rung 7 holds in registers: a 5x5 layer of one channel (25), a 3x3
- * layer of up to three (27). */
-#define SHALLOW_DEPTH 32
+/* The deepest window (C*R*S) rung 7 holds in registers is S2C_CUDA_SHALLOW_DEPTH (s2c_cuda.h): a
+ * 5x5 layer of one channel (25), a 3x3 layer of up to three (27). */
 
 static inline __host__ __device__ int64_t conv_rows(const conv_geometry &g)
 {
@@ -94,6 +96,11 @@ struct fast_divider {
     }
 };
 
+/* Blocks that look for a NaN or an Inf in w (or x) in the backward, one flag each
+ * (nan_recompute.cu): a grid of them keeps enough loads in flight, where one block's threads
+ * would wait for theirs one after another. */
+#define CONV_FLAG_BLOCKS 256
+
 /* The scratch floats each rung needs (defined by the rung's file; 0 for none). */
 int64_t conv_im2col_scratch(const conv_geometry &g);
 int64_t conv_winograd_scratch(const conv_geometry &g);
@@ -139,9 +146,9 @@ static inline __host__ __device__ winograd_patch winograd_patch_of(int64_t i, in
             t % shape.tiles_wide * block};
 }
 /* The grid of a pass that recomputes a result by its definition where a NaN or an Inf was flagged
- * (a grid stride over `blocks` blocks' work): two blocks a multiprocessor at most. Each block
- * first reads every flag and, as nearly always, returns: 1024 blocks reading the 2048 flags of
- * the Fashion CNN's conv2 dx at batch 256 took 6.1 us on an H100. */
+ * (a grid stride over `blocks` blocks' work): two blocks a multiprocessor at most, since each
+ * block first reads every flag and, as nearly always, returns: more blocks would only read the
+ * flags more often. */
 static inline int64_t by_definition_blocks(int64_t blocks)
 {
     int64_t most = 2 * (int64_t)device_multiprocessors();
@@ -193,9 +200,9 @@ static __device__ int64_t winograd_sum_pieces(const float *partial, int64_t piec
     return xi == 0 && i < pairs ? i : -1;
 }
 
-/* The block the backward (and nvcc_impl/conv.py's "best") takes for a layer's outputs: 4 (rung 6)
- * when its 36 products a block come to fewer than rung 4's 16 a block, else 2. Blocks past the
- * edge count: 13x13 outputs take 16 blocks of 4x4 (576 products) or 49 of 2x2 (784). */
+/* The block Winograd takes for a layer's outputs ("best" and the backward, dispatch.cu): 4
+ * (rung 6) when its 36 products a block come to fewer than rung 4's 16 a block, else 2. Blocks
+ * past the edge count: 13x13 outputs take 16 blocks of 4x4 (576 products) or 49 of 2x2 (784). */
 static inline int winograd_block(const conv_geometry &g)
 {
     int64_t large = WINOGRAD_4X4_ENTRIES * winograd_tiles(g, 4).tiles;
@@ -214,5 +221,38 @@ int64_t winograd_4x4_input_transform_blocks(const conv_geometry &g);
  * and dw [K, C, 3, 3] from the 36 products' partial sums [36 x pieces, K, C]. */
 int winograd_4x4_gradient_transform(const float *dy, float *e, const conv_geometry &g);
 int winograd_4x4_weights(const float *partial, float *dw, int64_t pieces, int64_t pairs);
+
+/* dx as a forward convolution (stride 1): dy [N, K, OH, OW] through the turned filters, K
+ * channels in and C filters out, into [N, C, H, W]. */
+static inline conv_geometry conv_input_gradient_geometry(const conv_geometry &g)
+{
+    conv_geometry turned = g;
+    turned.channels = g.filters, turned.filters = g.channels;
+    turned.height = g.out_height, turned.width = g.out_width;
+    turned.out_height = g.height, turned.out_width = g.width;
+    turned.padding = g.kh - 1 - g.padding;
+    return turned;
+}
+
+/* The backward's parts (backward.cu calls them; dispatch.cu decides which way each goes). */
+bool conv_backward_takes_winograd(const conv_geometry &g); /* dispatch.cu */
+/* dw and db (backward_dw.cu); `work` is conv_weight_gradient_scratch(g) floats, `x_flags`
+ * CONV_FLAG_BLOCKS floats. */
+int64_t conv_weight_gradient_scratch(const conv_geometry &g);
+int conv_weight_gradient(const float *x, const float *dy, float *dw, float *db, float *work,
+                         float *x_flags, const conv_geometry &g);
+/* dx (backward_dx.cu); `winograd` is conv_input_gradient_scratch(g) floats, `flags`
+ * CONV_FLAG_BLOCKS floats. */
+int64_t conv_input_gradient_scratch(const conv_geometry &g);
+int conv_input_gradient(const float *w, const float *dy, float *dx, float *winograd, float *flags,
+                        const conv_geometry &g);
+/* The passes of the definition (nan_recompute.cu): flags[block] = 1 where a block's share of
+ * values[0 .. count) holds a NaN or an Inf (CONV_FLAG_BLOCKS blocks), else 0; dx or dw again by
+ * the definition when any of the flags is set. */
+int conv_flag_nonfinite(const float *values, int64_t count, float *flags);
+int conv_recompute_input_gradient(const float *w, const float *dy, float *dx, const float *flags,
+                                  const conv_geometry &g);
+int conv_recompute_weight_gradient(const float *x, const float *dy, float *dw, const float *flags,
+                                   int64_t flag_count, const conv_geometry &g);
 
 #endif

@@ -64,8 +64,8 @@ __device__ float tree_reduce(float value, Op op)
 /* The statistics of the elements seen so far: their maximum and sum(exp(x - maximum)). Nothing
  * seen: {-inf, 0}. Rungs 4 and 5 take exp as __expf, the hardware's 2^x (ex2.approx) of x log2(e):
  * two instructions against about ten for expf, within a few units of 2^-23 of it relative, and
- * still exp(-inf) = 0, exp(NaN) = NaN. With expf the first pass spent more time computing than
- * reading at [4096, 32768] on an H100 (the loss alone read at 67% of the copy bandwidth). */
+ * still exp(-inf) = 0, exp(NaN) = NaN. With expf the first pass would spend more time computing
+ * than reading. */
 struct RowStats {
     float max, sum;
 };
@@ -156,9 +156,8 @@ static inline __device__ RowSplit split_row(const float *row, int64_t cols)
  * thread then has 64 registers (65,536 a multiprocessor), and HELD_MAX float4s take 48 of them.
  * So a block holds rows of up to 1024 x 12 x 4 = 49,152 floats in registers; of a row of
  * GPT-2's vocabulary (50,257) it reads the last 2% twice. With 13 float4s (53,248 floats, all of
- * it) ptxas had too few registers left and spilled one float4 to local memory; that store waits
- * for its load, and the loads after it wait too: 93.8% of the copy bandwidth against 97.9% with
- * 12, at [8192, 50257] on an H100. */
+ * it) ptxas has too few registers left and spills one float4 to local memory; that store waits
+ * for its load, and the loads after it wait too, which costs more than the 2% read twice. */
 #ifndef ONLINE_THREADS /* tests/test_softmax_cuda.py also builds the rungs with 64 */
 #define ONLINE_THREADS 1024
 #endif
@@ -171,10 +170,9 @@ static inline __device__ RowSplit split_row(const float *row, int64_t cols)
  * once, the bytes of a copy, with no second pass over the row. What registers do not hold is
  * read where it lies, and read again for the outputs (from L2, evict-first): the head and tail
  * floats (split_row), and, in a row longer than HELD float4s a thread, the float4s past those.
- * Measured on an H100 at [8192, 50257] (softmax-cuda-h100.md): the row read twice, kept in
- * shared memory between the two passes, gave 78% of the copy bandwidth; a persistent block that
- * copied the next row into shared memory (cp.async) while it wrote the last, 87%; the row held
- * in registers, 98%. */
+ * Holding the row in registers beats keeping it in shared memory between the passes, and a
+ * persistent block copying the next row in with cp.async (csrc/softmax/README.md compares
+ * them). */
 template <int HELD>
 struct HeldRow {
     const float *row;
@@ -194,8 +192,8 @@ struct HeldRow {
 
     /* The threads of the block: ONLINE_THREADS whenever a thread holds more than one float4
      * (held_launch), known at compile time so that the HELD loads take constant offsets from one
-     * address. With blockDim.x there, each load had an address register of its own, and ptxas
-     * spilled held float4s to local memory: 84% of the copy bandwidth at [8192, 50257]. */
+     * address. With blockDim.x there, each load would take an address register of its own, and
+     * ptxas would spill held float4s to local memory. */
     __device__ int64_t stride() const { return HELD == 1 ? blockDim.x : ONLINE_THREADS; }
     /* The index of this thread's k-th float4 in the row's float4s. */
     __device__ int64_t quad(int64_t k) const { return threadIdx.x + k * stride(); }

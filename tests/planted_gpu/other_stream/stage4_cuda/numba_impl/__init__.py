@@ -6,7 +6,10 @@ import ctypes
 
 from numba import cuda
 
-from stage4_cuda.numba_impl import _device, activations, elementwise
+from stage4_cuda.numba_impl import activations, elementwise
+from stage4_cuda.runtime import device
+from stage4_cuda.runtime.device import flat
+from stage4_cuda.runtime.launch import BLOCK, blocks_for
 from tests.planted_gpu.reference import *  # noqa: F403
 
 CU_STREAM_NON_BLOCKING = 1
@@ -24,9 +27,9 @@ def _non_blocking_stream():
 def relu(x):
     global _stream
     _stream = _stream or _non_blocking_stream()
-    y = _device.empty(x.shape)
-    blocks = _device.blocks_for(x.size, _device.BLOCK * elementwise.PER_THREAD)
-    activations._relu[blocks, _device.BLOCK, _stream](
-        _device.flat(x), _device.flat(y), elementwise.UNUSED
+    y = device.empty(x.shape)
+    blocks = blocks_for(x.size, BLOCK * elementwise.PER_THREAD)
+    activations._relu[blocks, BLOCK, _stream](
+        flat(x), flat(y), elementwise.UNUSED
     )
     return y

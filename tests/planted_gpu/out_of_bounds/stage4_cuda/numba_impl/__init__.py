@@ -4,7 +4,9 @@ memcheck reports the write (`make sanitize`)."""
 
 from numba import cuda
 
-from stage4_cuda.numba_impl import _device
+from stage4_cuda.runtime import device
+from stage4_cuda.runtime.device import flat
+from stage4_cuda.runtime.launch import BLOCK, blocks_for, launch
 from tests.planted_gpu.reference import *  # noqa: F403
 
 
@@ -16,7 +18,7 @@ def _relu_overhang(x, y):
 
 
 def relu(x):
-    y = _device.empty(x.shape)
-    _device.launch(_relu_overhang, _device.blocks_for(x.size + 1), _device.BLOCK,
-                   _device.flat(x), _device.flat(y))
+    y = device.empty(x.shape)
+    launch(_relu_overhang, blocks_for(x.size + 1), BLOCK,
+                   flat(x), flat(y))
     return y

@@ -2,7 +2,9 @@
 
 from numba import cuda
 
-from stage4_cuda.numba_impl import _device
+from stage4_cuda.runtime import device
+from stage4_cuda.runtime.device import flat
+from stage4_cuda.runtime.launch import launch_elementwise
 from tests.planted_gpu.reference import *  # noqa: F403
 
 
@@ -14,6 +16,6 @@ def _relu_short(x, y):
 
 
 def relu(x):
-    y = _device.empty(x.shape)
-    _device.launch_elementwise(_relu_short, x.size, _device.flat(x), _device.flat(y))
+    y = device.empty(x.shape)
+    launch_elementwise(_relu_short, x.size, flat(x), flat(y))
     return y

@@ -1,36 +1,17 @@
-/* conv.cu -- im2col and col2im (week 16), and the scratch each rung of the conv2d ladder needs.
+/* im2col.cu -- im2col and col2im (week 16).
  *
  * im2col copies every receptive field into a column, so that convolving is a matrix product. The
  * op im2col returns the contract's layout [N, C*kh*kw, OH*OW]; the ladder's rung 2
- * (conv/02_im2col_gemm.cu) uses the same kernel with the batch moved last, [C*kh*kw, N*OH*OW], so
+ * (02_im2col_gemm.cu) uses the same kernel with the batch moved last, [C*kh*kw, N*OH*OW], so
  * that the whole batch is ONE product with the weights seen as [K, C*kh*kw]: a big product fills
  * the GPU, where N small ones would not. A layout reaches the kernels as the strides of its batch
  * and row indices; the position index p = oh*OW + ow always has stride 1 within an image's block.
  *
  * col2im, the adjoint, gathers: one thread per input pixel adds the column entries that came
- * from it (deterministic, unlike a scatter with atomic additions).
- *
- * The conv2d rungs themselves are in conv/, one file each (conv/conv.cuh lists them). */
-#include "conv/conv.cuh"
+ * from it (deterministic, unlike a scatter with atomic additions). */
+#include "conv.cuh"
 
 #define CONV_THREADS 256
-
-extern "C" int s2c_cuda_conv2d_scratch(const conv_geometry *g, int rung, int64_t *floats)
-{
-    switch (rung) {
-    case CONV_BACKWARD: *floats = conv_backward_scratch(*g); break;
-    case CONV_IM2COL: *floats = conv_im2col_scratch(*g); break;
-    case CONV_WINOGRAD: *floats = conv_winograd_scratch(*g); break;
-    case CONV_FFT: *floats = conv_fft_scratch(*g); break;
-    case CONV_WINOGRAD_4X4: *floats = conv_winograd_4x4_scratch(*g); break;
-    case CONV_DIRECT:
-    case CONV_IMPLICIT_GEMM:
-    case CONV_SHALLOW: *floats = 0; break;
-    default: return S2C_CUDA_BAD_ARGUMENT;
-    }
-    return S2C_CUDA_OK;
-}
-
 
 /* (batch stride, row stride) of the columns: [N, rows, P], or [rows, N*P] when batch_last. */
 static inline void column_strides(const conv_geometry *g, int batch_last, int64_t *batch,

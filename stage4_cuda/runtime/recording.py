@@ -11,15 +11,16 @@ from step to step is either copied into those buffers before a launch (`copy_int
 indices) or is a scalar argument replaced by its name (`launch(lr=...)`: a learning rate that
 follows a schedule), converted to the type it was recorded with.
 
-The nvcc variant records its library's calls the same way (nvcc_impl/recording.py), into the same
-Recording, and can capture one into a CUDA graph. The checks' own kernel (the range of labels,
-`_checks.range_kernel`, whose result the host reads) is not recorded: it computes nothing the step
-uses.
+The numba variant's recordings are these; the nvcc variant records its library's calls the same
+way (nvcc_impl/recording.py), into the same Recording, and can capture one into a CUDA graph.
+The checks' own kernel (the range of labels, `checks.range_kernel`, whose result the host reads)
+is not recorded: it computes nothing the step uses.
 """
 
 import inspect
 
-from . import _checks, _device
+from . import checks, launch
+from .device import flat
 
 
 class Recording:
@@ -45,14 +46,14 @@ class Recording:
 
 
 def _kernel_recorder(recording):
-    """What `_device.launch` calls with each numba launch while `recording` records."""
+    """What `launch.launch` calls with each numba launch while `recording` records."""
 
     def record(kernel, blocks, threads, arguments):
-        if kernel is _checks.range_kernel:
+        if kernel is checks.range_kernel:
             return
         names = list(inspect.signature(kernel.py_func).parameters)
         # configured at each launch: the simulator's kernel[...] reconfigures the kernel itself
-        recording.add("numba", lambda *args: _device.run(kernel[blocks, threads], *args),
+        recording.add("numba", lambda *args: launch.run(kernel[blocks, threads], *args),
                       arguments, names)  # fmt: skip
 
     return record
@@ -63,7 +64,7 @@ def record_step(step, also=None):
     given, is called with the recording and must return a context manager that records more
     (the nvcc variant's library calls)."""
     recording = Recording()
-    _device.recorder = _kernel_recorder(recording)
+    launch.recorder = _kernel_recorder(recording)
     try:
         if also is None:
             result = step()
@@ -71,7 +72,7 @@ def record_step(step, also=None):
             with also(recording):
                 result = step()
     finally:
-        _device.recorder = None
+        launch.recorder = None
     return result, recording
 
 
@@ -79,7 +80,7 @@ def copy_into(destination, source, at=0, start=0, count=None):
     """destination[at : at + count] = source[start : start + count], over C-contiguous device
     arrays seen flat (the same dtype; count: all of source from start); returns at once."""
     count = check_copy(destination, source, at, start, count)
-    flat_destination, flat_source = _device.flat(destination), _device.flat(source)
+    flat_destination, flat_source = flat(destination), flat(source)
     flat_destination[at : at + count].copy_to_device(flat_source[start : start + count])
 
 

@@ -3,17 +3,18 @@ size.
 
 numba allocates every device array with cuMemAlloc and frees it with cuMemFree. Both are slow
 (hundreds of microseconds for large blocks) and synchronize the device, so an elementwise op on
-16 million floats, which streams its 128 MB in about 50 us, spent most of its time allocating its
-output. Training allocates the same shapes at every step, so a block kept on a free list (keyed
-by its size) serves the next step's array of that size at no cost; PyTorch's caching allocator
-works the same way.
+16 million floats, which streams its 128 MB in tens of microseconds, would spend most of its
+time allocating its output. Training allocates the same shapes at every step, so a block kept on
+a free list (keyed by its size) serves the next step's array of that size at no cost; PyTorch's
+caching allocator works the same way.
 
-Reuse is safe because every kernel and copy of this tier runs on the default stream, in order: a
+Reuse is safe because every kernel and copy of both variants runs in order with the default
+stream (the nvcc library's per-thread default stream waits for it, and it for them): a
 block is handed out again only after the host has dropped the array that used it, so any kernel
 that wrote or read it was launched before the kernels of its next owner. When the device runs out
 of memory, the cached blocks are freed and the allocation is tried again.
 
-Only a real GPU uses it (`_device` installs it there). Under NUMBA_ENABLE_CUDASIM=1,
+Only a real GPU uses it (device.py installs it there). Under NUMBA_ENABLE_CUDASIM=1,
 `numba.cuda.cudadrv.driver` is the simulator's stub, which has no memory managers (its "device"
 arrays are NumPy arrays): the class then stands on `object`, only so that the module imports.
 """
@@ -40,8 +41,8 @@ class CachingMemoryManager(getattr(driver, "NumbaCUDAMemoryManager", object)):
 
     def initialize(self):
         # numba calls this at every API call that makes sure of a context (each allocation and
-        # launch): the device's memory is asked for once (cuMemGetInfo took more host time than
-        # the allocation it came with).
+        # launch): the device's memory is asked for once (cuMemGetInfo costs more host time than
+        # the allocation it comes with).
         super().initialize()
         if not self.cache_limit:
             self.cache_limit = CACHE_FRACTION * self.get_memory_info().total
