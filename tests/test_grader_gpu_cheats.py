@@ -37,6 +37,25 @@ CHEATS = [
      r"^(relu: ran in [\d.]+ us, below the memory bound|(on fresh inputs )?after timing)"),
     ("missing_sync", "matmul", "gpu", "correct|determinism|speed",
      r"^(matmul: y\[[\d, ]+\] expected|matmul: run \d differs from run 1|after timing)"),
+    # right for the shapes tried: a capped grid, grid.y past 65535, a row past an unrolled block
+    ("relu_capped_grid", "relu", "any", "correct",
+     r"^relu: y\[2, \d+\] was never written .* elements never written \[case 5 of \d+: x\[3, 1037\]"),
+    ("sigmoid_grid_y", "sigmoid", "gpu", "correct",
+     r"^sigmoid: y\[65535, 0\] was never written .*x\[70001, 3\]"),
+    ("softmax_unrolled_row", "softmax", "any", "correct",
+     r"^softmax: y\[0, 1024\] was never written .*x\[2, (4097|6151)\]"),
+    # an optional argument, a loss judged relative to its size, an input overwritten
+    ("conv_no_dx_db_unwritten", "conv2d_backward", "any", "correct",
+     r"^conv2d_backward: db\[0\] was never written .* need_dx=False\]"),
+    ("mse_first_blocks", "mse_loss", "gpu", "speed",
+     r"^after timing: mse_loss: loss expected [\d.]+, received [\d.e-]+ \(tolerance"),
+    ("relu_into_input", "relu", "any", "correct", r"^relu: modified its input x \(only optimizers"),
+    # arguments across their domains; labels outside [0, C) refused
+    ("leaky_backward_compare", "leaky_relu_backward", "any", "correct",
+     r"^leaky_relu_backward: dx\[[\d, ]+\] expected .* alpha=2.5\]"),
+    ("cross_entropy_clamped_labels", "cross_entropy_loss", "any", "correct",
+     r"^cross_entropy_loss: accepted labels\[0\] = 10, outside \[0, C=10\); the contract "
+     r"refuses it with a ValueError"),
 ]  # fmt: skip
 
 
