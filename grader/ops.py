@@ -164,13 +164,14 @@ CONV_CASES = (  # (n, c, h, w, k, r, s, stride, padding)
     (1, 3, 6, 7, 2, 5, 5, 1, 2),
     (1, 16, 4, 3, 16, 3, 3, 1, 1),  # 16 channels and filters: stage 4's Winograd, forward, dx, dw
 )
-# conv2d's own: stride and padding left at their defaults, one of them only; need_dx=False
+# conv2d's own: stride and padding left at their defaults, both or one; need_dx=False (the
+# backward's tenth entry) on a batch of two with stride 2
 CONV2D_CASES = (
     (1, 1, 5, 5, 1, 3, 3, DEFAULT, DEFAULT),
-    *CONV_CASES[1:],
-    (2, 2, 6, 5, 3, 3, 3, DEFAULT, 1),
-    (2, 3, 7, 6, 4, 3, 3, 2, 1, False),
-    (1, 2, 6, 6, 2, 3, 3, DEFAULT, DEFAULT, False),
+    CONV_CASES[1],
+    (*CONV_CASES[2], False),
+    (1, 3, 6, 7, 2, 5, 5, DEFAULT, 2),
+    CONV_CASES[4],
 )
 CONV_GRAD_CASES = ((2, 2, 5, 6, 3, 3, 3, 1, 1), (1, 2, 8, 6, 2, 3, 2, 2, 2))
 POOL_CASES = (  # (n, c, h, w, k, stride, ties)
