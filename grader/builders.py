@@ -222,8 +222,8 @@ def build_dropout(rng, size):
 
 
 # Hyper-parameters of each optimizer case (size = (shape, variant)): every optional one left at
-# its default, then each away from its default, then at the edges of its domain (a decay of 0 or a
-# weight decay that dominates the gradient; eps as large as the root it is added to).
+# its default, then each away from its default, then at the edges of its domain (a decay of 0 or
+# 1, a weight decay that dominates the gradient, an eps as large as the root it is added to).
 OPTIMIZER_VARIANTS = {
     "sgd_step": (
         {"lr": 0.1, "weight_decay": DEFAULT},
@@ -233,7 +233,7 @@ OPTIMIZER_VARIANTS = {
     "momentum_step": (
         {"lr": 0.1, "momentum": 0.9, "nesterov": DEFAULT, "weight_decay": DEFAULT},
         {"lr": 0.05, "momentum": 0.8, "nesterov": True, "weight_decay": 0.01},
-        {"lr": 0.5, "momentum": 0.0, "nesterov": False, "weight_decay": 2.0},
+        {"lr": 0.5, "momentum": 1.0, "nesterov": False, "weight_decay": 2.0},
     ),
     "rmsprop_step": (
         {"lr": 0.01, "alpha": DEFAULT, "eps": DEFAULT, "weight_decay": DEFAULT},

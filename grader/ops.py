@@ -169,8 +169,8 @@ CONV_CASES = (  # (n, c, h, w, k, r, s, stride, padding)
 CONV2D_CASES = (
     (1, 1, 5, 5, 1, 3, 3, DEFAULT, DEFAULT),
     CONV_CASES[1],
-    (*CONV_CASES[2], False),
     (1, 3, 6, 7, 2, 5, 5, DEFAULT, 2),
+    (*CONV_CASES[2], False),
     CONV_CASES[4],
 )
 CONV_GRAD_CASES = ((2, 2, 5, 6, 3, 3, 3, 1, 1), (1, 2, 8, 6, 2, 3, 2, 2, 2))

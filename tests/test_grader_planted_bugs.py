@@ -103,7 +103,8 @@ BUGS = [
     # arguments across their domains, edges included
     ("leaky_backward_compare", "leaky_relu_backward", "correct",
      r"^leaky_relu_backward: dx\[[\d, ]+\] expected .* alpha=2.5\]"),
-    ("leaky_abs_alpha", "leaky_relu", "correct", r"^leaky_relu: y\[[\d, ]+\] expected .* alpha=-0.5\]"),
+    ("leaky_abs_alpha", "leaky_relu", "correct",
+     r"^leaky_relu: y\[[\d, ]+\] expected .* alpha=-0.5\]"),
     ("batchnorm_eval_no_eps", "batchnorm_forward", "correct",
      r"^batchnorm_forward: y\[[\d, ]+\] expected .*training=False momentum=1.0 eps=0.3\]"),
     ("rmsprop_eps_inside", "rmsprop_step", "correct",
