@@ -119,7 +119,7 @@ TAILS = {
 ROWS = {
     "python": ((1, 6151),),  # a third of the row past 4096: a sum that stops there is far off
     "cpu": ((3, 4097), (2, 50257)),
-    "simulated": ((2, 6151),),
+    "simulated": ((1, 6151),),
     "gpu": ((3, 4097), (2, 50257), (70001, 3)),
 }
 # Long sums down the rows (sum_rows, batchnorm's statistics) and along K (matmul, linear).
@@ -184,13 +184,11 @@ MAXPOOL_CASES = POOL_CASES + ((2, 2, 6, 7, 3, 2, True),)  # ties: the first in w
 # (shape, training, momentum[, eps[, spread of x]]); a batch of 1 needs H*W > 1 for a variance.
 # An eps of the variances' size, and variances of the default eps's: eps outside the root fails.
 BATCHNORM_CASES = (
-    ((4, 5), True, 0.1),
+    ((4, 5), True, 1.0),
     ((2, 3, 4, 5), True, 0.2, 0.5, 1.0),
     ((1, 3, 3, 5), True, DEFAULT),
-    ((4, 5), False, 0.1),
-    ((3, 2, 5, 3), False, 1.0, 0.3, 1.0),
-    ((6, 4), True, 1.0, DEFAULT, 0.01),
-    ((5, 3), False, DEFAULT, 1e-3, 0.1),
+    ((3, 2, 5, 3), False, 0.1, 1e-3, 0.1),
+    ((6, 4), True, DEFAULT, DEFAULT, 0.01),
 )
 OPTIMIZER_CASES = (((7,), 0), ((3, 5), 1), ((2, 3, 4), 0), ((1, 9), 1), ((2, 5), 2))
 INIT_CASES = ((7, 5), (16, 6, 5, 5), (10,), (3, 1, 3, 3))
@@ -290,8 +288,7 @@ _OPS = [
     dict(name="hinge_loss", group="losses", params=("scores", "labels", "margin"),
          build=build_hinge, outputs=("loss",), accum=lambda a: a["scores"].size,
          work=work_written(ONE_VALUE), positive_sum=True,
-         cases=((1, 5, 1.0), (7, 10, 1.0), (6, 4, 0.5), (5, 7, DEFAULT, EXTREME), (3, 6, 0.0),
-                (4, 5, 3.0)),
+         cases=((1, 5, 1.0), (7, 10, 3.0), (6, 4, 0.0), (5, 7, DEFAULT, EXTREME)),
          tier_cases=per_tier(ROWS, lambda shape: (*shape, 2.0))),
     _backward_of("hinge_loss", ("scores", "labels", "margin"), (("dscores", "scores"),),
                  name="hinge_loss_backward", group="losses", outputs=("dscores",)),
