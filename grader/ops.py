@@ -5,7 +5,10 @@ function `(rng, size) -> {argument name: value}` (grader/builders.py) and `cases
 correctness is checked at. A backward op names its `forward` instead; its arguments come from the
 forward's (see `SOURCES`), and `grads` pairs each gradient it returns with the forward input it
 differentiates. The cases include batch 1, odd sizes and sizes that are not multiples of any tile
-size (8, 16, 32, ...); the speed sizes are in grader/ladders.py, the costs in grader/costs.py.
+size (8, 16, 32, ...), every argument across its domain and every optional argument both passed
+and left at its default (`defaults`, builders.DEFAULT); `tier_cases` adds, per kind of tier,
+lengths past any block or warp. The speed sizes are in grader/ladders.py, the costs in
+grader/costs.py.
 """
 
 from collections.abc import Callable
