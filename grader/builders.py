@@ -10,6 +10,57 @@ from . import inputs
 
 EXTREME = 1e3  # a scale this large asks for inputs.extremes: values up to +-1000, both ends exact
 
+# The contract's optional arguments and their defaults (CONTRACT.md), per op (a weight decay as
+# the float a caller passes; the signatures write 0).
+CONTRACT_DEFAULTS = {
+    "hinge_loss": {"margin": 1.0},
+    "hinge_loss_backward": {"margin": 1.0},
+    "conv2d_forward": {"stride": 1, "padding": 0},
+    "conv2d_backward": {"stride": 1, "padding": 0, "need_dx": True},
+    "batchnorm_forward": {"momentum": 0.1, "eps": 1e-5},
+    "sgd_step": {"weight_decay": 0.0},
+    "momentum_step": {"nesterov": False, "weight_decay": 0.0},
+    "rmsprop_step": {"alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0},
+    "adam_step": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0},
+}
+
+
+class _Default:
+    """The value DEFAULT of a case's size: leave this optional argument out of the call."""
+
+    def __repr__(self):
+        return "DEFAULT"
+
+
+DEFAULT = _Default()
+
+
+class Args(dict):
+    """A case's arguments {name: value}; `defaulted` names the optional ones the call leaves out,
+    so that the op's own default applies (their values here are the contract's defaults)."""
+
+    defaulted = frozenset()
+
+
+def keep_defaulted(built, chosen):
+    """`chosen` (some of the arguments `built`, or others) as Args, leaving out what `built`
+    leaves out."""
+    args = Args(chosen)
+    args.defaulted = getattr(built, "defaulted", frozenset()) & set(chosen)
+    return args
+
+
+def with_defaults(args, *ops):
+    """`args` as Args: each DEFAULT value becomes the contract's default for `ops` and is named
+    in `defaulted`."""
+    defaults = {}
+    for op in ops:
+        defaults |= CONTRACT_DEFAULTS[op]
+    resolved = Args({name: defaults[name] if value is DEFAULT else value
+                     for name, value in args.items()})  # fmt: skip
+    resolved.defaulted = frozenset(name for name, value in args.items() if value is DEFAULT)
+    return resolved
+
 
 def spread(rng, shape, scale, offset=0.0):
     """Normal values of `scale` around `offset`, or the extremes when scale is EXTREME."""
@@ -51,17 +102,19 @@ def build_linear(rng, size):
 
 
 def build_elementwise(kind):
-    """Builder for elementwise activations: size = (shape, scale); large scales test stability.
+    """Builder for elementwise activations: size = (shape, scale[, alpha]); large scales test
+    stability.
 
-    kind: "smooth" (sigmoid, tanh), "kinked" (relu) or "leaky" (leaky_relu, with alpha).
+    kind: "smooth" (sigmoid, tanh), "kinked" (relu) or "leaky" (leaky_relu, with alpha: 0.1
+    unless the size gives it).
     """
 
     def build(rng, size):
-        shape, scale = size
+        shape, scale, *alpha = size
         if kind == "smooth":
             return {"x": spread(rng, shape, scale)}
         x = inputs.away_from_zero(rng, shape, scale)  # the kink at 0 would spoil the gradient
-        return {"x": x, "alpha": 0.1} if kind == "leaky" else {"x": x}
+        return {"x": x, "alpha": (alpha or [0.1])[0]} if kind == "leaky" else {"x": x}
 
     return build
 
@@ -92,13 +145,14 @@ def build_bce(rng, size):
 
 
 def build_hinge(rng, size):
-    n, c, margin, *scale = size  # scale (default 2): how far scores spread
+    """size = (n, c, margin[, scale]): margin may be DEFAULT; scale (default 2): how far scores
+    spread. Margins keep 0.01 from the hinge's kink, less in rows too long for every one to."""
+    n, c, margin, *scale = size
     labels = inputs.labels(rng, n, c)
-    return {
-        "scores": inputs.hinge_scores(rng, labels, c, margin, *scale),
-        "labels": labels,
-        "margin": margin,
-    }
+    args = with_defaults({"scores": None, "labels": labels, "margin": margin}, "hinge_loss")
+    gap = min(0.01, 1 / c)
+    args["scores"] = inputs.hinge_scores(rng, labels, c, args["margin"], *scale, gap=gap)
+    return args
 
 
 def build_im2col(rng, size):
@@ -113,14 +167,18 @@ def build_im2col(rng, size):
 
 
 def build_conv(rng, size):
-    n, c, h, w, k, r, s, stride, padding = size
-    return {
+    """size = (n, c, h, w, k, r, s, stride, padding[, need_dx]); stride, padding and need_dx
+    (conv2d_backward's) may be DEFAULT, and need_dx is left out unless given."""
+    n, c, h, w, k, r, s, stride, padding, *need_dx = size
+    args = {
         "x": inputs.normal(rng, (n, c, h, w)),
         "w": inputs.normal(rng, (k, c, r, s), scale=1 / math.sqrt(c * r * s)),
         "b": inputs.normal(rng, k),
         "stride": stride,
         "padding": padding,
+        "need_dx": (need_dx or [DEFAULT])[0],
     }
+    return with_defaults(args, "conv2d_backward")
 
 
 def build_pool(kind):
@@ -138,18 +196,25 @@ def build_pool(kind):
 
 
 def build_batchnorm(rng, size):
-    shape, training, momentum = size
+    """size = (shape, training, momentum[, eps[, spread]]): momentum and eps may be DEFAULT (eps
+    is unless given); x spreads by `spread` (default 2) around 1.5, and the running variances
+    by the same scale squared, so that an eps near spread**2 weighs on every channel."""
+    shape, training, momentum, *rest = size
+    eps = rest[0] if rest else DEFAULT
+    spread_ = rest[1] if len(rest) > 1 else 2.0
     c = shape[1]
-    return {
-        "x": inputs.normal(rng, shape, scale=2.0, offset=1.5),
+    args = {
+        "x": inputs.normal(rng, shape, scale=spread_, offset=1.5),
         "gamma": inputs.normal(rng, c),
         "beta": inputs.normal(rng, c),
         "running_mean": inputs.normal(rng, c),
-        "running_var": inputs.uniform(rng, c, 0.5, 2.0),  # a variance is positive
+        # a variance is positive
+        "running_var": inputs.uniform(rng, c, 0.125 * spread_**2, 0.5 * spread_**2),
         "training": training,
         "momentum": momentum,
-        "eps": 1e-5,
+        "eps": eps,
     }
+    return with_defaults(args, "batchnorm_forward")
 
 
 def build_dropout(rng, size):
@@ -157,20 +222,36 @@ def build_dropout(rng, size):
     return {"x": inputs.normal(rng, shape), "p": p, "seed": inputs.seed(rng)}
 
 
-# Hyper-parameters of each optimizer case (size = (shape, variant)): plain, then with the extras.
+# Hyper-parameters of each optimizer case (size = (shape, variant)): every optional one left at
+# its default, then each away from its default, then at the edges of its domain (a decay of 0 or
+# 1, a weight decay that dominates the gradient, an eps as large as the root it is added to).
 OPTIMIZER_VARIANTS = {
-    "sgd_step": ({"lr": 0.1, "weight_decay": 0.0}, {"lr": 0.05, "weight_decay": 0.01}),
+    "sgd_step": (
+        {"lr": 0.1, "weight_decay": DEFAULT},
+        {"lr": 0.05, "weight_decay": 0.01},
+        {"lr": 1.0, "weight_decay": 2.0},
+    ),
     "momentum_step": (
-        {"lr": 0.1, "momentum": 0.9, "nesterov": False, "weight_decay": 0.0},
+        {"lr": 0.1, "momentum": 0.9, "nesterov": DEFAULT, "weight_decay": DEFAULT},
         {"lr": 0.05, "momentum": 0.8, "nesterov": True, "weight_decay": 0.01},
+        {"lr": 0.5, "momentum": 1.0, "nesterov": False, "weight_decay": 2.0},
     ),
     "rmsprop_step": (
-        {"lr": 0.01, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0},
+        {"lr": 0.01, "alpha": DEFAULT, "eps": DEFAULT, "weight_decay": DEFAULT},
         {"lr": 0.02, "alpha": 0.9, "eps": 1e-6, "weight_decay": 0.01},
+        {"lr": 0.1, "alpha": 0.0, "eps": 0.5, "weight_decay": 2.0},
     ),
     "adam_step": (
-        {"t": 1, "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0},
+        {
+            "t": 1,
+            "lr": 0.001,
+            "beta1": DEFAULT,
+            "beta2": DEFAULT,
+            "eps": DEFAULT,
+            "weight_decay": DEFAULT,
+        },
         {"t": 7, "lr": 0.01, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6, "weight_decay": 0.01},
+        {"t": 1000, "lr": 0.1, "beta1": 0.0, "beta2": 0.5, "eps": 0.5, "weight_decay": 2.0},
     ),
 }
 OPTIMIZER_STATE = {  # state arrays after p and g, in argument order; squares must be >= 0
@@ -190,7 +271,7 @@ def build_optimizer(name):
             args[state] = (
                 inputs.uniform(rng, shape, 0.01, 0.5) if square else inputs.normal(rng, shape, 0.1)
             )
-        return args | OPTIMIZER_VARIANTS[name][variant]
+        return with_defaults(args | OPTIMIZER_VARIANTS[name][variant], name)
 
     return build
 

@@ -76,8 +76,10 @@ def dtype_problem(op, name, array, float_bits):
 
 
 def describe_args(args):
-    """A short description of arguments, e.g. 'x[2, 3, 7, 6] w[4, 3, 3, 3] stride=1 padding=1'."""
+    """A short description of arguments, e.g. 'x[2, 3, 7, 6] w[4, 3, 3, 3] stride=1 padding=1';
+    an argument the call leaves out shows its default: 'padding=0 (default, not passed)'."""
     parts = []
+    defaulted = getattr(args, "defaulted", ())
     for name, value in args.items():
         if isinstance(value, np.ndarray):
             part = f"{name}[{', '.join(map(str, value.shape))}]"
@@ -87,5 +89,7 @@ def describe_args(args):
         elif isinstance(value, tuple):
             parts.append(f"{name}=({', '.join(map(str, value))})")
         else:
-            parts.append(f"{name}={value}")
+            parts.append(
+                f"{name}={value}" + (" (default, not passed)" if name in defaulted else "")
+            )
     return " ".join(parts)

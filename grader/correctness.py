@@ -14,9 +14,10 @@ import numpy as np
 
 from . import values
 from .compare import describe_args, dtype_problem, mismatch
-from .ops import OPS
+from .ops import OPS, correctness_cases
 from .poison import holds_poison
 from .records import FAILED, PASSED, SKIPPED, Result, TierError
+from .refusals import refusal_problem
 from .tolerance import Tolerance, tolerance
 
 
@@ -30,12 +31,13 @@ def check_correct(session, task):
         )
     started = time.perf_counter()
     reference_bits = session.reference.tier.bits
-    for index, size in enumerate(op.cases):
+    cases = correctness_cases(op, session.case_kind)
+    for index, size in enumerate(cases):
         rng = session.rng(task, index)
         args, _ = session.arguments(op, size, rng, session.reference, "reference")
         expected = session.call(session.reference, op, args, "reference")
         tol = tolerance(op, session.graded_bits, reference_bits, args, session.gpu)
-        case = f"case {index + 1} of {len(op.cases)}: {describe_args(args)}"
+        case = f"case {index + 1} of {len(cases)}: {describe_args(args)}"
         note = op.note(size) if op.note else None
         case += f"; {note}" if note else ""
         message = None
@@ -60,8 +62,14 @@ def check_correct(session, task):
                 size=rung,
                 seconds=time.perf_counter() - started,
             )
+        if index == 0:
+            first_case, first_args = case, args
+    # Arguments the contract refuses, made from the first case: refused, with a ValueError.
+    problem = refusal_problem(session, op, first_args)
     seconds = time.perf_counter() - started
-    return Result(op.name, "correct", PASSED, f"{len(op.cases)} cases", rung, seconds)
+    if problem:
+        return Result(op.name, "correct", FAILED, f"{problem} [{first_case}]", rung, seconds)
+    return Result(op.name, "correct", PASSED, f"{len(cases)} cases", rung, seconds)
 
 
 def compare_outputs(session, op, received, expected, tol, args=None, bits=None):
@@ -77,6 +85,11 @@ def compare_outputs(session, op, received, expected, tol, args=None, bits=None):
     problems, unwritten = [], None
     for name, want in flat_expected.items():
         got = flat_received[name]
+        if want is None or got is None:  # skipped on request (need_dx=False): skipped by both
+            if (want is None) != (got is None):
+                found, wanted = ("an array", "None") if want is None else ("None", "an array")
+                problems.append(f"{op.name}: {name} is {found}, expected {wanted}")
+            continue
         if name != "loss":
             problem = dtype_problem(op.name, name, got, bits or session.graded_bits)
             if problem:

@@ -76,12 +76,12 @@ def hinge_scores(rng, labels_, classes, margin, scale=2.0, gap=0.01):
 
     Rows that come too close to the hinge's kink are drawn again.
     """
+    rows = np.arange(len(labels_))
     scores = normal(rng, (len(labels_), classes), scale)
-    for row, label in enumerate(labels_):
-        while True:
-            margins = scores[row] - scores[row, label] + margin
-            margins[label] = 1.0  # the true class itself is not a term of the sum
-            if np.all(np.abs(margins) >= gap):
-                break
-            scores[row] = normal(rng, classes, scale)
-    return scores
+    while True:
+        margins = scores - scores[rows, labels_][:, None] + margin
+        margins[rows, labels_] = 1.0  # the true class itself is not a term of the sum
+        close = np.any(np.abs(margins) < gap, axis=1)
+        if not close.any():
+            return scores
+        scores[close] = normal(rng, (int(close.sum()), classes), scale)

@@ -5,7 +5,10 @@ function `(rng, size) -> {argument name: value}` (grader/builders.py) and `cases
 correctness is checked at. A backward op names its `forward` instead; its arguments come from the
 forward's (see `SOURCES`), and `grads` pairs each gradient it returns with the forward input it
 differentiates. The cases include batch 1, odd sizes and sizes that are not multiples of any tile
-size (8, 16, 32, ...); the speed sizes are in grader/ladders.py, the costs in grader/costs.py.
+size (8, 16, 32, ...), every argument across its domain and every optional argument both passed
+and left at its default (`defaults`, builders.DEFAULT); `tier_cases` adds, per kind of tier,
+lengths past any block or warp. The speed sizes are in grader/ladders.py, the costs in
+grader/costs.py.
 """
 
 from collections.abc import Callable
@@ -14,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .builders import (
+    CONTRACT_DEFAULTS,
+    DEFAULT,
     EXTREME,
     OPTIMIZER_STATE,
     OPTIMIZER_VARIANTS,
@@ -60,12 +65,19 @@ class Op:
     outputs: tuple = ("y",)  # the result's structure: a name, or (name, (subnames...)) for a tuple
     build: Callable | None = None  # (rng, size) -> args; None for ops derived from a forward
     cases: tuple = ()  # correctness sizes (for a derived op: sizes given to the forward's builder)
+    # Correctness sizes added per kind of tier ("python", "cpu", "simulated", "gpu", see
+    # `correctness_cases`): lengths past any block or warp, too slow for every tier to share.
+    tier_cases: dict = field(default_factory=dict)
+    defaults: dict = field(default_factory=dict)  # the contract's optional arguments: defaults
     forward: str | None = None  # the forward op whose arguments and outputs feed this one
     grads: tuple = ()  # (returned gradient, forward input it differentiates)
     grad_cases: tuple = ()  # sizes for the finite-difference check (default: the first two cases)
     inplace: tuple = ()  # arguments the op updates in place (compared after the call)
     accum: Callable = field(default=lambda args: 1)  # the longest sum behind one output element
     tol: float = 1.0  # extra tolerance factor for ill-conditioned ops
+    # Whether the long sums behind an output add terms of one sign (exponentials, squares, the
+    # terms of a loss): their rounding is then relative to the result (grader/tolerance.py).
+    positive_sum: bool = False
     work: Callable = work_arrays  # args -> (flops or None, bytes moved), grader/costs.py
     dist: tuple = ()  # sizes for the distribution check (init, dropout)
     note: Callable | None = None  # size -> how a case was built, for its messages (ties), or None
@@ -90,16 +102,63 @@ def _optimizer(name, **extra):
         outputs=(),
         inplace=("p", *states),
         cases=OPTIMIZER_CASES,
+        tier_cases=per_tier(TAILS, lambda shape: (shape, 1)),
         **extra,
     )
 
 
 ONE_VALUE = lambda args: 1  # noqa: E731 -- what a loss writes: one float (the grader's cost model)
 
+# Shapes past any block (256, 1024) and warp (32) in length, none a multiple of either: the
+# threads of a kernel that stops at a block's edge leave the NaN the grader fills outputs with.
+# A real GPU also gets more rows than a grid's y dimension holds (65535). Every tier gets tails;
+# rows longer than any block (4097, 6151; 50257, a vocabulary) where the reference is fast enough.
+TAILS = {
+    "python": ((3, 1037),),
+    "cpu": ((3, 1037),),
+    "simulated": ((3, 1037),),
+    "gpu": ((3, 1037), (70001, 3)),
+}
+ROWS = {
+    "python": ((1, 6151),),  # a third of the row past 4096: a sum that stops there is far off
+    "cpu": ((3, 4097), (2, 50257)),
+    "simulated": ((1, 6151),),
+    "gpu": ((3, 4097), (2, 50257), (70001, 3)),
+}
+# Long sums down the rows (sum_rows, batchnorm's statistics) and along K (matmul, linear).
+COLUMNS = {
+    "python": ((4099, 3),),
+    "cpu": ((4099, 3),),
+    "simulated": ((1037, 3),),
+    "gpu": ((4099, 3), (70001, 3)),
+}
+# (The simulator's tiled matmul takes minutes at such a K: its cases' K of 65 spans three tiles.)
+INNER = {"python": (4097,), "cpu": (4097,), "simulated": (), "gpu": (4097,)}
+
+
+def per_tier(shapes, size):
+    """{tier kind: sizes}: `size(shape)` for each of the kind's `shapes`."""
+    return {kind: tuple(size(shape) for shape in found) for kind, found in shapes.items()}
+
+
+def correctness_cases(op, kind):
+    """The sizes `op` is checked at on a tier of `kind`: its cases, then its tier cases."""
+    return op.cases + op.tier_cases.get(kind, ())
+
+
 # The last case of the smooth ops and the losses spans |x| up to 1e3 (builders.EXTREME).
 ELEMENTWISE_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((4, 33), 100.0),
                      ((5, 11), EXTREME))
 KINKED_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((17, 9), 10.0))
+# (shape, scale, alpha): alpha across its domain, any finite number (0 and 1 its edges; above 1
+# max(x, alpha * x) is no longer leaky ReLU)
+LEAKY_CASES = (
+    ((1, 7), 1.0, 0.1),
+    ((3, 5, 7), 2.0, 2.5),
+    ((2, 3, 4, 5), 1.0, 0.0),
+    ((17, 9), 10.0, 1.0),
+    ((4, 6), 1.0, -0.5),
+)
 ROWWISE_CASES = ((1, 10, 1.0, 0.0), (7, 13, 3.0, 0.0), (4, 9, 50.0, 1000.0), (5, 11, EXTREME, 0.0))
 CONV_CASES = (  # (n, c, h, w, k, r, s, stride, padding)
     (1, 1, 5, 5, 1, 3, 3, 1, 0),
@@ -107,6 +166,15 @@ CONV_CASES = (  # (n, c, h, w, k, r, s, stride, padding)
     (2, 2, 10, 8, 3, 3, 2, 2, 1),  # stride 2 leaves a row over: OH = 9 // 2 + 1
     (1, 3, 6, 7, 2, 5, 5, 1, 2),
     (1, 16, 4, 3, 16, 3, 3, 1, 1),  # 16 channels and filters: stage 4's Winograd, forward, dx, dw
+)
+# conv2d's own: stride and padding left at their defaults, both or one; need_dx=False (the
+# backward's tenth entry) on a batch of two with stride 2
+CONV2D_CASES = (
+    (1, 1, 5, 5, 1, 3, 3, DEFAULT, DEFAULT),
+    CONV_CASES[1],
+    (1, 3, 6, 7, 2, 5, 5, DEFAULT, 2),
+    (*CONV_CASES[2], False),
+    CONV_CASES[4],
 )
 CONV_GRAD_CASES = ((2, 2, 5, 6, 3, 3, 3, 1, 1), (1, 2, 8, 6, 2, 3, 2, 2, 2))
 POOL_CASES = (  # (n, c, h, w, k, stride, ties)
@@ -116,16 +184,20 @@ POOL_CASES = (  # (n, c, h, w, k, stride, ties)
     (1, 2, 5, 5, 3, 1, False),
 )
 MAXPOOL_CASES = POOL_CASES + ((2, 2, 6, 7, 3, 2, True),)  # ties: the first in window order wins
-BATCHNORM_CASES = (  # (shape, training, momentum); a batch of 1 needs H*W > 1 for a variance
-    ((4, 5), True, 0.1),
-    ((2, 3, 4, 5), True, 0.2),
-    ((1, 3, 3, 5), True, 0.1),
-    ((4, 5), False, 0.1),
-    ((3, 2, 5, 3), False, 0.1),
+# (shape, training, momentum[, eps[, spread of x]]); a batch of 1 needs H*W > 1 for a variance.
+# An eps of the variances' size, and variances of the default eps's: eps outside the root fails.
+BATCHNORM_CASES = (
+    ((4, 5), True, 1.0),
+    ((2, 3, 4, 5), True, 0.2, 0.5, 1.0),
+    ((1, 3, 3, 5), True, DEFAULT),
+    ((3, 2, 5, 3), False, 0.1, 1e-3, 0.1),
+    ((6, 4), True, DEFAULT, DEFAULT, 0.01),
 )
-OPTIMIZER_CASES = (((7,), 0), ((3, 5), 1), ((2, 3, 4), 0), ((1, 9), 1))
+OPTIMIZER_CASES = (((7,), 0), ((3, 5), 1), ((2, 3, 4), 0), ((1, 9), 1), ((2, 5), 2))
 INIT_CASES = ((7, 5), (16, 6, 5, 5), (10,), (3, 1, 3, 3))
 
+
+LONG_ROWS = per_tier(ROWS, lambda shape: (*shape, 3.0, 0.0))
 
 
 def tie_note(size):
@@ -140,74 +212,87 @@ _OPS = [
     # linear algebra
     dict(name="matmul", group="linear algebra", params=("a", "b"), build=build_matmul,
          cases=((1, 7, 5), (5, 3, 7), (17, 33, 9), (33, 65, 17)),
+         tier_cases=per_tier(INNER, lambda k: (2, k, 3)),
          accum=lambda a: a["a"].shape[1], work=work_matmul),
     dict(name="transpose", group="linear algebra", params=("a",), build=build_matrix("a"),
-         cases=((1, 7), (13, 5), (33, 17))),
+         cases=((1, 7), (13, 5), (33, 17)), tier_cases=per_tier(TAILS, lambda shape: shape)),
     dict(name="add", group="linear algebra", params=("a", "b"), build=build_broadcast,
          cases=(((3, 7), False), ((3, 7), True), ((1, 5), True), ((2, 3, 5), False),
-                ((2, 3, 5), True))),
+                ((2, 3, 5), True)), tier_cases=per_tier(TAILS, lambda shape: (shape, True))),
     dict(name="mul", group="linear algebra", params=("a", "b"), build=build_broadcast,
          cases=(((3, 7), False), ((3, 7), True), ((1, 5), True), ((2, 3, 5), False),
-                ((2, 3, 5), True))),
+                ((2, 3, 5), True)), tier_cases=per_tier(TAILS, lambda shape: (shape, False))),
     dict(name="scale", group="linear algebra", params=("a", "s"), build=build_scale,
-         cases=((1, 7), (13, 5), (2, 3, 5))),
+         cases=((1, 7), (13, 5), (2, 3, 5)), tier_cases=per_tier(TAILS, lambda shape: shape)),
     dict(name="sum_rows", group="linear algebra", params=("x",), build=build_matrix("x"),
-         cases=((1, 7), (13, 5), (65, 17)), accum=lambda a: a["x"].shape[0],
+         cases=((1, 7), (13, 5), (65, 17)), tier_cases=per_tier(COLUMNS, lambda shape: shape),
+         accum=lambda a: a["x"].shape[0],
          work=work_written(lambda a: a["x"].shape[1])),
     # dense
     dict(name="linear_forward", group="dense", params=("x", "w", "b"), build=build_linear,
          cases=((1, 7, 3), (5, 13, 9), (17, 33, 10)), accum=lambda a: a["x"].shape[1],
+         tier_cases=per_tier(INNER, lambda i: (2, i, 3)),
          work=work_linear(1)),
     _backward_of("linear_forward", ("x", "w", "dy"), (("dx", "x"), ("dw", "w"), ("db", "b")),
                  name="linear_backward", group="dense", outputs=("dx", "dw", "db"),
                  accum=lambda a: max(a["dy"].shape), work=work_linear(2)),
     # activations
     dict(name="relu", group="activations", params=("x",), build=build_elementwise("kinked"),
-         cases=KINKED_CASES, work=work_memory(2)),
+         cases=KINKED_CASES, tier_cases=per_tier(TAILS, lambda shape: (shape, 1.0)),
+         work=work_memory(2)),
     _backward_of("relu", ("x", "dy"), (("dx", "x"),), name="relu_backward",
                  group="activations", outputs=("dx",)),
     dict(name="leaky_relu", group="activations", params=("x", "alpha"),
-         build=build_elementwise("leaky"), cases=KINKED_CASES),
+         build=build_elementwise("leaky"), cases=LEAKY_CASES,
+         tier_cases=per_tier(TAILS, lambda shape: (shape, 1.0, 1.5))),
     _backward_of("leaky_relu", ("x", "dy", "alpha"), (("dx", "x"),),
                  name="leaky_relu_backward", group="activations", outputs=("dx",)),
     dict(name="sigmoid", group="activations", params=("x",), build=build_elementwise("smooth"),
-         cases=ELEMENTWISE_CASES),
+         cases=ELEMENTWISE_CASES, tier_cases=per_tier(TAILS, lambda shape: (shape, 3.0))),
     _backward_of("sigmoid", ("y", "dy"), (("dx", "x"),), name="sigmoid_backward",
                  group="activations", outputs=("dx",)),
     dict(name="tanh", group="activations", params=("x",), build=build_elementwise("smooth"),
-         cases=ELEMENTWISE_CASES),
+         cases=ELEMENTWISE_CASES, tier_cases=per_tier(TAILS, lambda shape: (shape, 3.0))),
     _backward_of("tanh", ("y", "dy"), (("dx", "x"),), name="tanh_backward",
                  group="activations", outputs=("dx",)),
     dict(name="softmax", group="softmax", params=("x",), build=build_logits("x"),
-         cases=ROWWISE_CASES, accum=lambda a: a["x"].shape[1], work=work_memory(2)),
+         cases=ROWWISE_CASES, tier_cases=LONG_ROWS, accum=lambda a: a["x"].shape[1],
+         positive_sum=True, work=work_memory(2)),
     _backward_of("softmax", ("y", "dy"), (("dx", "x"),), name="softmax_backward",
-                 group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1]),
+                 group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1],
+                 positive_sum=True),
     dict(name="log_softmax", group="softmax", params=("x",), build=build_logits("x"),
-         cases=ROWWISE_CASES, accum=lambda a: a["x"].shape[1]),
+         cases=ROWWISE_CASES, tier_cases=LONG_ROWS, accum=lambda a: a["x"].shape[1],
+         positive_sum=True),
     _backward_of("log_softmax", ("y", "dy"), (("dx", "x"),), name="log_softmax_backward",
-                 group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1]),
+                 group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1],
+                 positive_sum=True),
     # losses
     dict(name="mse_loss", group="losses", params=("pred", "target"), build=build_mse,
          outputs=("loss",), accum=lambda a: a["pred"].size, work=work_written(ONE_VALUE),
-         cases=(((1, 5), 1.0), ((7, 3), 1.0), ((2, 3, 4), 1.0), ((4, 6), EXTREME))),
+         cases=(((1, 5), 1.0), ((7, 3), 1.0), ((2, 3, 4), 1.0), ((4, 6), EXTREME)),
+         tier_cases=per_tier(TAILS, lambda shape: (shape, 1.0)), positive_sum=True),
     _backward_of("mse_loss", ("pred", "target"), (("dpred", "pred"),),
                  name="mse_loss_backward", group="losses", outputs=("dpred",)),
     dict(name="cross_entropy_loss", group="losses", params=("logits", "labels"),
          build=build_cross_entropy, outputs=("loss",), cases=ROWWISE_CASES,
-         accum=lambda a: a["logits"].size, work=work_written(ONE_VALUE)),
+         tier_cases=LONG_ROWS, accum=lambda a: a["logits"].size, positive_sum=True,
+         work=work_written(ONE_VALUE)),
     _backward_of("cross_entropy_loss", ("logits", "labels"), (("dlogits", "logits"),),
                  name="cross_entropy_loss_backward", group="losses", outputs=("dlogits",),
-                 accum=lambda a: a["logits"].shape[1]),
+                 accum=lambda a: a["logits"].shape[1], positive_sum=True),
     dict(name="bce_with_logits_loss", group="losses", params=("logits", "targets"),
          build=build_bce, outputs=("loss",),
          cases=(((1, 5), 1.0), ((7, 3), 3.0), ((2, 3, 4), 1.0), ((4, 6), 100.0), ((3, 8), EXTREME)),
+         tier_cases=per_tier(TAILS, lambda shape: (shape, 3.0)), positive_sum=True,
          accum=lambda a: a["logits"].size, work=work_written(ONE_VALUE)),
     _backward_of("bce_with_logits_loss", ("logits", "targets"), (("dlogits", "logits"),),
                  name="bce_with_logits_loss_backward", group="losses", outputs=("dlogits",)),
     dict(name="hinge_loss", group="losses", params=("scores", "labels", "margin"),
          build=build_hinge, outputs=("loss",), accum=lambda a: a["scores"].size,
-         work=work_written(ONE_VALUE),
-         cases=((1, 5, 1.0), (7, 10, 1.0), (6, 4, 0.5), (5, 7, 1.0, EXTREME))),
+         work=work_written(ONE_VALUE), positive_sum=True,
+         cases=((1, 5, 1.0), (7, 10, 3.0), (6, 4, 0.0), (5, 7, DEFAULT, EXTREME)),
+         tier_cases=per_tier(ROWS, lambda shape: (*shape, 2.0))),
     _backward_of("hinge_loss", ("scores", "labels", "margin"), (("dscores", "scores"),),
                  name="hinge_loss_backward", group="losses", outputs=("dscores",)),
     # convolution
@@ -217,9 +302,9 @@ _OPS = [
                  name="col2im", group="conv", outputs=("dx",),
                  accum=lambda a: a["kh"] * a["kw"]),  # col2im is im2col's adjoint
     dict(name="conv2d_forward", group="conv", params=("x", "w", "b", "stride", "padding"),
-         build=build_conv, cases=CONV_CASES, accum=lambda a: int(np.prod(a["w"].shape[1:])),
+         build=build_conv, cases=CONV2D_CASES, accum=lambda a: int(np.prod(a["w"].shape[1:])),
          work=work_conv(1)),
-    _backward_of("conv2d_forward", ("x", "w", "dy", "stride", "padding"),
+    _backward_of("conv2d_forward", ("x", "w", "dy", "stride", "padding", "need_dx"),
                  (("dx", "x"), ("dw", "w"), ("db", "b")), name="conv2d_backward", group="conv",
                  outputs=("dx", "dw", "db"), grad_cases=CONV_GRAD_CASES,
                  accum=lambda a: max(a["dy"].shape[0] * a["dy"].shape[2] * a["dy"].shape[3],
@@ -243,17 +328,20 @@ _OPS = [
                  "eps"),
          build=build_batchnorm, outputs=("y", ("saved", ("mean", "invstd"))),
          inplace=("running_mean", "running_var"), cases=BATCHNORM_CASES,
+         tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
          accum=lambda a: a["x"].size // a["x"].shape[1], tol=4.0,
          work=work_written(lambda a: a["x"].size + 2 * a["x"].shape[1])),  # y, running stats
     _backward_of("batchnorm_forward", ("dy", "x", "gamma", "saved"),
                  (("dx", "x"), ("dgamma", "gamma"), ("dbeta", "beta")),
                  name="batchnorm_backward", group="normalization",
                  outputs=("dx", "dgamma", "dbeta"), cases=BATCHNORM_CASES[:3],
+                 tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
                  accum=lambda a: a["x"].size // a["x"].shape[1], tol=10.0),
     # regularization
     dict(name="dropout_forward", group="regularization", params=("x", "p", "seed"),
          build=build_dropout, outputs=("y", "mask"), work=work_memory(3),  # x read, y, mask written
          cases=(((3, 7), 0.5), ((2, 3, 4, 5), 0.2), ((1, 9), 0.0), ((13, 11), 0.9)),
+         tier_cases=per_tier(TAILS, lambda shape: (shape, 0.5)),
          dist=(((300, 200), 0.3), ((50, 40), 0.0))),
     _backward_of("dropout_forward", ("dy", "mask", "p"), (("dx", "x"),),
                  name="dropout_backward", group="regularization", outputs=("dx",)),
@@ -264,10 +352,12 @@ _OPS = [
     _optimizer("adam_step", work=work_memory(7)),  # 4 arrays read, 3 written
     # initialization
     dict(name="xavier_uniform", group="init", params=("shape", "seed"), build=build_init,
-         outputs=("w",), cases=INIT_CASES, dist=((256, 300), (64, 32, 3, 3), (500,)),
+         outputs=("w",), cases=INIT_CASES, tier_cases=per_tier(TAILS, lambda shape: shape),
+         dist=((256, 300), (64, 32, 3, 3), (500,)),
          work=work_init),
     dict(name="he_normal", group="init", params=("shape", "seed"), build=build_init,
-         outputs=("w",), cases=INIT_CASES, dist=((256, 300), (64, 32, 3, 3), (500,)),
+         outputs=("w",), cases=INIT_CASES, tier_cases=per_tier(TAILS, lambda shape: shape),
+         dist=((256, 300), (64, 32, 3, 3), (500,)),
          work=work_init),
 ]
 
@@ -275,12 +365,14 @@ _OPS = [
 
 
 def _table(specs):
-    """{name: Op}; a backward op without cases of its own takes its forward's (listed before it)."""
+    """{name: Op}; a backward op without cases of its own takes its forward's (listed before it),
+    and its tier cases too unless it has cases of its own."""
     ops = {}
     for spec in specs:
         if spec.get("forward") and not spec.get("cases"):
-            spec = {**spec, "cases": ops[spec["forward"]].cases}
-        ops[spec["name"]] = Op(**spec)
+            forward = ops[spec["forward"]]
+            spec = {"tier_cases": forward.tier_cases, **spec, "cases": forward.cases}
+        ops[spec["name"]] = Op(**spec, defaults=CONTRACT_DEFAULTS.get(spec["name"], {}))
     return ops
 
 

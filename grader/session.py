@@ -18,6 +18,7 @@ import numpy as np
 import tiers
 
 from . import agreement, correctness, determinism, gradients, inputs, propagation, speed, values
+from .builders import keep_defaulted
 from .ops import OPS, SOURCES, output_names
 from .ownership import Ownership, native_leaves
 from .poison import holds_marker, poisoned_allocations
@@ -42,6 +43,22 @@ def as_float32(value):
     return value
 
 
+def split_arguments(op, args, natives):
+    """(positional, keyword) native arguments of a call: those `args` leaves at their default
+    (builders.Args.defaulted) are left out, and every one after the first left out is passed
+    by its name."""
+    defaulted = getattr(args, "defaulted", frozenset())
+    positional, keywords, skipped = [], {}, False
+    for name in op.params:
+        if name in defaulted:
+            skipped = True
+        elif skipped:
+            keywords[name] = natives[name]
+        else:
+            positional.append(natives[name])
+    return positional, keywords
+
+
 class Session:
     """The tiers of one grading and the checks run on them."""
 
@@ -63,6 +80,17 @@ class Session:
         self.graded_bits = self.graded.tier.bits
         self.gpu = self.graded.tier.gpu
         self.ownership = Ownership()  # the graded results of the running check
+
+    @property
+    def case_kind(self):
+        """Which tier cases the correctness checks add (grader/ops.py): "simulated" on the CUDA
+        simulator, "python" when stage 1 is graded or is the reference, else the graded tier's
+        class ("cpu" or "gpu")."""
+        graded = self.graded.tier
+        if graded.simulated:
+            return "simulated"
+        classes = {graded.tier_class, self.reference and self.reference.tier.tier_class}
+        return "python" if "python" in classes else graded.tier_class
 
     @property
     def fast_reference(self):
@@ -119,10 +147,11 @@ class Session:
         """
         graded = role == "graded"
         natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
+        positional, keywords = split_arguments(op, args, natives)
         try:
             with poisoned_allocations(tier.module, enabled=graded):
                 extra = {"kernel": kernel} if kernel else {}
-                result = getattr(tier.module, op.name)(*natives.values(), **extra)
+                result = getattr(tier.module, op.name)(*positional, **keywords, **extra)
             outputs = values.to_numpy_tree(tier.module, result, op.outputs)
             for name in op.inplace:
                 outputs[name] = np.asarray(tier.module.to_numpy(natives[name]))
@@ -141,14 +170,16 @@ class Session:
     def unwritten(self, op, args):
         """{output name: elements the graded op never writes}: called once more with allocations
         filled with a marker (grader/poison.py); only asked for when an output holds NaN."""
-        natives = [values.to_native(self.graded.module, args[name]) for name in op.params]
+        natives = {name: values.to_native(self.graded.module, args[name]) for name in op.params}
+        positional, keywords = split_arguments(op, args, natives)
         try:
             with poisoned_allocations(self.graded.module, marker=True):
-                result = getattr(self.graded.module, op.name)(*natives)
+                result = getattr(self.graded.module, op.name)(*positional, **keywords)
             outputs = values.to_numpy_tree(self.graded.module, result, op.outputs)
         except Exception as error:
             raise TierError("graded", op.name, error) from error
-        return {name: holds_marker(v) for name, v in values.flatten(outputs, op.outputs).items()}
+        flat = values.flatten(outputs, op.outputs)
+        return {name: holds_marker(v) for name, v in flat.items() if v is not None}
 
     def _check_untouched(self, op, args, natives):
         """Raise when the graded op changed an input array it must only read."""
@@ -156,8 +187,8 @@ class Session:
             if name in op.inplace:
                 continue
             originals = args[name] if isinstance(args[name], tuple) else (args[name],)
-            values = natives[name] if isinstance(args[name], tuple) else (natives[name],)
-            for original, native in zip(originals, values, strict=True):
+            received = natives[name] if isinstance(args[name], tuple) else (natives[name],)
+            for original, native in zip(originals, received, strict=True):
                 if not isinstance(original, np.ndarray):
                     break  # a scalar, or a shape such as x_shape
                 unchanged = np.asarray(self.graded.module.to_numpy(native))
@@ -177,7 +208,7 @@ class Session:
         """
         if op.forward is None:
             args = op.build(rng, size)
-            return {name: args[name] for name in op.params}, args
+            return keep_defaulted(args, {name: args[name] for name in op.params}), args
         forward = OPS[op.forward]
         forward_args = forward.build(rng, size)
         sources = dict(forward_args)
@@ -190,7 +221,8 @@ class Session:
             sources["x_shape"] = tuple(int(n) for n in forward_args["x"].shape)
         missing = [name for name in op.params if name not in sources]
         assert not missing, f"{op.name}: no source for {missing} (known: {SOURCES})"
-        return {name: sources[name] for name in op.params}, forward_args
+        chosen = {name: sources[name] for name in op.params}
+        return keep_defaulted(forward_args, chosen), forward_args
 
     def rng(self, task, index=0):
         """The random generator of one case of one check: reproducible for a given --seed."""

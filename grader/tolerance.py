@@ -29,16 +29,29 @@ BASE_TOLERANCE = {
 FINITE_DIFFERENCE_STEP = 1e-6
 FINITE_DIFFERENCE_TOLERANCE = Tolerance(rtol=1e-6, atol=1e-7)
 GPU_TOLERANCE_FACTOR = 4  # fused multiply-adds and the device's exp/log round differently
+# A sum of n terms of one sign rounded in order drifts like a random walk of n roundings of the
+# running sum: its error, relative to the sum, is about u * sqrt(n) (u the unit roundoff), and at
+# most about u * log2(n) summed pairwise (NumPy, a GPU's tree); SUM_DRIFT standard deviations pass.
+UNIT_ROUNDOFF = {32: 2.0**-24, 64: 2.0**-53}
+SUM_DRIFT = 8
 
 
 def tolerance(op, graded_bits, reference_bits, args, gpu=False):
     """The tolerance for `op` on `args`: the pair's base, widened for long accumulations.
 
-    A sum of n rounded terms drifts like sqrt(n) relative to its size, and its absolute error can
-    grow like n when terms cancel (matmul's K, conv's C*R*S, batchnorm's N*H*W); `op.accum`
-    gives n for the arguments at hand, `op.tol` widens ill-conditioned ops further.
+    `op.accum` gives n, the length of the longest sum behind an output, for the arguments at hand;
+    `op.tol` widens ill-conditioned ops further. A sum whose terms cancel (matmul's K, conv's
+    C*R*S, batchnorm's N*H*W) can be far smaller than its terms: its absolute error grows like n
+    and its relative error like sqrt(n) roundings of the base. A sum of terms of one sign
+    (`op.positive_sum`: a softmax's exponentials, a loss's mean of n terms) has no cancellation:
+    its error stays relative to its size, SUM_DRIFT * u * sqrt(n), and the absolute part is one
+    rounding of the base, however long the sum (a loss of 4096 x 4096 terms must still be right to
+    about 0.2%).
     """
     base = BASE_TOLERANCE[(graded_bits, reference_bits)]
     n = max(1, op.accum(args))
     factor = op.tol * (GPU_TOLERANCE_FACTOR if gpu else 1)
+    if op.positive_sum:
+        drift = SUM_DRIFT * UNIT_ROUNDOFF[min(graded_bits, reference_bits)] * math.sqrt(n)
+        return Tolerance(rtol=factor * (base.rtol + drift), atol=factor * base.atol)
     return Tolerance(rtol=base.rtol * factor * math.sqrt(n), atol=base.atol * factor * n)

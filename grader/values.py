@@ -45,6 +45,8 @@ def to_numpy_tree(tier, value, structure):
 
 
 def _leaf_to_numpy(tier, value, name):
+    if value is None:  # an output the call asked the op to skip (conv2d_backward's need_dx)
+        return None
     if name == "loss":
         # A Python float, or on a GPU a device value that float() reads (CONTRACT.md: losses may
         # stay on the GPU)

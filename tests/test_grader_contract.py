@@ -1,14 +1,18 @@
 """The contract as data (grader/ops.py and its neighbours): complete, and its inputs are what the
 checks need."""
 
+import inspect
+import math
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import stage1_python
+import stage2_numpy
 from grader.costs import conv_flops, work_matmul
-from grader.ops import OPS
+from grader.ops import OPS, correctness_cases
 from grader.tolerance import tolerance
 from grader.weeks import GROUPS, WEEKS, ops_for_week, week_of
 
@@ -142,3 +146,91 @@ def test_a_memory_bound_op_counts_every_float_array_it_reads_and_writes(name):
                 and v.dtype.kind in "iu"]  # fmt: skip
     if not integers:  # (labels and argmax may be counted at 4 or 8 bytes)
         assert moved == least, f"{name}: {moved} bytes counted, {least} must move"
+
+
+def contract_defaults(module, name):
+    """{argument: default} of the op `name` as a reference tier declares it (the contract's)."""
+    parameters = inspect.signature(getattr(module, name)).parameters.values()
+    return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_every_optional_argument_is_passed_and_left_at_its_default(name):
+    """Each optional argument of the contract: some correctness case passes it away from its
+    default, and some case leaves it out, so that a wrong path (conv2d_backward's need_dx=False)
+    or a wrong default fails."""
+    op = OPS[name]
+    declared = contract_defaults(stage2_numpy, name)
+    assert declared == contract_defaults(stage1_python, name)
+    assert op.defaults == declared, f"{name}: grader/builders.py CONTRACT_DEFAULTS"
+    assert set(declared) <= set(op.params), f"{name}: optional arguments the grader never passes"
+    cases = all_cases(op)
+    for argument, default in declared.items():
+        left = [args for _, args in cases if argument in args.defaulted]
+        passed = [args for _, args in cases
+                  if argument not in args.defaulted and args[argument] != default]  # fmt: skip
+        assert left, f"{name}: no case leaves {argument} at its default"
+        assert passed, f"{name}: no case passes {argument} other than {default}"
+
+
+def test_scalar_arguments_reach_the_edges_of_their_domains():
+    alphas = {args["alpha"] for _, args in all_cases(OPS["leaky_relu"])}
+    assert {0.0, 1.0} <= alphas and max(alphas) > 1 and min(alphas) < 0
+    ratios = []  # eps against the variance it is added to, in training and in evaluation
+    for (_, training, *_), args in all_cases(OPS["batchnorm_forward"]):
+        x = args["x"]
+        var = x.reshape(x.shape[0], x.shape[1], -1).var(axis=(0, 2)) if training else (
+            args["running_var"])
+        ratios.append((training, args["eps"] / var.mean()))
+    for mode in (True, False):
+        assert max(r for t, r in ratios if t == mode) > 0.1, f"training={mode}: eps never weighs"
+    for name in ("sgd_step", "momentum_step", "rmsprop_step", "adam_step"):
+        values = [args for _, args in all_cases(OPS[name])]
+        assert any(args["weight_decay"] > 1 for args in values), name
+    assert any(args["margin"] == 0 for _, args in all_cases(OPS["hinge_loss"]))
+
+
+ELEMENTWISE_GROUPS = ("activations", "regularization", "optimizers", "init")
+ROWWISE = ("softmax", "softmax_backward", "log_softmax", "log_softmax_backward",
+           "cross_entropy_loss", "cross_entropy_loss_backward", "hinge_loss", "hinge_loss_backward")
+
+
+def case_elements(op, size):
+    """The element count of the first argument of `op` built at `size`, and its shape."""
+    forward = OPS[op.forward] if op.forward else op
+    args = forward.build(np.random.default_rng(0), size)
+    first = next(v for v in args.values() if isinstance(v, np.ndarray) or isinstance(v, tuple))
+    shape = first if isinstance(first, tuple) else first.shape
+    return math.prod(shape), shape
+
+
+@pytest.mark.parametrize("kind", ["python", "cpu", "simulated", "gpu"])
+def test_every_tier_gets_tails_past_a_block_and_rows_past_any_block(kind):
+    """Elementwise ops: a case of more than several blocks of 256 whose count is no multiple of
+    32; row-wise ops: rows past 4096 (past 50257 on a real GPU and the CPU tiers), and a real GPU
+    more rows than a grid's y dimension holds."""
+    for name, op in OPS.items():
+        counts = [case_elements(op, size) for size in correctness_cases(op, kind)]
+        if op.group in ELEMENTWISE_GROUPS or name in ("add", "mul", "scale", "transpose"):
+            assert any(n > 3 * 256 and n % 32 for n, _ in counts), (name, kind)
+            if kind == "gpu":
+                assert any(shape[0] > 65535 for _, shape in counts), name
+        if name in ROWWISE:
+            longest = max(shape[1] for _, shape in counts)
+            assert longest > 4096, (name, kind)
+            if kind in ("cpu", "gpu"):
+                assert longest >= 50257, (name, kind)
+                assert kind == "cpu" or any(shape[0] > 65535 for _, shape in counts), name
+
+
+def test_a_loss_and_a_softmax_are_judged_relative_to_their_size():
+    """A mean of n terms has no cancellation: its tolerance stays relative, so a loss 16 times
+    too small fails at any n (the old absolute tolerance grew like n: 134 at 4096 x 4096 for a
+    mean near 2), and a softmax of 50257 classes (values near 2e-5) cannot pass as zeros."""
+    big = {"pred": np.zeros((4096, 4096)), "target": np.zeros((4096, 4096))}
+    for bits in ((32, 32), (32, 64)):
+        tol = tolerance(OPS["mse_loss"], *bits, big, gpu=True)
+        assert tol.atol + tol.rtol * 2.0 < 0.01 * 2.0
+    wide = {"x": np.zeros((2, 50257))}
+    tol = tolerance(OPS["softmax"], 32, 32, wide, gpu=True)
+    assert tol.atol + tol.rtol / 50257 < 0.5 / 50257

@@ -17,6 +17,7 @@ import pytest
 
 import tiers
 from grader import Options, grade
+from grader.run import CHECKS
 
 PLANTED = Path(__file__).parent / "planted_gpu"
 NUMBA = tiers.get("numba")
@@ -37,13 +38,35 @@ CHEATS = [
      r"^(relu: ran in [\d.]+ us, below the memory bound|(on fresh inputs )?after timing)"),
     ("missing_sync", "matmul", "gpu", "correct|determinism|speed",
      r"^(matmul: y\[[\d, ]+\] expected|matmul: run \d differs from run 1|after timing)"),
+    # right for the shapes tried: a capped grid, grid.y past 65535, a row past an unrolled block
+    ("relu_capped_grid", "relu", "any", "correct",
+     r"^relu: y\[\d+, \d+\] was never written .* elements never written \[case 5 of \d+: "
+     r"x\[3, 1037\]"),
+    ("sigmoid_grid_y", "sigmoid", "gpu", "correct",
+     r"^sigmoid: y\[65535, 0\] was never written .*x\[70001, 3\]"),
+    ("softmax_unrolled_row", "softmax", "any", "correct",
+     r"^softmax: y\[0, 1024\] was never written .*x\[2, (4097|6151)\]"),
+    # an optional argument, a loss judged relative to its size, an input overwritten
+    ("conv_no_dx_db_unwritten", "conv2d_backward", "gpu", "correct",  # the simulator: minutes
+     r"^conv2d_backward: db\[0\] was never written .* need_dx=False\]"),
+    ("mse_sixteenth_large", "mse_loss", "gpu", "speed",
+     r"^(on fresh inputs )?after timing: mse_loss: loss expected [\d.]+, received [\d.e-]+ "
+     r"\(tolerance"),
+    ("relu_into_input", "relu", "any", "correct", r"^relu: modified its input x \(only optimizers"),
+    # arguments across their domains; labels outside [0, C) refused
+    ("leaky_backward_compare", "leaky_relu_backward", "any", "correct",
+     r"^leaky_relu_backward: dx\[[\d, ]+\] expected .* alpha=2.5\]"),
+    ("cross_entropy_clamped_labels", "cross_entropy_loss", "any", "correct",
+     r"^cross_entropy_loss: accepted labels\[0\] = 10, outside \[0, C=10\); the contract "
+     r"refuses it with a ValueError"),
 ]  # fmt: skip
 
 
-def run_grader(tmp_path, cheat, op):
+def run_grader(tmp_path, cheat, op, checks=CHECKS):
+    """Grade `op` of the planted tier `cheat` (only `checks`, to keep it cheap)."""
     out = io.StringIO()
     options = Options(stage=4, variant="numba", impl=str(PLANTED / cheat), ops=(op,), quick=True,
-                      json=str(tmp_path / "g.json"))  # fmt: skip
+                      checks=checks, json=str(tmp_path / "g.json"))  # fmt: skip
     status, record = grade(options, out=out)
     return status, record["runs"][0]["results"], out.getvalue()
 
@@ -53,7 +76,7 @@ def run_grader(tmp_path, cheat, op):
 def test_a_gpu_cheat_fails_with_a_clear_message(tmp_path, cheat, op, where, check, pattern):
     if where == "gpu" and not ON_GPU:
         pytest.skip("shows only on a real GPU (timing, races): run on the GPU machine")
-    status, results, printed = run_grader(tmp_path, cheat, op)
+    status, results, printed = run_grader(tmp_path, cheat, op, tuple(check.split("|")))
     failed = [r for r in results if r.status == "failed" and re.fullmatch(check, r.check)]
     assert status == 1, printed
     assert failed, f"no failed {check} check for {op}:\n{printed}"
