@@ -2,7 +2,7 @@
 kernel that fills it; the path with dx is right."""
 
 from stage4_cuda import numba_impl as _numba
-from stage4_cuda.numba_impl import _device
+from stage4_cuda.runtime.device import empty
 from tests.planted_gpu.reference import *  # noqa: F403
 
 
@@ -10,4 +10,4 @@ def conv2d_backward(x, w, dy, stride=1, padding=0, need_dx=True):
     if need_dx:
         return _numba.conv2d_backward(x, w, dy, stride, padding)
     _, dw, _ = _numba.conv2d_backward(x, w, dy, stride, padding, need_dx=False)
-    return None, dw, _device.empty((w.shape[0],))
+    return None, dw, empty((w.shape[0],))

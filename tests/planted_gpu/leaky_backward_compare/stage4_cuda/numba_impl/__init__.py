@@ -3,7 +3,8 @@ sign of x only while alpha < 1."""
 
 from numba import cuda
 
-from stage4_cuda.numba_impl import _device
+from stage4_cuda.runtime.device import empty, flat
+from stage4_cuda.runtime.launch import launch_elementwise
 from tests.planted_gpu.reference import *  # noqa: F403
 
 
@@ -15,7 +16,7 @@ def _leaky_backward(x, dy, dx, alpha):
 
 
 def leaky_relu_backward(x, dy, alpha):
-    dx = _device.empty(x.shape)
-    _device.launch_elementwise(_leaky_backward, x.size, _device.flat(x), _device.flat(dy),
-                               _device.flat(dx), alpha)
+    dx = empty(x.shape)
+    launch_elementwise(_leaky_backward, x.size, flat(x), flat(dy),
+                               flat(dx), alpha)
     return dx

@@ -4,7 +4,8 @@
 
 from numba import cuda
 
-from stage4_cuda.numba_impl import _device
+from stage4_cuda.runtime.device import empty, flat
+from stage4_cuda.runtime.launch import BLOCK, blocks_for, launch
 from tests.planted_gpu.reference import *  # noqa: F403
 
 MAX_BLOCKS = 8
@@ -18,7 +19,7 @@ def _relu(x, y):
 
 
 def relu(x):
-    y = _device.empty(x.shape)
-    blocks = min(_device.blocks_for(x.size), MAX_BLOCKS)
-    _device.launch(_relu, blocks, _device.BLOCK, _device.flat(x), _device.flat(y))
+    y = empty(x.shape)
+    blocks = min(blocks_for(x.size), MAX_BLOCKS)
+    launch(_relu, blocks, BLOCK, flat(x), flat(y))
     return y

@@ -6,7 +6,8 @@ import math
 
 from numba import cuda
 
-from stage4_cuda.numba_impl import _device
+from stage4_cuda.runtime.device import empty
+from stage4_cuda.runtime.launch import blocks_for, launch
 from tests.planted_gpu.reference import *  # noqa: F403
 
 MAX_GRID_Y = 65535
@@ -20,9 +21,9 @@ def _sigmoid_rows(x, y):
 
 
 def sigmoid(x):
-    y = _device.empty(x.shape)
+    y = empty(x.shape)
     rows = x.shape[0]
     x2, y2 = x.reshape(rows, x.size // rows), y.reshape(rows, x.size // rows)
-    blocks = (_device.blocks_for(x2.shape[1], 32), min(rows, MAX_GRID_Y))
-    _device.launch(_sigmoid_rows, blocks, (32, 1), x2, y2)
+    blocks = (blocks_for(x2.shape[1], 32), min(rows, MAX_GRID_Y))
+    launch(_sigmoid_rows, blocks, (32, 1), x2, y2)
     return y

@@ -6,7 +6,8 @@ import math
 
 from numba import cuda, float32
 
-from stage4_cuda.numba_impl import _device
+from stage4_cuda.runtime.device import empty
+from stage4_cuda.runtime.launch import launch
 from tests.planted_gpu.reference import *  # noqa: F403
 
 THREADS, UNROLL = 128, 8
@@ -44,6 +45,6 @@ def _softmax_rows(x, y):
 
 
 def softmax(x, kernel="best"):
-    y = _device.empty(x.shape)
-    _device.launch(_softmax_rows, x.shape[0], THREADS, x, y)
+    y = empty(x.shape)
+    launch(_softmax_rows, x.shape[0], THREADS, x, y)
     return y
