@@ -55,9 +55,7 @@ class Options:
 
 def selected_ops(options):
     """The ops to grade: those of --week (all without it), narrowed by --ops."""
-    names = (
-        list(OPS) if options.week is None else ops_for_week(options.stage, options.week)
-    )
+    names = list(OPS) if options.week is None else ops_for_week(options.stage, options.week)
     if options.ops:
         unknown = sorted(set(options.ops) - set(OPS))
         if unknown:
