@@ -18,8 +18,8 @@ import sys
 
 import tiers
 
-from .ops import OPS
 from .isolation import MOST_LIMITS, YARDSTICK_MULTIPLE
+from .ops import OPS
 from .run import CHECKS, SIMULATOR_TIME_FACTOR, SPEED_TIME_FACTOR, Options, grade
 from .weeks import WEEKS, ops_for_week
 
