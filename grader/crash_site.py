@@ -48,7 +48,8 @@ def native_crash_site(setup, task, timeout):
             "LD_PRELOAD": library.stdout.strip(),
             "ASAN_OPTIONS": "detect_leaks=0",
         }
-        runner = IsolatedRunner(dataclasses.replace(setup, impl=scratch), environment)
+        asan_copy = dataclasses.replace(setup, impl=scratch)
+        runner = IsolatedRunner(asan_copy, environment, measure=False)  # it crashes, not hangs
         try:
             runner.run(task, timeout)
             report = runner.errors_text()
