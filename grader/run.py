@@ -23,8 +23,8 @@ from .weeks import ops_for_week
 RESULTS = tiers.REPOSITORY / "curriculum" / "results"  # committed: written only with --results
 RUNS = tiers.REPOSITORY / "runs" / "grader"  # ignored by git: where ordinary runs write
 SPEED_TIME_FACTOR = 6  # a speed task times many calls: its time limit is this many check limits
-# numba's CUDA simulator runs each GPU thread as a Python thread: a correct conv2d_backward check
-# takes about a minute there on two cores, where a GPU takes milliseconds.
+# numba's CUDA simulator runs each GPU thread as a Python thread: a correct check of a convolution
+# takes it a minute or more on two cores, where a GPU takes milliseconds.
 SIMULATOR_TIME_FACTOR = 4
 
 
