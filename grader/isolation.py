@@ -70,25 +70,25 @@ class InProcessRunner:
     def __init__(self, setup):
         self.session = Session(setup)
         self.label = tiers.find(setup.stage, setup.variant).label
-        self.yardstick = yardstick_setup(setup)
-        self.yardstick_session = None
+        self.yardstick_setup = yardstick_setup(setup)
+        self.yardstick = None  # the repository's tier's Session, made when first needed
 
     def describe(self):
         return self.session.describe()
 
     def run(self, task, timeout):
-        first = timeout if self.yardstick else MOST_LIMITS * timeout
+        first = timeout if self.yardstick_setup else MOST_LIMITS * timeout
         started = time.monotonic()
         result = _within(first, self.session.run, task)
         if result is not None:
             return result
         waited = time.monotonic() - started
-        if self.yardstick is None:
+        if self.yardstick_setup is None:
             return Result(task.op, task.kind, FAILED, f"{task.op}: {hang_message(waited)}")
-        if self.yardstick_session is None:
-            self.yardstick_session = Session(self.yardstick)
+        if self.yardstick is None:
+            self.yardstick = Session(self.yardstick_setup)
         measured = time.monotonic()
-        answered = _within(MOST_LIMITS * timeout, self.yardstick_session.run, task)
+        answered = _within(MOST_LIMITS * timeout, self.yardstick.run, task)
         seconds = time.monotonic() - measured if answered is not None else None
         allowed = allowed_seconds(timeout, seconds) if seconds is not None else 0
         if allowed > waited:  # merely slow, as the repository's tier is: once more, given longer
