@@ -18,8 +18,9 @@ import sys
 
 import tiers
 
+from .isolation import MOST_LIMITS, YARDSTICK_MULTIPLE
 from .ops import OPS
-from .run import CHECKS, Options, grade
+from .run import CHECKS, SIMULATOR_TIME_FACTOR, SPEED_TIME_FACTOR, Options, grade
 from .weeks import WEEKS, ops_for_week
 
 
@@ -59,7 +60,11 @@ def parse(argv):
         type=float,
         default=20.0,
         metavar="S",
-        help="seconds a check may take before it counts as a hang (default 20)",
+        help=f"the base time limit of a check in seconds (default 20; {SIMULATOR_TIME_FACTOR}x "
+        f"on numba's CUDA simulator, {SPEED_TIME_FACTOR}x for a speed check). A check of your "
+        "tier still running then is timed on the repository's tier, and fails as a hang only "
+        f"past the base plus {YARDSTICK_MULTIPLE}x that time; the repository's own tier gets "
+        f"{MOST_LIMITS} base limits",
     )
     parser.add_argument(
         "--json",

@@ -18,10 +18,15 @@ from . import report
 from .ladders import Named, ladder, timed_class
 from .ops import OPS
 from .records import PASSED, Task
-from .run import default_json_path, execute
+from .run import default_json_path, execute, variants
 
 MATMUL_SIZE = {False: 1024, True: 512}  # quick -> n of the n x n x n kernel ladder
 THREADS = (1, 2)
+SIMULATED_INSTEAD = (
+    "Speed means nothing there: `make grade STAGE=4 VARIANT=numba` checks your kernels' "
+    "correctness here, `make bench STAGE=3` times the CPU tiers, and `make bench STAGE=4` runs on "
+    "a machine with an NVIDIA GPU."
+)
 
 
 def plan_bench(options, info, results):
@@ -48,7 +53,14 @@ def plan_bench(options, info, results):
 
 
 def bench(options, out=sys.stdout):
-    """Run the bench; returns (exit status, JSON record); writes the Markdown table too."""
+    """Run the bench; returns (exit status, JSON record); writes the Markdown table too. On
+    numba's CUDA simulator it refuses at once: (2, None)."""
+    for variant in variants(options):
+        tier = tiers.find(options.stage, variant)
+        refusal = tier.too_slow_simulated("the bench", SIMULATED_INSTEAD)
+        if refusal:
+            print(f"error: {refusal}", file=sys.stderr)
+            return 2, None
     options.json = options.json or str(default_json_path(options, "bench"))
 
     def write_markdown(record):

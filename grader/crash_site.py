@@ -4,6 +4,9 @@ When the isolated worker dies by a signal in a tier that is built from C (its pa
 build.py), the crashing check is run once more on a copy of the tier built with AddressSanitizer
 (`python -m PACKAGE.build --asan`, as `make asan` does): ASan's report names the C frame
 ("#0 0x... in s2c_relu .../csrc/activations.c:14"), which is mapped back to the graded sources.
+An exception needs no re-run: `tiers.describe_exception` names the innermost line of the tier's
+own code that raised it (for an index past an array on numba's CUDA simulator, the kernel's line
+rather than the simulator's).
 """
 
 import dataclasses
@@ -48,7 +51,8 @@ def native_crash_site(setup, task, timeout):
             "LD_PRELOAD": library.stdout.strip(),
             "ASAN_OPTIONS": "detect_leaks=0",
         }
-        runner = IsolatedRunner(dataclasses.replace(setup, impl=scratch), environment)
+        asan_copy = dataclasses.replace(setup, impl=scratch)
+        runner = IsolatedRunner(asan_copy, environment, measure=False)  # it crashes, not hangs
         try:
             runner.run(task, timeout)
             report = runner.errors_text()

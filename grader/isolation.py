@@ -5,8 +5,17 @@ isolated one keeps a worker process (grader/worker.py) and, when the worker dies
 or CUDA code) or does not answer in time (a hang), reports the check as failed with a clear
 message and starts a fresh worker for the next check. The in-process one limits time with
 SIGALRM, which interrupts Python code (stage 1 and 2 loops, sleeps) but not native code.
+
+How long a check may take: `timeout`, the base limit, is enough for any check of a correct tier
+on an ordinary machine. A learner's check still running then is not called a hang yet: the
+repository's own tier runs the same check (the yardstick), and the learner's gets the base limit
+plus YARDSTICK_MULTIPLE times the yardstick's time, so that a slow machine, a busy one or numba's
+CUDA simulator never fails correct code, while an endless loop is told apart ("no answer after
+N s, while the repository's stage 2 answered this check in M s"). The repository's own tier,
+its own yardstick, waits up to MOST_LIMITS base limits.
 """
 
+import dataclasses
 import os
 import re
 import select
@@ -18,6 +27,7 @@ import threading
 import time
 from contextlib import contextmanager
 
+import tiers
 from tiers import REPOSITORY
 
 from . import protocol
@@ -25,30 +35,81 @@ from .records import FAILED, CheckTimeout, Result
 from .session import Session
 
 STARTUP_SECONDS = 120  # importing a tier may compile kernels
+YARDSTICK_MULTIPLE = 5  # a learner's check may take the base limit plus this many yardsticks
+MOST_LIMITS = 10  # no check waits longer than this many base limits
 
 
-def hang_message(op, seconds):
-    return f"{op}: no answer after {seconds:g} s (hang?)"
+def hang_message(waited, yardstick=None):
+    """Why a check that did not answer failed. `yardstick` is (the repository's tier's label, the
+    seconds it took on the same check, or None when it did not answer in time either)."""
+    message = f"no answer after {waited:.3g} s"
+    if yardstick is None:
+        return message + " (hang?)"
+    label, seconds = yardstick
+    if seconds is None:
+        return (f"{message}, nor from the repository's {label} on this check: this machine is "
+                "too slow or too busy for it (--timeout S raises the limit)")  # fmt: skip
+    return (f"{message}, while the repository's {label} answered this check in {seconds:.3g} s: "
+            "a hang (an endless loop, a deadlock)?")  # fmt: skip
+
+
+def yardstick_setup(setup):
+    """The same grading of the repository's own tier, or None when `setup` grades it already."""
+    return dataclasses.replace(setup, impl=None) if setup.impl is not None else None
+
+
+def allowed_seconds(timeout, yardstick_seconds):
+    """How long a learner's check may take when the repository's tier took `yardstick_seconds`."""
+    return timeout + YARDSTICK_MULTIPLE * yardstick_seconds
 
 
 class InProcessRunner:
-    """Checks run here; a check running past its time is interrupted by SIGALRM."""
+    """Checks run here; a check running past its time is interrupted by SIGALRM, then run once
+    more with the limit the yardstick sets when that is longer."""
 
     def __init__(self, setup):
         self.session = Session(setup)
+        self.label = tiers.find(setup.stage, setup.variant).label
+        self.yardstick_setup = yardstick_setup(setup)
+        self.yardstick = None  # the repository's tier's Session, made when first needed
 
     def describe(self):
         return self.session.describe()
 
     def run(self, task, timeout):
-        try:
-            with _alarm(timeout):
-                return self.session.run(task)
-        except CheckTimeout:
-            return Result(task.op, task.kind, FAILED, hang_message(task.op, timeout))
+        first = timeout if self.yardstick_setup else MOST_LIMITS * timeout
+        started = time.monotonic()
+        result = _within(first, self.session.run, task)
+        if result is not None:
+            return result
+        waited = time.monotonic() - started
+        if self.yardstick_setup is None:
+            return Result(task.op, task.kind, FAILED, f"{task.op}: {hang_message(waited)}")
+        if self.yardstick is None:
+            self.yardstick = Session(self.yardstick_setup)
+        measured = time.monotonic()
+        answered = _within(MOST_LIMITS * timeout, self.yardstick.run, task)
+        seconds = time.monotonic() - measured if answered is not None else None
+        allowed = allowed_seconds(timeout, seconds) if seconds is not None else 0
+        if allowed > waited:  # merely slow, as the repository's tier is: once more, given longer
+            result = _within(allowed, self.session.run, task)
+            if result is not None:
+                return result
+            waited = allowed
+        message = hang_message(waited, (self.label, seconds))
+        return Result(task.op, task.kind, FAILED, f"{task.op}: {message}")
 
     def close(self):
         pass
+
+
+def _within(seconds, function, *args):
+    """function(*args), or None when it runs past `seconds` (interrupted by SIGALRM)."""
+    try:
+        with _alarm(seconds):
+            return function(*args)
+    except CheckTimeout:
+        return None
 
 
 @contextmanager
@@ -75,11 +136,15 @@ class WorkerGone(Exception):
 
 
 class IsolatedRunner:
-    """Checks run in a worker process, restarted after a crash or a hang."""
+    """Checks run in a worker process, restarted after a crash or a hang. With `measure`, a check
+    of a learner's tier past its base limit is timed on the repository's tier in a second worker
+    (a yardstick) while it goes on running."""
 
-    def __init__(self, setup, environment=None):
+    def __init__(self, setup, environment=None, measure=True):
         self.setup = setup
         self.environment = environment  # None: this process's (crash_site adds ASan's)
+        self.yardstick_setup = yardstick_setup(setup) if measure else None
+        self.yardstick = None  # the worker of the repository's tier, started when first needed
         self.process = None
         self.info = None
         self.signal = None  # the signal that killed the last worker
@@ -110,7 +175,8 @@ class IsolatedRunner:
             if self.process is None:
                 self._start()
             protocol.send(self.process.stdin, task)
-            return self._receive(timeout)
+            self._await(task, timeout, time.monotonic())
+            return self._receive(STARTUP_SECONDS)  # the answer has begun: the rest follows
         except (WorkerGone, BrokenPipeError) as gone:
             message = str(gone) if isinstance(gone, WorkerGone) else "the worker closed its pipe"
             if self.signal and self.environment is None:  # a crash: find it in the C sources
@@ -119,6 +185,57 @@ class IsolatedRunner:
                 message += native_crash_site(self.setup, task, timeout + STARTUP_SECONDS)
             return Result(task.op, task.kind, FAILED, f"{task.op}: {message}")
 
+    def _await(self, task, timeout, started):
+        """Return once the worker answers `task` (or dies); stop it and raise WorkerGone with a
+        hang message when that takes too long (see the module's docstring)."""
+        if self.yardstick_setup is None:  # the repository's own tier: its own yardstick
+            if not self._answering(started + MOST_LIMITS * timeout):
+                self._hung(started)
+            return
+        if self._answering(started + timeout):
+            return
+        yardstick = self._yardstick()
+        if yardstick is None:
+            self._hung(started)
+        protocol.send(yardstick.process.stdin, task)
+        measured = time.monotonic()
+        label = tiers.find(self.setup.stage, self.setup.variant).label
+        ready = _answering((self, yardstick), started + MOST_LIMITS * timeout)
+        if self in ready:  # the learner's answered first: the yardstick's answer is not needed
+            yardstick.stop()
+            return
+        if not ready:  # neither answered
+            yardstick.stop()
+            self._hung(started, (label, None))
+        seconds = time.monotonic() - measured
+        try:
+            yardstick._receive(STARTUP_SECONDS)
+        except WorkerGone:  # the repository's tier failed: no yardstick
+            self._hung(started)
+        if not self._answering(started + allowed_seconds(timeout, seconds)):
+            self._hung(started, (label, seconds))
+
+    def _yardstick(self):
+        """The worker grading the repository's tier (started now if needed), or None when that
+        tier cannot run here."""
+        if self.yardstick is None:
+            self.yardstick = IsolatedRunner(self.yardstick_setup, measure=False)
+        try:
+            if self.yardstick.describe()["graded"]["ok"]:
+                return self.yardstick
+        except WorkerGone:
+            pass
+        return None
+
+    def _answering(self, deadline):
+        """Whether the worker starts answering (or dies) before `deadline`."""
+        return self in _answering((self,), deadline)
+
+    def _hung(self, started, yardstick=None):
+        """Stop the worker that did not answer in time; raise WorkerGone saying so."""
+        self.stop()
+        raise WorkerGone(hang_message(time.monotonic() - started, yardstick))
+
     def _receive(self, timeout):
         """One answer from the worker within `timeout` seconds, else WorkerGone."""
         deadline = time.monotonic() + timeout
@@ -126,7 +243,7 @@ class IsolatedRunner:
             header = self._read(protocol.HEADER.size, deadline)
             body = self._read(protocol.HEADER.unpack(header)[0], deadline)
         except TimeoutError:
-            self._stop()
+            self.stop()
             raise WorkerGone(f"no answer after {timeout:g} s (hang?)") from None
         except EOFError:
             raise WorkerGone(self._death()) from None
@@ -170,19 +287,30 @@ class IsolatedRunner:
             sys.stderr.write(text[self.errors_shown :])
             self.errors_shown = len(text)
 
-    def _stop(self):
-        self.process.kill()
-        self.process.wait()
-        self.process = None
+    def stop(self):
+        """Kill the worker (a fresh one starts for the next check)."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
 
     def close(self):
+        if self.yardstick is not None:
+            self.yardstick.close()
         if self.process is not None:
             self.process.stdin.close()  # the worker exits at end of input
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                self._stop()
+                self.stop()
             self.process = None
+
+
+def _answering(runners, deadline):
+    """The runners whose worker starts answering (or dies) before `deadline`: [] when none."""
+    streams = {runner.process.stdout.fileno(): runner for runner in runners}
+    remaining = max(0.0, deadline - time.monotonic())
+    return [streams[fd] for fd in select.select(list(streams), [], [], remaining)[0]]
 
 
 def _crash_site(stderr_text):

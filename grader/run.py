@@ -23,6 +23,9 @@ from .weeks import ops_for_week
 RESULTS = tiers.REPOSITORY / "curriculum" / "results"  # committed: written only with --results
 RUNS = tiers.REPOSITORY / "runs" / "grader"  # ignored by git: where ordinary runs write
 SPEED_TIME_FACTOR = 6  # a speed task times many calls: its time limit is this many check limits
+# numba's CUDA simulator runs each GPU thread as a Python thread: a correct check of a convolution
+# takes it a minute or more on two cores, where a GPU takes milliseconds.
+SIMULATOR_TIME_FACTOR = 4
 
 
 # --checks chooses among them; `agree` runs only with --against-impl (grader/agreement.py)
@@ -52,9 +55,7 @@ class Options:
 
 def selected_ops(options):
     """The ops to grade: those of --week (all without it), narrowed by --ops."""
-    names = (
-        list(OPS) if options.week is None else ops_for_week(options.stage, options.week)
-    )
+    names = list(OPS) if options.week is None else ops_for_week(options.stage, options.week)
     if options.ops:
         unknown = sorted(set(options.ops) - set(OPS))
         if unknown:
@@ -207,7 +208,8 @@ def _run_variant(options, variant, plan, kind, out):
             where = _display(graded["origin"])
             isolated = ", isolated" if isolate else ""
             simulated = (
-                " (CUDA simulator, no GPU: correctness at tiny sizes, no speed verdicts)"
+                " (CUDA simulator, no GPU: correctness at tiny sizes, no speed verdicts, "
+                f"{SIMULATOR_TIME_FACTOR}x the time per check)"
                 if tier.simulated
                 else ""
             )
@@ -219,7 +221,8 @@ def _run_variant(options, variant, plan, kind, out):
             if own:
                 results += _own_reference_lines(own, reference, out)
             report.print_header(out)
-            _run_tasks(options, runner, plan(options, info, results), results, out)
+            limit = options.timeout * (SIMULATOR_TIME_FACTOR if tier.simulated else 1)
+            _run_tasks(limit, runner, plan(options, info, results), results, out)
     except WorkerGone as gone:  # the worker died before it could describe the tiers
         results.append(Result("import", "import", FAILED, f"{label}: {gone}"))
         report.print_row(results[-1], out)
@@ -248,10 +251,11 @@ def _own_reference_lines(own, reference, out):
     return [Result("import", "agree", SKIPPED, message)]
 
 
-def _run_tasks(options, runner, tasks, results, out):
-    """Run tasks in order, appending to `results`. An op with a failed check is not timed (at
-    its next sizes either, once a speed check failed); an op not implemented is reported once,
-    its other checks skipped. A ladder's rung (`kernel`) counts as an op of its own."""
+def _run_tasks(limit, runner, tasks, results, out):
+    """Run tasks in order, appending to `results`, each with `limit` seconds as its base time
+    limit (grader/isolation.py says how a check gets longer). An op with a failed check is not
+    timed (at its next sizes either, once a speed check failed); an op not implemented is reported
+    once, its other checks skipped. A ladder's rung (`kernel`) counts as an op of its own."""
     failed_ops, missing_ops = set(), set()
     for task in tasks:
         key = (task.op, task.kernel)
@@ -261,8 +265,7 @@ def _run_tasks(options, runner, tasks, results, out):
             result = Result(task.op, task.kind, SKIPPED, f"skipped: {why}", size=size)
         else:
             timed = task.kind in ("speed", "kernel", "blas")
-            limit = options.timeout * (SPEED_TIME_FACTOR if timed else 1)
-            result = runner.run(task, limit)
+            result = runner.run(task, limit * (SPEED_TIME_FACTOR if timed else 1))
             if result.status == FAILED:
                 failed_ops.add(key)
                 if ": not implemented (" in result.message:

@@ -31,7 +31,7 @@ from nn.layers import Conv2d, Flatten, Linear, MaxPool2d, ReLU
 from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
-from nn.tiers import STAGES, load_tier, runs_on_gpu
+from nn.tiers import STAGES, TierError, load_tier, refuse_simulated, runs_on_gpu
 from nn.trainer import Trainer
 
 
@@ -128,6 +128,10 @@ def tier_epoch(model, data, recipe, untimed_first=False, **steps):
         return time.perf_counter() - started
 
 
+SIMULATED_INSTEAD = ("Time the CPU tiers' epochs here (`make bench STAGE=3`), and stage 4's on a "
+                     "machine with an NVIDIA GPU.")
+
+
 def load_tiers(stages, impl=None):
     """{stage: tier}: the benchmarked tier (the last stage) from folder `impl` when given (the
     rule of `make bench`), the stages before it the repository's, to compare with."""
@@ -149,6 +153,11 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=2, help="epochs per side (fastest counts)")
     parser.add_argument("--output", type=Path, help="write OUTPUT.json and OUTPUT.md")
     args = parser.parse_args(argv)
+    try:
+        refuse_simulated(args.stage[-1], None, "nn.bench", SIMULATED_INSTEAD)
+    except TierError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         import torch
     except ImportError:

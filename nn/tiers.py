@@ -34,6 +34,14 @@ def runs_on_gpu(stage, variant=None):
     return tiers.find(stage, variant).gpu
 
 
+def refuse_simulated(stage, variant, work, instead):
+    """Raise TierError at once when the tier of `stage` (`variant`) would run on numba's CUDA
+    simulator, where `work` (e.g. "training") would take hours; the message ends with `instead`."""
+    refusal = tiers.find(stage, variant).too_slow_simulated(work, instead)
+    if refusal:
+        raise TierError(refusal)
+
+
 def nvcc_tier(purpose):
     """Stage 4's nvcc variant, for `purpose` (e.g. "the race", which needs a GPU); TierError
     saying so when it cannot run here."""

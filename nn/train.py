@@ -23,7 +23,7 @@ from nn.models import MODELS, build_model, check_options
 from nn.recipes import Recipe, recipe_for
 from nn.report import command_line, machine, save_pictures, write_results
 from nn.schedules import Schedule
-from nn.tiers import STAGES, VARIANTS, load_tier
+from nn.tiers import STAGES, VARIANTS, load_tier, refuse_simulated
 from nn.trainer import Trainer, TrainingDiverged
 
 
@@ -94,6 +94,11 @@ def model_options(pairs):
     return options
 
 
+SIMULATED_INSTEAD = (
+    "Train on stage 3 instead (`make train STAGE=3 ARGS='...'`: the same nn/ code on your C "
+    "tier), check your stage 4 kernels with `make grade STAGE=4 VARIANT=numba`, and train on "
+    "stage 4 on a machine with an NVIDIA GPU."
+)
 RECIPE_FLAGS = (
     "epochs", "batch_size", "optimizer", "lr", "momentum", "beta2", "weight_decay", "schedule",
     "warmup_epochs", "shift", "flip", "val_size", "train_size", "patience", "seed",
@@ -103,6 +108,7 @@ RECIPE_FLAGS = (
 def main(argv=None):
     args = parse_args(argv)
     try:
+        refuse_simulated(args.stage, args.variant, "training", SIMULATED_INSTEAD)
         tier = load_tier(args.stage, args.impl, args.variant)
         if args.summary:
             print(MODELS[args.model]().build(tier, seed=0).summary())

@@ -93,3 +93,25 @@ def test_an_out_of_bounds_write_fails(tmp_path):
     status, results, printed = run_grader(tmp_path, "out_of_bounds", "relu")
     assert status == 1, printed
     assert re.search(r"relu: raised IndexError", results[0].message), printed
+
+
+def test_a_missing_bounds_guard_is_reported_at_the_kernel_line(tmp_path):
+    """A kernel without its `if row < n and col < m` guard: on the simulator the thread past the
+    edge raises IndexError inside numba's simulated array, and the grader names the learner's
+    kernel line instead (tiers.describe_exception skips Python's and the packages' frames)."""
+    if ON_GPU:
+        pytest.skip("on a GPU an overhanging access is memcheck's to find: make sanitize STAGE=4")
+    source = PLANTED / "missing_guard_index" / "stage4_cuda" / "numba_impl" / "__init__.py"
+    line = (
+        source.read_text()
+        .splitlines()
+        .index(
+            "    y[col, row] = a[row, col]  # no guard: threads past the edge index past the arrays"
+        )
+    )
+    status, results, printed = run_grader(tmp_path, "missing_guard_index", "transpose")
+    assert status == 1, printed
+    where = re.escape(
+        f"(at {source.relative_to(tiers.REPOSITORY)}:{line + 1} in _transpose_unguarded)"
+    )
+    assert re.search(rf"^transpose: raised IndexError: .* {where}", results[0].message), printed

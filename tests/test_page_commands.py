@@ -40,6 +40,7 @@ CHECK = "check"  # checked (targets, arguments, files), not run: the reason says
 # (pattern over the command as written, what is done, why): the first row that matches decides.
 GPU = (r"\bnvcc\b|\bnsys\b|\bncu\b|nvidia-smi|compute-sanitizer|^make sanitize\b|grader\.sanitize"
        r"|^make (race|speedrun)\b|-m nn\.(race|speedrun)\b|--graph\b"
+       r"|^make (train|bench) STAGE=4\b|-m nn\.(train|bench) --stage 4\b"  # the simulator refuses
        r"|\b(softmax|conv|memory)_bench\b")
 REFERENCE_TRAINING = (
     r"--stage 4\b.*--data|(^make train\b.*\bIMPL=(\s|$)|-m nn\.train\b(?!.*--impl))"

@@ -61,6 +61,18 @@ class Tier:
         the CPU imitating the GPU, right in logic, hopeless for speed."""
         return self.gpu and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
+    def too_slow_simulated(self, work, instead):
+        """Why `work` (e.g. "the bench") cannot run on this tier here, then `instead`; None when
+        the tier is not simulated."""
+        if not self.simulated:
+            return None
+        return (
+            f"{work} on {self.label} would run on numba's CUDA simulator here "
+            "(NUMBA_ENABLE_CUDASIM=1: no NVIDIA GPU), which imitates every GPU thread in Python, "
+            f"thousands of times slower than a GPU: minutes for a handful of numbers, days for a "
+            f"data set. {instead}"
+        )
+
     @property
     def reference_stages(self):
         """The stages of its references, best first (what the grader's --against defaults to)."""

@@ -11,12 +11,17 @@ import importlib.util
 import os
 import subprocess
 import sys
+import sysconfig
 import traceback
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parent.parent
+# Where Python's standard library and installed packages live (the venv's, resolved)
+LIBRARIES = tuple(
+    {Path(sysconfig.get_path(name)).resolve() for name in ("stdlib", "platstdlib", "purelib")}
+)
 
 
 @dataclass
@@ -171,11 +176,15 @@ def _broken(loaded, error):
 
 
 def describe_exception(error):
-    """'ValueError: message (at path/file.py:42 in fn)': where the innermost frame raised it."""
+    """'ValueError: message (at path/file.py:42 in fn)': where it was raised, in the innermost
+    frame of code outside Python's libraries (the learner's line, not the line of NumPy or of
+    numba's CUDA simulator that found the fault: an index past a kernel's array is reported at the
+    kernel's line); in the innermost frame when all are the libraries'."""
     frames = traceback.extract_tb(error.__traceback__)
+    ours = [frame for frame in frames if not _in_libraries(frame.filename)]
     where = ""
     if frames:
-        frame = frames[-1]
+        frame = (ours or frames)[-1]
         path = Path(frame.filename)
         try:
             path = path.resolve().relative_to(REPOSITORY)
@@ -183,3 +192,12 @@ def describe_exception(error):
             pass
         where = f" (at {path}:{frame.lineno} in {frame.name})"
     return f"{type(error).__name__}: {error}{where}"
+
+
+def _in_libraries(filename):
+    """Whether code of `filename` is Python's or an installed package's (or not a file at all,
+    such as '<frozen importlib._bootstrap>')."""
+    if filename.startswith("<"):
+        return True
+    path = Path(filename).resolve()
+    return any(path.is_relative_to(folder) for folder in LIBRARIES)
