@@ -35,6 +35,11 @@ ARGS ?=
 VARIANT_ARG = $(if $(VARIANT),--variant $(VARIANT))  # stage 4: numba or nvcc (default: every one)
 # nn.bench's sides: stage 3 beside stage 2 on the CPU at 1 and 2 threads; stage 4 alone against
 # PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
+# A command first builds the tiers it needs, each only when a source changed since its build (a
+# fresh build costs a look at file times): make grade, bench and results its STAGE's tiers and
+# those they are checked against, make train the one tier it trains on, the rest every tier.
+BUILD_STALE = $(PY) -m tiers build --if-stale
+BUILD_STAGE = $(BUILD_STALE) --stage $(STAGE) $(VARIANT_ARG)
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
 
 .PHONY: help setup build data test portability grade results bench train race speedrun exercises exercises-index progress notebooks asan sanitize lint clean
@@ -53,16 +58,17 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	@touch $(STAMP)
 
-setup: $(STAMP) build ## create .venv with the pinned dependencies and build the C tier
+setup: $(STAMP) build ## create .venv with the pinned dependencies and build the tiers
 
-build: $(STAMP) ## build the tiers that need it (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists)
-	$(PY) -m tiers build
+build: $(STAMP) ## build the tiers whose sources changed since their build (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists)
+	$(BUILD_STALE)
 
 data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
 	$(PY) -m datasets fetch mnist
 	$(PY) -m datasets fetch fashion-mnist
 
-test: setup ## run the project's tests; the week tests check your workspace/ tiers (GPU checks under the CUDA simulator)
+test: $(STAMP) ## run the project's tests; the week tests check your workspace/ tiers (GPU checks under the CUDA simulator)
+	@$(BUILD_STALE)
 	S2C_IMPL=$(TEST_IMPL) $(PY) -m pytest -q $(ARGS)
 
 # The suite must pass whatever the CPU: each C target (FMA or not, AVX-512, AVX2 or SSE only) and
@@ -82,19 +88,22 @@ portability: $(STAMP) ## run the tests on each C target (native, -mno-fma, x86-6
 	$(PY) -m stage3_c.build; \
 	exit $$status
 
-grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace] [AGAINST=workspace]
+grade: $(STAMP) ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace] [AGAINST=workspace]
 	$(NO_STAGE_IN_ARGS)
+	@$(BUILD_STAGE)
 	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(if $(AGAINST),--against-impl $(AGAINST)) $(ARGS)
 
-results: setup ## rewrite the committed grader records of the repository's tier (stage 4: and every op against PyTorch): make results STAGE=3
+results: $(STAMP) ## rewrite the committed grader records of the repository's tier (stage 4: and every op against PyTorch): make results STAGE=3
 	$(NO_AGAINST)
+	@$(BUILD_STAGE)
 	$(PY) -m grader --stage $(STAGE) --results
 	$(PY) -m grader bench --stage $(STAGE) --results
 	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench --results)
 
-bench: setup ## benchmark a tier: ops and matmul ladder (stage 4: every op against PyTorch's too), then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
+bench: $(STAMP) ## benchmark a tier: ops and matmul ladder (stage 4: every op against PyTorch's too), then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
+	@$(BUILD_STAGE)
 	$(PY) -m grader bench --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)))
 	@if $(PY) -c "import torch" 2>/dev/null; then \
@@ -102,15 +111,18 @@ bench: setup ## benchmark a tier: ops and matmul ladder (stage 4: every op again
 			$(if $(IMPL),--impl $(IMPL)) --output $(if $(IMPL),$(IMPL)/results,curriculum/results)/nn-bench-stage$(STAGE); \
 	else echo "nn.bench skipped: it compares with PyTorch (pip install -r requirements-oracle.txt)"; fi
 
-train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
+train: $(STAMP) ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
+	@$(BUILD_STAGE) --no-references
 	S2C_NN=$(NN_IMPL) $(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
-race: setup ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (nn/race.py); runs/race.{json,md}
+race: $(STAMP) ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (nn/race.py); runs/race.{json,md}
+	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references
 	$(PY) -m nn.race --output runs/race $(ARGS)
 
-speedrun: setup ## GPU: MNIST to 99% test accuracy on the nvcc variant, 5 seeds, timed (nn/speedrun.py); runs/speedrun.{json,md}
+speedrun: $(STAMP) ## GPU: MNIST to 99% test accuracy on the nvcc variant, 5 seeds, timed (nn/speedrun.py); runs/speedrun.{json,md}
+	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references
 	$(PY) -m nn.speedrun --output runs/speedrun $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
@@ -119,10 +131,12 @@ exercises: $(STAMP) ## write the learner workspace (solutions become stubs): mak
 exercises-index: $(STAMP) ## rewrite EXERCISES.md, the list of exercises, from the solution markers and the contract
 	$(PY) -m tools.exercise_index --write
 
-progress: setup ## which exercises of your workspace pass, per week and tier (quick grader run): make progress [IMPL=dir] [ARGS='--stages 4']
+progress: $(STAMP) ## which exercises of your workspace pass, per week and tier (quick grader run): make progress [IMPL=dir] [ARGS='--stages 4']
+	@$(BUILD_STALE)
 	$(PY) -m tools.progress $(if $(TEST_IMPL),--impl $(TEST_IMPL)) $(ARGS)
 
-notebooks: setup ## run the curriculum notebooks; the copies with their figures go to runs/notebooks/
+notebooks: $(STAMP) ## run the curriculum notebooks; the copies with their figures go to runs/notebooks/
+	@$(BUILD_STALE)
 	$(PY) -m tools.notebooks --out runs/notebooks $(ARGS)
 
 asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grader under it, rebuild
@@ -136,7 +150,8 @@ asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grad
 	else echo "make asan: FAILED (see the reports above)"; fi; \
 	exit $$status
 
-sanitize: setup ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4 [VARIANT=nvcc]
+sanitize: $(STAMP) ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4 [VARIANT=nvcc]
+	@$(BUILD_STAGE)
 	$(PY) -m grader.sanitize --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 lint: $(STAMP) ## ruff over the project

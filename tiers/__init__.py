@@ -122,6 +122,18 @@ def find(stage, variant=None):
     raise ValueError(f"stage {stage} has no variant {variant!r} (its variants: {choices})")
 
 
+def with_references(chosen):
+    """The tiers `chosen` and, in turn, every tier they are checked against (a grader run loads
+    them too), in registry order: what a command on `chosen` needs built."""
+    names, todo = set(), [tier.name for tier in chosen]
+    while todo:
+        name = todo.pop()
+        if name not in names:
+            names.add(name)
+            todo += TIERS[name].references
+    return [tier for tier in TIERS.values() if tier.name in names]
+
+
 def packages():
     """The top-level tier packages, in stage order: what a workspace holds."""
     return list(dict.fromkeys(tier.package for tier in TIERS.values()))
@@ -142,4 +154,5 @@ __all__ = [
     "of_stage",
     "packages",
     "variants",
+    "with_references",
 ]
