@@ -32,6 +32,8 @@ class Tier:
     native      runs compiled code, which can crash the process: graded in a worker process
     sources     folders of its code outside its module (the nvcc variant's stage4_cuda/csrc), so
                 that its exercises there are known as its own (tools/exercise_index.py)
+    on_simulator  a GPU tier that numba's CUDA simulator runs without a GPU (the numba variant;
+                the nvcc variant's compiled kernels need a real one)
     """
 
     name: str
@@ -44,6 +46,7 @@ class Tier:
     tier_class: str = "cpu"
     native: bool = False
     sources: tuple[str, ...] = ()
+    on_simulator: bool = False
 
     @property
     def package(self):
@@ -60,6 +63,12 @@ class Tier:
         """Whether it is a GPU tier running on numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1):
         the CPU imitating the GPU, right in logic, hopeless for speed."""
         return self.gpu and os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+    @property
+    def gpu_needed(self):
+        """Whether it cannot run on this machine for want of a GPU: a GPU tier while the CUDA
+        simulator stands in for one, which cannot run it (the nvcc variant)."""
+        return self.simulated and not self.on_simulator
 
     @property
     def reference_stages(self):
@@ -80,7 +89,7 @@ TIERS = {
         Tier("c", "stage3_c", 3, references=("numpy",), build="stage3_c.build",
              native=True),
         Tier("numba", "stage4_cuda.numba_impl", 4, "numba", references=("c", "numpy"),
-             tier_class="gpu", native=True),
+             tier_class="gpu", native=True, on_simulator=True),
         Tier("nvcc", "stage4_cuda.nvcc_impl", 4, "nvcc", references=("c", "numpy"),
              build="stage4_cuda.nvcc_build", tier_class="gpu", native=True,
              sources=("stage4_cuda/csrc",)),

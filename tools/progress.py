@@ -259,14 +259,35 @@ def print_notes(statuses, impl, out):
                 f"  week {exercise.week}, task {exercise.task} ({exercise.path}): {note}", file=out
             )
     missing = [e for e in ordered if statuses[e] == (NOT_IMPLEMENTED, "")]
-    if missing:
-        first = missing[0]
+    needs_gpu = [e for e in missing if e.tier and e.tier.gpu_needed]
+    doable = [e for e in missing if e not in needs_gpu]
+    if doable:
+        first = doable[0]
         where = f" IMPL={impl}" if impl and Path(impl) != DEFAULT_OUT else ""
+        simulated = first.tier and first.tier.simulated
+        slow = " (no GPU: numba's CUDA simulator runs it, slowly)" if simulated else ""
         print(
             f"\nnext: week {first.week}, task {first.task} in {first.path} "
-            f"({', '.join(first.functions)}); then `{first.command}{where}`",
+            f"({', '.join(first.functions)}); then `{first.command}{where}`{slow}",
             file=out,
         )
+    if needs_gpu:
+        print(f"\n{gpu_note(needs_gpu)}", file=out)
+
+
+def gpu_note(exercises):
+    """What to say of `exercises` that this machine cannot grade for want of a GPU, and what a
+    learner without one does instead."""
+    held = list(dict.fromkeys(exercise.tier for exercise in exercises))
+    weeks = sorted({exercise.week for exercise in exercises})
+    commands = " and ".join(f"`make grade STAGE={t.stage} VARIANT={t.variant}`" for t in held)
+    simulated = [t.label for t in tiers.TIERS.values() if t.on_simulator]
+    return (
+        f"needs a GPU: {len(exercises)} exercises of {', '.join(t.label for t in held)} "
+        f"(weeks {weeks[0]}-{weeks[-1]}); without one, {commands} can only say it is "
+        f"unavailable. Here, write {' and '.join(simulated)} for those weeks: numba's CUDA "
+        "simulator runs it."
+    )
 
 
 def stage_list(text):

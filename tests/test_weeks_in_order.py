@@ -1,0 +1,151 @@
+"""Every week can be finished with only the weeks before it written.
+
+A workspace holding weeks 1..k as a learner who has done them has them (the reference's code,
+`python -m tools.exercises --solved-through k`) and stubs for every later week must pass week k:
+the grader on week k's ops, and for the network (weeks 9 and 10) `make progress` marking the week
+done and the week's training commands running to their end. A piece that week k needs from a
+later week would stop it here with that week's stub ("week 10, task ...: not implemented yet").
+
+Only what proves the order is run, once per week: the grader's quick correctness check of the
+week's own ops (the weeks before were proved in their turn; the tests of each week's ops are
+test_weeks.py's), and the training commands at a few hundred examples (the network's checks at
+full size are test_nn_exercises.py's). Each workspace is written once per session, without building
+anything: a C tier is built by the loader, as `make grade` does.
+"""
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tiers
+from grader.ops import OPS
+from grader.records import FAILED, PASSED
+from grader.run import Options, grade
+from grader.weeks import ops_for_week, week_of
+from tools.progress import NOT_IMPLEMENTED, progress
+
+ROOT = Path(__file__).resolve().parent.parent
+# The packages of a workspace of the CPU weeks: stage 4 has test_a_gpu_week_... below.
+CPU_PACKAGES = "stage1_python,stage2_numpy,stage3_c,nn"
+
+
+def tier_weeks(stage):
+    """The weeks that teach ops of `stage`, in order."""
+    return sorted({week_of(stage, name) for name in OPS})
+
+
+# (stage, week) of every week that teaches a CPU tier's ops: weeks 1-8 and 11-13.
+CPU_WEEKS = [(stage, week) for stage in (1, 2, 3) for week in tier_weeks(stage)]
+GPU_WEEKS = [(4, week) for week in tier_weeks(4)]
+
+
+@pytest.fixture(scope="module")
+def solved_through(tmp_path_factory):
+    """solved_through(k, packages): a workspace of `packages` with weeks 1..k written and the
+    rest stubs, written once per session."""
+    written = {}
+
+    def workspace(week, packages=CPU_PACKAGES):
+        if (week, packages) not in written:
+            out = tmp_path_factory.mktemp(f"through-week{week:02d}") / "workspace"
+            command = [sys.executable, "-c", WRITE_WITHOUT_BUILDING, str(out), packages, str(week)]
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+            assert done.returncode == 0, done.stdout + done.stderr
+            written[week, packages] = out
+        return written[week, packages]
+
+    return workspace
+
+
+# tools.exercises as `make exercises` runs it, but without the tiers' build steps: the loader
+# builds a tier when a week grades it (as `make grade` does), and most weeks never do.
+WRITE_WITHOUT_BUILDING = """
+import sys
+from tools import exercises
+exercises.build_tier = lambda out, build: None
+out, packages, week = sys.argv[1:]
+exercises.main(["--out", out, "--tiers", packages, "--solved-through", week])
+"""
+
+
+def grade_week(workspace, stage, week):
+    """The grader's quick correctness check of week `week`'s ops of `stage` in `workspace`: every
+    op passes, none meets a stub."""
+    out = io.StringIO()
+    options = Options(stage=stage, week=week, impl=str(workspace), quick=True,
+                      checks=("correct",), json=str(workspace.parent / f"week{week}.json"))
+    status, record = grade(options, out)
+    results = [result for run in record["runs"] for result in run["results"]]
+    failed = [f"{r.op}: {r.message}" for r in results if r.status == FAILED]
+    assert status == 0 and not failed, "\n".join(failed) or out.getvalue()
+    assert {r.op for r in results if r.status == PASSED} == set(ops_for_week(stage, week))
+
+
+@pytest.mark.parametrize(("stage", "week"), CPU_WEEKS, ids=[f"week{w:02d}" for _, w in CPU_WEEKS])
+def test_a_tier_week_passes_with_only_the_weeks_before_it(solved_through, stage, week):
+    grade_week(solved_through(week), stage, week)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("stage", "week"), GPU_WEEKS, ids=[f"week{w:02d}" for _, w in GPU_WEEKS])
+def test_a_gpu_week_passes_with_only_the_weeks_before_it(solved_through, stage, week):
+    """Both variants; the workspace's nvcc library is built when first graded (a minute)."""
+    numba = tiers.find(4, "numba")
+    if numba.simulated or not tiers.load(numba).ok:
+        pytest.skip("stage 4's weeks run on a GPU: numba's simulator takes minutes a week, and "
+                    "the nvcc variant needs a GPU")
+    grade_week(solved_through(week, "stage4_cuda"), stage, week)
+
+
+def train(workspace, stage, model, *flags):
+    """`make train STAGE=stage` of `model` on the workspace's network and tier (nn.train): its
+    output, which ends in the test accuracy."""
+    environment = os.environ | {"S2C_NN": str(workspace)}
+    run_dir = workspace.parent / "runs" / f"{model}-stage{stage}"
+    command = [sys.executable, "-m", "nn.train", "--stage", str(stage), "--impl", str(workspace),
+               "--model", model, "--no-progress", "--run-dir", str(run_dir), *flags]
+    done = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "network: nn/ of" in done.stdout + done.stderr  # the workspace's, not the reference's
+    return done.stdout
+
+
+# Each network week's training commands (its page's), at a few hundred examples, with the models'
+# own recipes: their schedules, optimizers and augmentation must not reach a later week's stub.
+SMALL = ["--train-size", "256", "--val-size", "64", "--epochs", "1", "--batch-size", "32"]
+TRAINING = [  # (week, stage, model, data, flags)
+    (9, 1, "perceptron", "blobs", []),
+    (9, 1, "xor", "xor", []),
+    (9, 2, "mlp", "mnist", SMALL),
+    (9, 2, "lenet5", "mnist", SMALL),
+    (10, 2, "resnet_mini", "mnist", SMALL),
+    (10, 2, "fashion_cnn", "fashion-mnist", SMALL),
+]
+
+
+@pytest.mark.parametrize(("week", "stage", "model", "data", "flags"), TRAINING,
+                         ids=[f"week{week:02d}-{model}" for week, _, model, *_ in TRAINING])
+def test_a_network_week_trains_with_only_the_weeks_before_it(solved_through, week, stage, model,
+                                                            data, flags):
+    data_flags = ["--data", data]
+    if data not in ("blobs", "xor"):
+        folder = os.environ.get("NN_DATA_DIR")
+        if not folder or not (Path(folder) / data).is_dir():
+            pytest.skip(f"{data} not found: NN_DATA_DIR must name a folder holding {data}/")
+        data_flags += ["--data-dir", folder]
+    output = train(solved_through(week), stage, model, *data_flags, *flags)
+    assert output.strip().splitlines()[-1].startswith("test_accuracy="), output
+
+
+def test_make_progress_marks_the_network_weeks_done_in_their_turn(solved_through):
+    """Weeks 1..k written: the network's exercises of week k and before pass, the later ones are
+    their stubs, still to write (a workspace of the network alone: no tier to grade)."""
+    for week in (9, 10):
+        statuses, _ = progress(str(solved_through(week, "nn")))
+        network = {e: status for e, (status, _note) in statuses.items() if e.tier is None}
+        assert {status for e, status in network.items() if e.week <= week} == {PASSED}, statuses
+        assert {status for e, status in network.items() if e.week > week} <= {NOT_IMPLEMENTED}
