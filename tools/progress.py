@@ -66,8 +66,11 @@ def stub_remains(exercise, folder):
     """True when a stub of `exercise` is still in its file under `folder`."""
     source = Path(folder) / exercise.path
     language = LANGUAGE_OF_SUFFIX[source.suffix]
-    stub = stub_line(language, "", exercise.week, exercise.task, exercise.path, "")
-    return any(line.strip() == stub for line in source.read_text(encoding="utf-8").splitlines())
+    stubs = {  # a CUDA region in a function returning void has a stub of its own
+        stub_line(language, "", exercise.week, exercise.task, exercise.path, "", void)
+        for void in (False, True)
+    }
+    return any(line.strip() in stubs for line in source.read_text(encoding="utf-8").splitlines())
 
 
 def grade_tier(tier, impl, ops):
