@@ -58,7 +58,9 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	@touch $(STAMP)
 
-setup: $(STAMP) build ## create .venv with the pinned dependencies and build the tiers
+# As a goal, setup also builds the tiers (those stale); as a prerequisite of a command, it is the
+# venv alone: each command builds what it needs itself.
+setup: $(STAMP) $(if $(filter setup,$(MAKECMDGOALS)),build) ## create .venv with the pinned dependencies and build the tiers
 
 build: $(STAMP) ## build the tiers whose sources changed since their build (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists)
 	$(BUILD_STALE)
@@ -67,7 +69,7 @@ data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not fou
 	$(PY) -m datasets fetch mnist
 	$(PY) -m datasets fetch fashion-mnist
 
-test: $(STAMP) ## run the project's tests; the week tests check your workspace/ tiers (GPU checks under the CUDA simulator)
+test: setup ## run the project's tests; the week tests check your workspace/ tiers (GPU checks under the CUDA simulator)
 	@$(BUILD_STALE)
 	S2C_IMPL=$(TEST_IMPL) $(PY) -m pytest -q $(ARGS) || { status=$$?; [ $$status = 5 ] || exit $$status; \
 		case " $(ARGS) " in *" -m week"*) \
@@ -92,19 +94,19 @@ portability: $(STAMP) ## run the tests on each C target (native, -mno-fma, x86-6
 	$(PY) -m stage3_c.build; \
 	exit $$status
 
-grade: $(STAMP) ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace] [AGAINST=workspace]
+grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace] [AGAINST=workspace]
 	$(NO_STAGE_IN_ARGS)
 	@$(BUILD_STAGE)
 	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(if $(AGAINST),--against-impl $(AGAINST)) $(ARGS)
 
-results: $(STAMP) ## rewrite the committed grader records of the repository's tier (stage 4: and every op against PyTorch): make results STAGE=3
+results: setup ## rewrite the committed grader records of the repository's tier (stage 4: and every op against PyTorch): make results STAGE=3
 	$(NO_AGAINST)
 	@$(BUILD_STAGE)
 	$(PY) -m grader --stage $(STAGE) --results
 	$(PY) -m grader bench --stage $(STAGE) --results
 	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench --results)
 
-bench: $(STAMP) ## benchmark a tier: ops and matmul ladder (stage 4: every op against PyTorch's too), then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
+bench: setup ## benchmark a tier: ops and matmul ladder (stage 4: every op against PyTorch's too), then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
 	@$(BUILD_STAGE)
@@ -115,17 +117,17 @@ bench: $(STAMP) ## benchmark a tier: ops and matmul ladder (stage 4: every op ag
 			$(if $(IMPL),--impl $(IMPL)) --output $(if $(IMPL),$(IMPL)/results,curriculum/results)/nn-bench-stage$(STAGE); \
 	else echo "nn.bench skipped: it compares with PyTorch (pip install -r requirements-oracle.txt)"; fi
 
-train: $(STAMP) ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
+train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
 	@$(BUILD_STAGE) --no-references
 	S2C_NN=$(NN_IMPL) $(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
-race: $(STAMP) ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (nn/race.py); runs/race.{json,md}
+race: setup ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (nn/race.py); runs/race.{json,md}
 	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references
 	$(PY) -m nn.race --output runs/race $(ARGS)
 
-speedrun: $(STAMP) ## GPU: MNIST to 99% test accuracy on the nvcc variant, 5 seeds, timed (nn/speedrun.py); runs/speedrun.{json,md}
+speedrun: setup ## GPU: MNIST to 99% test accuracy on the nvcc variant, 5 seeds, timed (nn/speedrun.py); runs/speedrun.{json,md}
 	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references
 	$(PY) -m nn.speedrun --output runs/speedrun $(ARGS)
 
@@ -135,11 +137,11 @@ exercises: $(STAMP) ## write the learner workspace (solutions become stubs): mak
 exercises-index: $(STAMP) ## rewrite EXERCISES.md, the list of exercises, from the solution markers and the contract
 	$(PY) -m tools.exercise_index --write
 
-progress: $(STAMP) ## which exercises of your workspace pass, per week and tier (quick grader run): make progress [IMPL=dir] [ARGS='--stages 4']
+progress: setup ## which exercises of your workspace pass, per week and tier (quick grader run): make progress [IMPL=dir] [ARGS='--stages 4']
 	@$(BUILD_STALE)
 	$(PY) -m tools.progress $(if $(TEST_IMPL),--impl $(TEST_IMPL)) $(ARGS)
 
-notebooks: $(STAMP) ## run the curriculum notebooks; the copies with their figures go to runs/notebooks/
+notebooks: setup ## run the curriculum notebooks; the copies with their figures go to runs/notebooks/
 	@$(BUILD_STALE)
 	$(PY) -m tools.notebooks --out runs/notebooks $(ARGS)
 
@@ -154,7 +156,7 @@ asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grad
 	else echo "make asan: FAILED (see the reports above)"; fi; \
 	exit $$status
 
-sanitize: $(STAMP) ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4 [VARIANT=nvcc]
+sanitize: setup ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4 [VARIANT=nvcc]
 	@$(BUILD_STAGE)
 	$(PY) -m grader.sanitize --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 

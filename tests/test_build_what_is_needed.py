@@ -112,7 +112,7 @@ def test_the_c_tier_is_stale_after_a_source_changed(built_c_tier):
 
 def make_test(args):
     """`make test ARGS=args` without building first (BUILD_STALE=true): (status, output)."""
-    done = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed", "test",
+    done = subprocess.run(["make", "--no-print-directory", "-o", "setup", "test",
                            "BUILD_STALE=true", f"ARGS={args}"],
                           cwd=ROOT, capture_output=True, text=True)  # fmt: skip
     return done.returncode, done.stdout + done.stderr
