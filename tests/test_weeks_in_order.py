@@ -11,7 +11,7 @@ Only what proves the order is run, once per week: the grader's quick correctness
 week's own ops (the weeks before were proved in their turn; the tests of each week's ops are
 test_weeks.py's), and the training commands on synthetic sets or a few hundred digits (the
 network's checks at full size are test_nn_exercises.py's). Each workspace is written once per
-session, without building anything: a C tier is built by the loader, as `make grade` does.
+session, without building anything: a native tier is built when its week is graded.
 """
 
 import io
@@ -29,6 +29,7 @@ from grader.ops import OPS
 from grader.records import FAILED, PASSED
 from grader.run import Options, grade
 from grader.weeks import ops_for_week, week_of
+from tiers.loading import build_if_stale
 from tools.progress import NOT_IMPLEMENTED, progress
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +79,8 @@ exercises.main(["--out", out, "--tiers", packages, "--solved-through", week])
 def grade_week(workspace, stage, week):
     """The grader's quick correctness check of week `week`'s ops of `stage` in `workspace`: every
     op passes, none meets a stub."""
+    for tier in tiers.of_stage(stage):  # built here, not against the grader's clock
+        assert build_if_stale(tier, workspace / tier.package) == ""
     out = io.StringIO()
     options = Options(stage=stage, week=week, impl=str(workspace), quick=True,
                       checks=("correct",), json=str(workspace.parent / f"week{week}.json"))
