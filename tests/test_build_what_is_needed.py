@@ -1,7 +1,8 @@
 """A command builds only the tiers it needs, and of those only what is stale.
 
 `make train STAGE=1` builds nothing (no tier of stage 1 has a build step); `make grade STAGE=3`
-the C tier; stage 4 the C tier (its reference) and the variant graded. Every build step runs with
+the C tier; stage 4 the C tier (its reference) and the variant graded, the nvcc one only where a
+GPU can run it. Every build step runs with
 `--if-stale` (a fresh build costs a look at file times), and a change of the C tier's target
 (S2C_ARCH_FLAGS, `make build S2C_ARCH_FLAGS=...`) makes it stale like a changed source. That a
 changed source is rebuilt before grading is test_stale_build.py's.
@@ -37,8 +38,17 @@ NEEDS_MAKE = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
     ],
 )
 def test_a_stage_needs_its_tiers_and_those_it_is_checked_against(stages, variant, references,
-                                                                 expected):
+                                                                 expected, monkeypatch):
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")  # a machine with a GPU
     assert [tier.name for tier in chosen_tiers(stages, variant, references)] == expected
+
+
+def test_without_a_gpu_a_command_does_not_build_the_nvcc_variant(monkeypatch):
+    """It could only be refused there; `make build` (every tier) still builds it."""
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    assert [tier.name for tier in chosen_tiers((4,), None)] == ["python", "numpy", "c", "numba"]
+    assert [tier.name for tier in chosen_tiers((4,), "nvcc", False)] == []
+    assert "nvcc" in [tier.name for tier in chosen_tiers((), None)]
 
 
 def make_dry_run(*arguments):

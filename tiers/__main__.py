@@ -34,14 +34,18 @@ def print_table():
 def chosen_tiers(stages, variant, references=True):
     """The tiers a command on `stages` (all when empty) needs built: each stage's tiers (only
     `variant` where given) and those they are checked against; without `references`, only the
-    tier a stage trains on (`variant`, else the stage's first: what nn.train loads)."""
+    tier a stage trains on (`variant`, else the stage's first: what nn.train loads). A command
+    does not need a tier that cannot run here (the nvcc variant without a GPU); `make build`
+    (no stage) builds every tier."""
     if not stages:
         return list(TIERS.values())
     if not references:
-        return [find(stage, variant) for stage in stages]
-    if variant:
-        return with_references([find(stage, variant) for stage in stages])
-    return with_references([tier for stage in stages for tier in of_stage(stage)])
+        chosen = [find(stage, variant) for stage in stages]
+    elif variant:
+        chosen = with_references([find(stage, variant) for stage in stages])
+    else:
+        chosen = with_references([tier for stage in stages for tier in of_stage(stage)])
+    return [tier for tier in chosen if not tier.gpu_needed]
 
 
 def build(chosen, if_stale=False):
