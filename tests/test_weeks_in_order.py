@@ -30,6 +30,7 @@ from grader.records import FAILED, PASSED
 from grader.run import Options, grade
 from grader.weeks import ops_for_week, week_of
 from tiers.loading import build_if_stale
+from tools import exercises
 from tools.progress import NOT_IMPLEMENTED, grade_network, progress
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,24 +57,15 @@ def solved_through(tmp_path_factory):
     def workspace(week, packages=CPU_PACKAGES):
         if (week, packages) not in written:
             out = tmp_path_factory.mktemp(f"through-week{week:02d}") / "workspace"
-            command = [sys.executable, "-c", WRITE_WITHOUT_BUILDING, str(out), packages, str(week)]
-            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-            assert done.returncode == 0, done.stdout + done.stderr
+            # As `make exercises` writes it, unbuilt: the week that grades a native tier builds it
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(exercises, "build_tier", lambda out, build: None)
+                exercises.main(["--out", str(out), "--tiers", packages,
+                                "--solved-through", str(week)])
             written[week, packages] = out
         return written[week, packages]
 
     return workspace
-
-
-# tools.exercises as `make exercises` runs it, but without the tiers' build steps: the loader
-# builds a tier when a week grades it (as `make grade` does), and most weeks never do.
-WRITE_WITHOUT_BUILDING = """
-import sys
-from tools import exercises
-exercises.build_tier = lambda out, build: None
-out, packages, week = sys.argv[1:]
-exercises.main(["--out", out, "--tiers", packages, "--solved-through", week])
-"""
 
 
 def grade_week(workspace, stage, week):
@@ -161,3 +153,23 @@ def test_make_progress_marks_the_network_weeks_done_in_their_turn(solved_through
     week10 = [e for e in network if e.week == 10]
     graded = grade_network(solved_through(10, "nn"), week10)
     assert {status for status, _note in graded.values()} == {PASSED}, graded
+
+
+def test_solved_through_keeps_the_weeks_up_to_k_and_stubs_the_rest(tmp_path, capsys):
+    out = tmp_path / "workspace"
+    exercises.main(["--out", str(out), "--tiers", "stage1_python", "--solved-through", "1"])
+    linalg = (out / "stage1_python" / "linalg.py").read_text()
+    reference = (ROOT / "stage1_python" / "linalg.py").read_text()
+    assert "SOLUTION" not in linalg and "not implemented yet" not in linalg
+    unmarked = [line for line in reference.splitlines() if "SOLUTION" not in line]
+    assert linalg.splitlines() == unmarked  # week 1's file: the reference, markers gone
+    stub = 'raise NotImplementedError("week 2, task relu: not implemented yet'
+    assert stub in (out / "stage1_python" / "activations.py").read_text()
+    assert "week  1" not in capsys.readouterr().out  # the regions left to write: weeks 2 on
+
+
+@pytest.mark.parametrize("week", ["-1", "19"])
+def test_solved_through_must_be_a_week(tmp_path, week):
+    with pytest.raises(SystemExit) as stopped:
+        exercises.main(["--out", str(tmp_path / "w"), "--tiers", "nn", "--solved-through", week])
+    assert stopped.value.code == 2
