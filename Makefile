@@ -33,13 +33,13 @@ NO_AGAINST = @if [ -n "$(AGAINST)" ]; then \
 WORKSPACE ?= workspace
 ARGS ?=
 VARIANT_ARG = $(if $(VARIANT),--variant $(VARIANT))  # stage 4: numba or nvcc (default: every one)
-# nn.bench's sides: stage 3 beside stage 2 on the CPU at 1 and 2 threads; stage 4 alone against
-# PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 # A command first builds the tiers it needs, each only when a source changed since its build (a
 # fresh build costs a look at file times): make grade, bench and results its STAGE's tiers and
 # those they are checked against, make train the one tier it trains on, the rest every tier.
 BUILD_STALE = $(PY) -m tiers build --if-stale
 BUILD_STAGE = $(BUILD_STALE) --stage $(STAGE) $(VARIANT_ARG)
+# nn.bench's sides: stage 3 beside stage 2 on the CPU at 1 and 2 threads; stage 4 alone against
+# PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
 
 .PHONY: help setup build data test portability grade results bench train race speedrun exercises exercises-index progress notebooks asan sanitize lint clean
