@@ -33,6 +33,11 @@ NO_AGAINST = @if [ -n "$(AGAINST)" ]; then \
 WORKSPACE ?= workspace
 ARGS ?=
 VARIANT_ARG = $(if $(VARIANT),--variant $(VARIANT))  # stage 4: numba or nvcc (default: every one)
+# A command first builds the tiers it needs, each only when a source changed since its build (a
+# fresh build costs a look at file times): make grade, bench and results its STAGE's tiers and
+# those they are checked against, make train the one tier it trains on, the rest every tier.
+BUILD_STALE = $(PY) -m tiers build --if-stale
+BUILD_STAGE = $(BUILD_STALE) --stage $(STAGE) $(VARIANT_ARG)
 # nn.bench's sides: stage 3 beside stage 2 on the CPU at 1 and 2 threads; stage 4 alone against
 # PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
@@ -53,17 +58,24 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	@touch $(STAMP)
 
-setup: $(STAMP) build ## create .venv with the pinned dependencies and build the C tier
+# As a goal, setup also builds the tiers (those stale); as a prerequisite of a command, it is the
+# venv alone: each command builds what it needs itself.
+setup: $(STAMP) $(if $(filter setup,$(MAKECMDGOALS)),build) ## create .venv with the pinned dependencies and build the tiers
 
-build: $(STAMP) ## build the tiers that need it (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists)
-	$(PY) -m tiers build
+build: $(STAMP) ## build the tiers whose sources changed since their build (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists)
+	$(BUILD_STALE)
 
 data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
 	$(PY) -m datasets fetch mnist
 	$(PY) -m datasets fetch fashion-mnist
 
 test: setup ## run the project's tests; the week tests check your workspace/ tiers (GPU checks under the CUDA simulator)
-	S2C_IMPL=$(TEST_IMPL) $(PY) -m pytest -q $(ARGS)
+	@$(BUILD_STALE)
+	S2C_IMPL=$(TEST_IMPL) $(PY) -m pytest -q $(ARGS) || { status=$$?; [ $$status = 5 ] || exit $$status; \
+		case " $(ARGS) " in *" -m week"*) \
+			echo "make test: no test for this week: it has no exercises of its own (EXERCISES.md lists each week's;" \
+				"weeks 17 and 18 have none). Its page's \"Done when\" says how you know you are done."; exit 0;; esac; \
+		echo "make test: no test matches ARGS (pytest's exit status 5)"; exit 5; }
 
 # The suite must pass whatever the CPU: each C target (FMA or not, AVX-512, AVX2 or SSE only) and
 # thread count sums in another order. Each run's log is kept in $TMPDIR; the default build is restored.
@@ -84,10 +96,12 @@ portability: $(STAMP) ## run the tests on each C target (native, -mno-fma, x86-6
 
 grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace] [AGAINST=workspace]
 	$(NO_STAGE_IN_ARGS)
+	@$(BUILD_STAGE)
 	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(if $(AGAINST),--against-impl $(AGAINST)) $(ARGS)
 
 results: setup ## rewrite the committed grader records of the repository's tier (stage 4: and every op against PyTorch): make results STAGE=3
 	$(NO_AGAINST)
+	@$(BUILD_STAGE)
 	$(PY) -m grader --stage $(STAGE) --results
 	$(PY) -m grader bench --stage $(STAGE) --results
 	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench --results)
@@ -95,6 +109,7 @@ results: setup ## rewrite the committed grader records of the repository's tier 
 bench: setup ## benchmark a tier: ops and matmul ladder (stage 4: every op against PyTorch's too), then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
+	@$(BUILD_STAGE)
 	$(PY) -m grader bench --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)))
 	@if $(PY) -c "import torch" 2>/dev/null; then \
@@ -105,12 +120,15 @@ bench: setup ## benchmark a tier: ops and matmul ladder (stage 4: every op again
 train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
+	@$(BUILD_STAGE) --no-references
 	S2C_NN=$(NN_IMPL) $(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 race: setup ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (nn/race.py); runs/race.{json,md}
+	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references
 	$(PY) -m nn.race --output runs/race $(ARGS)
 
 speedrun: setup ## GPU: MNIST to 99% test accuracy on the nvcc variant, 5 seeds, timed (nn/speedrun.py); runs/speedrun.{json,md}
+	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references
 	$(PY) -m nn.speedrun --output runs/speedrun $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
@@ -120,9 +138,11 @@ exercises-index: $(STAMP) ## rewrite EXERCISES.md, the list of exercises, from t
 	$(PY) -m tools.exercise_index --write
 
 progress: setup ## which exercises of your workspace pass, per week and tier (quick grader run): make progress [IMPL=dir] [ARGS='--stages 4']
+	@$(BUILD_STALE)
 	$(PY) -m tools.progress $(if $(TEST_IMPL),--impl $(TEST_IMPL)) $(ARGS)
 
 notebooks: setup ## run the curriculum notebooks; the copies with their figures go to runs/notebooks/
+	@$(BUILD_STALE)
 	$(PY) -m tools.notebooks --out runs/notebooks $(ARGS)
 
 asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grader under it, rebuild
@@ -137,6 +157,7 @@ asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grad
 	exit $$status
 
 sanitize: setup ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4 [VARIANT=nvcc]
+	@$(BUILD_STAGE)
 	$(PY) -m grader.sanitize --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 lint: $(STAMP) ## ruff over the project

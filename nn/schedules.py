@@ -2,6 +2,8 @@
 
 Pure functions of the step (no state) make a resumed run follow the same curve without saving
 anything. Steps count mini-batches from 0; `steps_per_epoch` converts epoch-based settings.
+Given code, not an exercise: week 9's trainer steps at a schedule's rate (its recipes warm up and
+decay), and week 10 reads it and experiments with it.
 """
 
 import math
@@ -38,15 +40,12 @@ class Schedule:
 
     def __call__(self, step):
         """The learning rate for mini-batch number `step` (0-based)."""
-        # BEGIN SOLUTION week 10, task Schedule.warmup
         if step < self.warmup_steps:
             return self.base_lr * (step + 1) / self.warmup_steps
         return self.base_lr * self.decay(step)
-        # END SOLUTION
 
     def decay(self, step):
         """The factor of base_lr at `step` after the warm-up: 1.0 for 'constant'."""
-        # BEGIN SOLUTION week 10, task Schedule.decay
         epoch = step / self.steps_per_epoch
         if self.kind == "step":
             return self.gamma ** (int(epoch) // self.step_epochs)
@@ -58,4 +57,3 @@ class Schedule:
             cosine = 0.5 * (1 + math.cos(math.pi * progress))
             return self.min_factor + (1 - self.min_factor) * cosine
         return 1.0
-        # END SOLUTION

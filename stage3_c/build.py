@@ -1,8 +1,9 @@
 """Build the C tier's extension module, stage3_c._s2c_native, with cffi (API mode, out of line).
 
     python -m stage3_c.build [--asan] [--arch FLAGS]      (`make build`; `make asan` adds --asan)
-    python -m stage3_c.build --if-stale    (only when a source is newer than the extension, and
-                                            then as the extension in place was built)
+    python -m stage3_c.build --if-stale    (only when a source is newer than the extension or
+                                            S2C_ARCH_FLAGS names another target, and then as the
+                                            extension in place was built, for that target)
 
 Every csrc/*.c file is compiled into one extension placed beside this file, so a copy of the
 package elsewhere (the exercise workspace's stage3_c) builds its own sources in its own folder.
@@ -85,15 +86,21 @@ def module_source(flags):
 
 
 def stale_reason():
-    """Why the extension must be rebuilt ("" when it is up to date): it is missing, or a source
-    of csrc/ or this build script is newer than it. The grader and nn.train ask before loading
-    the tier (tiers/loading.py), so a learner's edited C is never run from an old build."""
+    """Why the extension must be rebuilt ("" when it is up to date): it is missing, a source of
+    csrc/ or this build script is newer than it, or S2C_ARCH_FLAGS asks for another target than
+    it was built for. The grader and nn.train ask before loading the tier (tiers/loading.py), so
+    a learner's edited C is never run from an old build."""
     built = sorted(PACKAGE_DIR.glob(f"{MODULE}.*.so"))
     if not built:
         return "the extension is not built"
     inputs = [CSRC, *CSRC.glob("*.[ch]"), Path(__file__)]  # CSRC: a file added or removed
     newer = [path.name for path in inputs if path.stat().st_mtime > built[0].stat().st_mtime]
-    return f"changed since the last build: {', '.join(sorted(newer))}" if newer else ""
+    if newer:
+        return f"changed since the last build: {', '.join(sorted(newer))}"
+    wanted, (_asan, arch) = os.environ.get(ARCH_VARIABLE), last_build()
+    if wanted and arch is not None and shlex.split(wanted) != shlex.split(arch):
+        return f"{ARCH_VARIABLE}={wanted!r}, built for {arch!r}"
+    return ""
 
 
 def last_build():
@@ -152,8 +159,10 @@ def main(argv=None):
     reason = stale_reason()
     if args.if_stale and not reason:
         return 0
-    if args.if_stale:  # sources changed: rebuild as it was built (an ASan build stays one)
-        args.asan, args.arch = last_build()
+    if args.if_stale:  # rebuild as it was built (an ASan build stays one), for a new target
+        asan, arch = last_build()
+        args.asan, args.arch = asan, os.environ.get(ARCH_VARIABLE) or arch
+        print(f"building the C tier: {reason} ...", flush=True)
     try:
         target = build(asan=args.asan, verbose=args.verbose, arch=args.arch)
     except (cffi.VerificationError, OSError) as error:
@@ -161,8 +170,7 @@ def main(argv=None):
         return 1
     flags = " ".join(compile_flags(args.asan, args.arch))
     kind = "AddressSanitizer build" if args.asan else "release build"
-    why = f"; {reason}" if args.if_stale else ""
-    print(f"built {target.relative_to(PACKAGE_DIR.parent)} ({kind}: {flags}{why})")
+    print(f"built {target.relative_to(PACKAGE_DIR.parent)} ({kind}: {flags})")
     return 0
 
 

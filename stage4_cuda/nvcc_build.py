@@ -206,14 +206,15 @@ def main(argv=None):
             print("nvcc variant not built: nvcc (the CUDA toolkit) not found on PATH; the numba "
                   "variant needs none, and `available()` of stage4_cuda.nvcc_impl says the same")
         return 0
+    if args.if_stale:  # a minute or more of nvcc: say so before it starts
+        print(f"building the nvcc library: {reason} ...", flush=True)
     try:
         build(compiler, targets, args.verbose)
     except (subprocess.CalledProcessError, OSError) as error:
         print(f"error: building the nvcc variant failed: {error}", file=sys.stderr)
         return 1
-    why = f"; {reason}" if args.if_stale else ""
     flags = " ".join([*FLAGS, *gencode(targets)])
-    print(f"built {LIBRARY.relative_to(PACKAGE_DIR.parent)} ({flags}{why})")
+    print(f"built {LIBRARY.relative_to(PACKAGE_DIR.parent)} ({flags})")
     return 0
 
 

@@ -6,7 +6,6 @@ partway through a week. It is not built; loading it (tiers/loading.py) builds it
 `learner_tier(folder, "stage2_numpy", solved={"relu"})` does the same for any tier package.
 """
 
-import re
 from pathlib import Path
 
 from tools.exercises import (
@@ -19,21 +18,6 @@ from tools.exercises import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-BEGIN = re.compile(r"BEGIN SOLUTION week \d+, task (\w+)")
-
-
-def unmark(text, solved):
-    """`text` without the markers of the regions of `solved`: stubbing then leaves them as is."""
-    lines, keeping = [], False
-    for line in text.splitlines(keepends=True):
-        begin = BEGIN.search(line)
-        if begin and begin[1] in solved:
-            keeping = True
-        elif keeping and "END SOLUTION" in line:
-            keeping = False
-        else:
-            lines.append(line)
-    return "".join(lines)
 
 
 def c_workspace(folder, solved=()):
@@ -57,6 +41,6 @@ def write_sources(folder, solved, package="stage3_c"):
         if language is None or is_skipped(source.relative_to(ROOT)):  # build outputs
             continue
         path = source.relative_to(ROOT).as_posix()
-        text, _ = stub_regions(unmark(source.read_text(), set(solved)), language, path)
+        text, _ = stub_regions(source.read_text(), language, path, lambda _, task: task in solved)
         if (folder / path).read_text() != text:
             (folder / path).write_text(text)

@@ -31,7 +31,6 @@ from nn.models import lenet5, mlp, perceptron
 from nn.optimizers import SGD, Adam, Momentum
 from nn.parameter import Parameter
 from nn.recipes import Recipe
-from nn.schedules import Schedule
 from nn.tiers import load_tier
 from nn.trainer import EVAL_BATCH, Trainer, TrainingDiverged
 
@@ -302,7 +301,6 @@ def probe_trainer(rng, run_dir, train_size=30, val_size=0, **recipe):
                 "seed": int(rng.integers(1000)), **recipe}
     trainer = Trainer(model, data, Recipe(**settings), run_dir, progress_bar=False,
                       echo=lambda line: None)
-    trainer.schedule = lambda step: settings.get("lr", 1e-3)  # a week 10 exercise: not graded here
     return trainer
 
 
@@ -489,26 +487,6 @@ def check_batchnorm(rng):
           layer.forward(x), as_numpy(y))
 
 
-def check_schedule(rng):
-    cases = [  # (settings, step, expected learning rate)
-        ({"kind": "constant"}, 37, 0.1),
-        ({"kind": "constant", "warmup_steps": 4}, 0, 0.025),
-        ({"kind": "constant", "warmup_steps": 4}, 3, 0.1),
-        ({"kind": "step", "steps_per_epoch": 10, "step_epochs": 2, "gamma": 0.5}, 19, 0.1),
-        ({"kind": "step", "steps_per_epoch": 10, "step_epochs": 2, "gamma": 0.5}, 45, 0.025),
-        ({"kind": "exponential", "steps_per_epoch": 10, "gamma": 0.5}, 5, 0.1 * 0.5**0.5),
-        ({"kind": "cosine", "total_steps": 100, "min_factor": 0.1}, 0, 0.1),
-        ({"kind": "cosine", "total_steps": 100, "min_factor": 0.1}, 50, 0.055),
-        ({"kind": "cosine", "total_steps": 100, "min_factor": 0.1}, 100, 0.01),
-        ({"kind": "cosine", "total_steps": 110, "warmup_steps": 10}, 60, 0.05),
-    ]
-    for settings, step, expected in cases:
-        lr = Schedule(0.1, **settings)(step)
-        task = "Schedule.warmup" if step < settings.get("warmup_steps", 0) else "Schedule.decay"
-        expect(math.isclose(lr, expected, rel_tol=1e-9), f"{task}: Schedule(0.1, {settings}) at "
-               f"step {step} gives {lr!r}, expected {expected:.6g}")
-
-
 # -- week 9: train, on the learner's tiers -------------------------------------------------------
 def train(impl, stage, *flags):
     """nn.train on `stage` (IMPL's tier when it holds it); returns (status, output, run folder)."""
@@ -589,7 +567,6 @@ CHECKS = {  # name: (week, the tasks it grades, function, what it takes: "" / "r
     "train_lenet5": (9, None, check_train_lenet5, "impl"),
     "residual": (10, ["Residual.forward", "Residual.backward"], check_residual, ""),
     "batchnorm": (10, ["BatchNorm.forward", "BatchNorm.backward"], check_batchnorm, ""),
-    "schedule": (10, ["Schedule.warmup", "Schedule.decay"], check_schedule, ""),
 }
 
 

@@ -32,6 +32,8 @@ class Tier:
     native      runs compiled code, which can crash the process: graded in a worker process
     sources     folders of its code outside its module (the nvcc variant's stage4_cuda/csrc), so
                 that its exercises there are known as its own (tools/exercise_index.py)
+    on_simulator  a GPU tier that numba's CUDA simulator runs without a GPU (the numba variant;
+                the nvcc variant's compiled kernels need a real one)
     """
 
     name: str
@@ -44,6 +46,7 @@ class Tier:
     tier_class: str = "cpu"
     native: bool = False
     sources: tuple[str, ...] = ()
+    on_simulator: bool = False
 
     @property
     def package(self):
@@ -74,6 +77,12 @@ class Tier:
         )
 
     @property
+    def gpu_needed(self):
+        """Whether it cannot run on this machine for want of a GPU: a GPU tier while the CUDA
+        simulator stands in for one, which cannot run it (the nvcc variant)."""
+        return self.simulated and not self.on_simulator
+
+    @property
     def reference_stages(self):
         """The stages of its references, best first (what the grader's --against defaults to)."""
         return tuple(TIERS[name].stage for name in self.references)
@@ -92,7 +101,7 @@ TIERS = {
         Tier("c", "stage3_c", 3, references=("numpy",), build="stage3_c.build",
              native=True),
         Tier("numba", "stage4_cuda.numba_impl", 4, "numba", references=("c", "numpy"),
-             tier_class="gpu", native=True),
+             tier_class="gpu", native=True, on_simulator=True),
         Tier("nvcc", "stage4_cuda.nvcc_impl", 4, "nvcc", references=("c", "numpy"),
              build="stage4_cuda.nvcc_build", tier_class="gpu", native=True,
              sources=("stage4_cuda/csrc",)),
@@ -134,6 +143,18 @@ def find(stage, variant=None):
     raise ValueError(f"stage {stage} has no variant {variant!r} (its variants: {choices})")
 
 
+def with_references(chosen):
+    """The tiers `chosen` and, in turn, every tier they are checked against (a grader run loads
+    them too), in registry order: what a command on `chosen` needs built."""
+    names, todo = set(), [tier.name for tier in chosen]
+    while todo:
+        name = todo.pop()
+        if name not in names:
+            names.add(name)
+            todo += TIERS[name].references
+    return [tier for tier in TIERS.values() if tier.name in names]
+
+
 def packages():
     """The top-level tier packages, in stage order: what a workspace holds."""
     return list(dict.fromkeys(tier.package for tier in TIERS.values()))
@@ -154,4 +175,5 @@ __all__ = [
     "of_stage",
     "packages",
     "variants",
+    "with_references",
 ]

@@ -91,13 +91,14 @@ def build_if_stale(tier, directory):
 
 def load(tier, impl=None):
     """Import `tier` (a tiers.Tier): the repository's, or the copy under `impl`, after
-    rebuilding it if its sources changed (`build_if_stale`).
+    rebuilding it if its sources changed (`build_if_stale`) and it can run here.
 
     `impl` is a workspace root holding the tier's package folder, or that folder itself.
     """
     loaded = LoadedTier(tier)
     directory = package_dir(impl or REPOSITORY, tier.package)
-    complaint = build_if_stale(tier, directory)
+    # A tier that cannot run here (no GPU) is not built to be refused: available() says why.
+    complaint = "" if tier.gpu_needed else build_if_stale(tier, directory)
     if complaint:
         loaded.origin, loaded.broken = str(directory), True
         loaded.reason = f"its sources changed and rebuilding it failed:\n{complaint}"

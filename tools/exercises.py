@@ -1,6 +1,7 @@
 """Write the learner workspace: the tier packages with every solution region replaced by a stub.
 
     python -m tools.exercises --out workspace [--tiers stage1_python,stage2_numpy,nn] [--force]
+                              [--solved-through K]   (weeks 1..K written, the rest stubs)
 
 Reference code marks each exercise body (grader/CONTRACT.md, "Weeks and exercise markers"):
 
@@ -127,14 +128,17 @@ def match_begin(language, line):
     return match
 
 
-def stub_regions(text, language, path):
+def stub_regions(text, language, path, solved=None):
     """Replace each solution region of `text` by its stub.
 
     `language` is "python" or "c"; `path` names the file in messages and in the stubs.
-    Returns (new_text, [Region, ...]); raises MarkerError on any malformed marker.
+    `solved(week, task)`, when given, picks the regions that keep the reference's code, as a
+    learner who wrote them has it: their markers go, their body stays.
+    Returns (new_text, [Region, ...] of the stubbed regions); raises MarkerError on any
+    malformed marker.
     """
     kept, regions = [], []
-    open_region = None  # (begin_line, week, task) while inside a region
+    open_region = None  # (begin_line, week, task, solved) while inside a region
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
         bare = line.rstrip("\r\n")
         where = f"{path}:{number}"
@@ -153,19 +157,21 @@ def stub_regions(text, language, path):
             week, task = int(match["week"]), match["task"]
             if week not in WEEKS:
                 raise MarkerError(f"{where}: week {week} is not a week of the course (1..18)")
-            open_region = (number, week, task)
-            newline = line[len(bare) :]
-            void = language == "c" and in_void_function(kept)
-            kept.append(stub_line(language, match["indent"], week, task, path, newline, void))
+            open_region = (number, week, task, bool(solved and solved(week, task)))
+            if not open_region[3]:
+                newline = line[len(bare) :]
+                void = language == "c" and in_void_function(kept)
+                kept.append(stub_line(language, match["indent"], week, task, path, newline, void))
         elif "END SOLUTION" in line:
             if END_MARKER[language].match(bare) is None:
                 raise MarkerError(f"{where}: malformed END SOLUTION marker {bare.strip()!r}")
             if open_region is None:
                 raise MarkerError(f"{where}: END SOLUTION without a BEGIN SOLUTION before it")
-            begin_line, week, task = open_region
-            regions.append(Region(path, week, task, begin_line, number))
+            begin_line, week, task, kept_solved = open_region
+            if not kept_solved:
+                regions.append(Region(path, week, task, begin_line, number))
             open_region = None
-        elif open_region is None:
+        elif open_region is None or open_region[3]:
             kept.append(line)
     if open_region is not None:
         raise MarkerError(f"{path}:{open_region[0]}: BEGIN SOLUTION never closed by END SOLUTION")
@@ -179,8 +185,9 @@ def is_skipped(relative):
     )
 
 
-def plan_tier(root, tier):
-    """Read one tier package and return ([(relative path, bytes), ...], [Region, ...])."""
+def plan_tier(root, tier, solved=None):
+    """Read one tier package and return ([(relative path, bytes), ...], [Region, ...]);
+    `solved` picks regions to keep written (stub_regions)."""
     files, regions = [], []
     for source in sorted((root / tier).rglob("*")):
         relative = source.relative_to(root)
@@ -193,7 +200,7 @@ def plan_tier(root, tier):
             if re.search(rb"(BEGIN|END) SOLUTION", content):
                 raise MarkerError(f"{path}: solution markers in a file the tool cannot stub")
         else:
-            text, found = stub_regions(source.read_text(encoding="utf-8"), language, path)
+            text, found = stub_regions(source.read_text(encoding="utf-8"), language, path, solved)
             content = text.encode("utf-8")
             regions += found
         files.append((relative, content))
@@ -316,7 +323,18 @@ def parse_args(argv):
     parser.add_argument(
         "--root", type=Path, default=REPO_ROOT, help="reference code to read (default: this repo)"
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--solved-through",
+        type=int,
+        default=0,
+        metavar="K",
+        help="keep the reference's code of the exercises of weeks 1..K, as a learner who has done "
+        "them has it (the tests' workspaces partway through the course)",
+    )
+    args = parser.parse_args(argv)
+    if args.solved_through not in (0, *WEEKS):
+        parser.error(f"--solved-through must be a week, 0..{max(WEEKS)}, got {args.solved_through}")
+    return args
 
 
 def main(argv=None):
@@ -327,8 +345,11 @@ def main(argv=None):
     if unknown or not chosen:
         raise SystemExit(f"error: unknown package(s) {unknown}; available: {', '.join(known)}")
     check_destination(args.out, chosen, args.root, args.force)
+    def solved(week, _task):
+        return week <= args.solved_through
+
     try:
-        plans = {package: plan_tier(args.root, package) for package in chosen}
+        plans = {package: plan_tier(args.root, package, solved) for package in chosen}
     except MarkerError as error:
         raise SystemExit(f"error: {error}; nothing was written") from None
     write_workspace(args.out, plans, args.root, args.force)

@@ -16,17 +16,23 @@ The exercises are EXERCISES.md's rows (tools/exercise_index.py). Each gets one s
 
 Only the ops whose exercises are written are graded, by the grader itself (grader/run.py: its quick
 run, without the speed ladder), so a fresh workspace needs no grading at all. The GPU tier is not
-graded on numba's CUDA simulator (no GPU): its checks take minutes there.
+graded on numba's CUDA simulator (no GPU): its checks take minutes there. The network's exercises
+(nn/, weeks 9-10) are graded by the week's own checks (tests/nn_exercise_checks.py), each alone, in
+a child process; training end to end is left to `make test ARGS='-m weekNN'` (minutes).
 """
 
 import argparse
+import importlib.util
 import io
 import os
 import re
+import secrets
+import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import tiers
@@ -45,6 +51,11 @@ UNCHECKED_MEANS = (
     "written, but nothing here checks it alone (a helper: the week's ops that call it check it; "
     "or a tier not graded here)"
 )
+# The network's week checks: `python NN_CHECKS CHECK SEED` with S2C_NN naming the workspace, whose
+# exit status says passed, failed, not implemented or skipped (its docstring).
+NN_CHECKS = REPO_ROOT / "tests" / "nn_exercise_checks.py"
+NN_CHECK_SECONDS = 120  # one exercise's check; generous, the machine may be shared
+NN_STATUS = {0: PASSED, 1: FAILED, 3: NOT_IMPLEMENTED, 4: SKIPPED}
 SIMULATOR_REASON = (
     "not graded here: no GPU, and numba's CUDA simulator takes minutes for its checks "
     "(`make grade STAGE=4 WEEK=k` grades one week; `make progress ARGS='--stages 4'` all of it)"
@@ -55,8 +66,11 @@ def stub_remains(exercise, folder):
     """True when a stub of `exercise` is still in its file under `folder`."""
     source = Path(folder) / exercise.path
     language = LANGUAGE_OF_SUFFIX[source.suffix]
-    stub = stub_line(language, "", exercise.week, exercise.task, exercise.path, "")
-    return any(line.strip() == stub for line in source.read_text(encoding="utf-8").splitlines())
+    stubs = {  # a CUDA region in a function returning void has a stub of its own
+        stub_line(language, "", exercise.week, exercise.task, exercise.path, "", void)
+        for void in (False, True)
+    }
+    return any(line.strip() in stubs for line in source.read_text(encoding="utf-8").splitlines())
 
 
 def grade_tier(tier, impl, ops):
@@ -74,6 +88,59 @@ def grade_tier(tier, impl, ops):
         )
         _status, record = grade(options, out=io.StringIO())
     return [result for run in record["runs"] for result in run["results"]]
+
+
+def network_checks():
+    """{check: the tasks it grades} of the network's unit checks (the training ones have none)."""
+    spec = importlib.util.spec_from_file_location("nn_exercise_checks", NN_CHECKS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {name: tasks for name, (_week, tasks, *_rest) in module.CHECKS.items() if tasks}
+
+
+def run_network_check(name, folder):
+    """(status, last line) of the network's check `name` on the nn/ of `folder`."""
+    environment = os.environ | {"PYTHONPATH": str(REPO_ROOT), "S2C_NN": str(Path(folder).resolve())}
+    try:
+        done = subprocess.run(
+            [sys.executable, str(NN_CHECKS), name, str(secrets.randbits(31))],
+            cwd=REPO_ROOT, env=environment, capture_output=True, text=True,
+            timeout=NN_CHECK_SECONDS,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return FAILED, f"{name}: no answer after {NN_CHECK_SECONDS} s (an endless loop?)"
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    return NN_STATUS.get(done.returncode, FAILED), lines[-1] if lines else "(no output)"
+
+
+def grade_network(folder, written):
+    """{exercise: (status, note)} of the network's `written` exercises in `folder`: each check
+    whose tasks include a written one runs (in parallel, one per core), and its verdict goes to
+    the task it names, or to all of its tasks."""
+    checks = {name: tasks for name, tasks in network_checks().items()
+              if any(exercise.task in tasks for exercise in written)}  # fmt: skip
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        found = pool.map(run_network_check, checks, [folder] * len(checks))
+        verdicts = dict(zip(checks, found, strict=True))
+    statuses = {}
+    for exercise in written:
+        name = next((name for name, tasks in checks.items() if exercise.task in tasks), None)
+        if name is None:
+            statuses[exercise] = (UNCHECKED, "")
+            continue
+        status, message = verdicts[name]
+        named = message.split(":")[0]
+        if status == PASSED:
+            statuses[exercise] = (PASSED, "")
+        elif status == SKIPPED:
+            statuses[exercise] = (UNCHECKED, message)
+        elif status == NOT_IMPLEMENTED and f"task {exercise.task}:" not in message:
+            statuses[exercise] = (NOT_IMPLEMENTED, f"its check met another stub: {message}")
+        elif status == FAILED and named in checks[name] and named != exercise.task:
+            statuses[exercise] = (UNCHECKED, f"checked with {named}, which failed")
+        else:
+            statuses[exercise] = (status, message)
+    return statuses
 
 
 def checks_of(exercise, results):
@@ -130,6 +197,9 @@ def progress(impl, stages=None):
             not_graded[tier.label if tier else "nn"] = reason
             statuses.update({exercise: (UNCHECKED, reason) for exercise in written})
             continue
+        if tier is None:
+            statuses.update(grade_network(folder, written))
+            continue
         ops = {exercise.op for exercise in written if exercise.op}
         ops |= {exercise.ladder for exercise in written if exercise.ladder}
         results = grade_tier(tier, impl, ops) if ops else []
@@ -148,11 +218,9 @@ def progress(impl, stages=None):
 
 def why_not_graded(tier, stages):
     """Why `tier`'s written exercises are not graded here, or '' when they are."""
-    if tier is None:
-        return "nn/ is checked by the week's tests: make test ARGS='-m weekNN'"
-    if stages is not None and tier.stage not in stages:
+    if stages is not None and (tier is None or tier.stage not in stages):
         return "not graded here (--stages)"
-    if stages is None and tier.simulated:
+    if stages is None and tier is not None and tier.simulated:
         return SIMULATOR_REASON
     return ""
 
@@ -194,14 +262,35 @@ def print_notes(statuses, impl, out):
                 f"  week {exercise.week}, task {exercise.task} ({exercise.path}): {note}", file=out
             )
     missing = [e for e in ordered if statuses[e] == (NOT_IMPLEMENTED, "")]
-    if missing:
-        first = missing[0]
+    needs_gpu = [e for e in missing if e.tier and e.tier.gpu_needed]
+    doable = [e for e in missing if e not in needs_gpu]
+    if doable:
+        first = doable[0]
         where = f" IMPL={impl}" if impl and Path(impl) != DEFAULT_OUT else ""
+        simulated = first.tier and first.tier.simulated
+        slow = " (no GPU: numba's CUDA simulator runs it, slowly)" if simulated else ""
         print(
             f"\nnext: week {first.week}, task {first.task} in {first.path} "
-            f"({', '.join(first.functions)}); then `{first.command}{where}`",
+            f"({', '.join(first.functions)}); then `{first.command}{where}`{slow}",
             file=out,
         )
+    if needs_gpu:
+        print(f"\n{gpu_note(needs_gpu)}", file=out)
+
+
+def gpu_note(exercises):
+    """What to say of `exercises` that this machine cannot grade for want of a GPU, and what a
+    learner without one does instead."""
+    held = list(dict.fromkeys(exercise.tier for exercise in exercises))
+    weeks = sorted({exercise.week for exercise in exercises})
+    commands = " and ".join(f"`make grade STAGE={t.stage} VARIANT={t.variant}`" for t in held)
+    simulated = [t.label for t in tiers.TIERS.values() if t.on_simulator]
+    return (
+        f"needs a GPU: {len(exercises)} exercises of {', '.join(t.label for t in held)} "
+        f"(weeks {weeks[0]}-{weeks[-1]}); without one, {commands} can only say it is "
+        f"unavailable. Here, write {' and '.join(simulated)} for those weeks: numba's CUDA "
+        "simulator runs it."
+    )
 
 
 def stage_list(text):
