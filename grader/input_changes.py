@@ -24,7 +24,7 @@ def roll_in_place(native):
     elif isinstance(native, np.ndarray):
         if native.dtype.kind == "f":
             native[...] = np.roll(native, 1)
-    elif hasattr(native, "__cuda_array_interface__"):
+    elif hasattr(native, "__cuda_array_interface__") or hasattr(native, "copy_to_device"):
         _roll_on_device(native)
     elif isinstance(native, list) and native:
         contents = np.asarray(native)
@@ -36,7 +36,7 @@ def _roll_on_device(native):
     """The roll by device-to-device copies through a scratch array (no trip through the host)."""
     from numba import cuda
 
-    array = cuda.as_cuda_array(native)
+    array = native if cuda.devicearray.is_cuda_ndarray(native) else cuda.as_cuda_array(native)
     if array.dtype.kind != "f" or array.size < 2:
         return
     flat = array.reshape(array.size)

@@ -62,4 +62,4 @@ def other_stream_problem(timing):
 
 
 def _us(seconds):
-    return f"{seconds * 1e6:.0f} us" if seconds < 1e-2 else f"{seconds * 1e3:.1f} ms"
+    return f"{seconds * 1e6:.0f} us" if seconds < 1e-3 else f"{seconds * 1e3:.1f} ms"
