@@ -12,7 +12,9 @@ for longer than the call takes to launch, so the call's kernels are queued befor
 fires and the events see them back to back (the "blocking kernel" of NVIDIA's nvbench). Without it,
 an op's Python-side checks and launches (tens to hundreds of microseconds in numba) would be
 counted as device time: in a training step they overlap the kernels queued before. The host's
-share is measured apart (`Timing.host`, seconds per call) and reported beside the device time.
+share is measured apart, on calls started on an idle device (`Timing.host`, seconds per call: a
+call that waits for the device inside, to read a value back, would otherwise wait for the busy
+kernel too), and reported beside the device time.
 An op that launches nothing, or launches on another stream, is then timed near zero: the roofline's
 physical floor fails it (grader/roofline.py). The hold is also time in which another stream may
 run unseen, and in which the host may compute: after the timed repeats, a few calls are timed on
@@ -118,8 +120,9 @@ def measure_gpu(call, quick=False, flush=None, change=None):
     longer than the host needs to launch the call, record a start event, call, record an end
     event, wait for it. When the hold ran out before the call returned, the device waited for the
     host inside the timed region: the next holds are longer. Repeats run until both a minimum
-    count and a time budget are reached. Then SYNCHRONOUS_REPEATS calls, each timed on the host
-    clock from the call to a device-wide synchronize (every stream's work).
+    count and a time budget are reached. Then SYNCHRONOUS_REPEATS calls on an idle device, each
+    timed on the host clock until it returns (the host's time) and until a device-wide synchronize
+    (every stream's work).
     """
     from numba import cuda
 
@@ -137,7 +140,7 @@ def measure_gpu(call, quick=False, flush=None, change=None):
         result = call()
         host = time.perf_counter() - started  # the call has not waited for the device
         cuda.synchronize()
-    times, hosts = [], [host]
+    times = []
     held = min(HOLD_CAP_S, HOLD_FACTOR * host + HOLD_MARGIN_S)
     started = time.perf_counter()
     while len(times) < MAX_REPEATS and (
@@ -150,22 +153,21 @@ def measure_gpu(call, quick=False, flush=None, change=None):
         hold()(held)
         start, end = cuda.event(), cuda.event()
         start.record()
-        launched = time.perf_counter()
         result = call()
-        hosts.append(time.perf_counter() - launched)
         if start.query():  # the hold ended before the call was launched: hold longer next time
             held = min(HOLD_CAP_S, 2 * held)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)  # CUDA reports milliseconds
     cuda.synchronize()  # work the call left on another stream, before anyone reads the result
-    synchronous = []
+    hosts, synchronous = [host], []
     for _ in range(SYNCHRONOUS_REPEATS):
         if change is not None:
             change()
         cuda.synchronize()
         launched = time.perf_counter()
         result = call()
+        hosts.append(time.perf_counter() - launched)
         cuda.synchronize()
         synchronous.append(time.perf_counter() - launched)
     if not all(math.isfinite(t) and t > 0 for t in times):

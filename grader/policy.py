@@ -4,9 +4,16 @@ What a learner may fairly be asked of each stage:
 
 - stage 2 (NumPy) against stage 1 (pure Python), at the sizes both run (each ladder's first size);
 - stage 3 (C) a share of stage 2's speed (NumPy; OpenBLAS for matmul and the linear layer), at
-  every ladder size, the two on one thread each and timed in turn (grader/speed.py): below 1 where
-  NumPy is the faster, as for tanh (NumPy's own SIMD kernel against C's scalar `tanhf`);
+  every ladder size: below 1 where NumPy is the faster, as for tanh (NumPy's own SIMD kernel
+  against C's scalar `tanhf`);
 - stage 4 (CUDA): a share of the GPU's roofline at each op's largest size (STAGE4_ROOFLINE_SHARE).
+
+Both CPU policies judge the two tiers on one thread each (NumPy's BLAS limited to one thread by
+threadpoolctl, C's `set_num_threads(1)`), timed in turn by the process's CPU time
+(grader/speed.py): with more threads than free cores, as on a shared machine or a learner's busy
+laptop, multi-threaded wall-clock timings collapse (two BLAS threads on two busy cores made the
+repository's linear_backward 10x the speed of stage 1, against 600x asked), while one thread's CPU
+time is what a busy machine still measures fairly.
 
 Each figure is one twentieth of what the repository's own stage reached on the 2-core CI machine
 (the lesser of two full runs or more, with up to 8 other jobs sharing its cores; each ratio is
@@ -37,7 +44,8 @@ STAGE2_OVER_STAGE1 = {
 # OpenMP's timings collapse when a shared machine's cores are oversubscribed (with 8 jobs on the
 # 2 cores, the repository's linear_forward ran at 0.002x of stage 2), so the policy times the C
 # tier with set_num_threads(1) and NumPy with its BLAS limited to one thread (threadpoolctl), in
-# turn, by the CPU time of the calling thread, which waiting for a core does not lengthen.
+# turn, by the process's CPU time, which waiting for a core does not lengthen (for work done on
+# one thread, that thread's CPU time: the figures below were measured by it).
 # Measured on 2026-11-23 on the 2-core AMD EPYC machine, other jobs loading it (load 5-16):
 # two full runs `python -m grader --stage 3` side by side, two `--checks speed` runs side by side
 # and one full run alone; the least speedup over all sizes and the five runs, e.g. matmul 0.52

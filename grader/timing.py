@@ -1,6 +1,7 @@
 """Timing one call: warm-up, device sync, repeats until a time budget, median and spread.
 
-Very fast calls are timed in batches (so the timer's own cost stays below 1%), and a repeat ends
+Fast calls are timed in batches of BATCH_SECONDS (so that neither the timer's own cost nor the
+caches left cold by a call timed in turn before them weigh on a call's time), and a repeat ends
 with `synchronize()`, so a GPU's queued work is counted. Calls to be compared can be timed in
 turn, batch by batch (`measure_in_turn`), so that a machine shared with other jobs moves both.
 
@@ -16,7 +17,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-BATCH_SECONDS = 1e-3  # calls faster than this are repeated inside one timed batch
+BATCH_SECONDS = 5e-3  # calls faster than this are repeated inside one timed batch
 REPEATS = {False: (5, 0.4), True: (3, 0.1)}  # quick -> (minimum repeats, time budget in s)
 MAX_REPEATS = 100
 SLOW_CALL_S = 1.0  # one call slower than this: fewer repeats (the median of 3 still)
@@ -55,17 +56,14 @@ def measure_in_turn(calls, quick=False, clock=time.perf_counter):
     """Time several (call, synchronize) pairs, or (call, synchronize, change) triples, one batch
     each in turn (a, b, a, b, ...), so that a load that comes and goes on a shared machine slows
     each of them alike: their ratio holds where their own times do not. `clock` reads the
-    seconds: the wall clock, or for work kept on the calling thread `time.thread_time`, the CPU
-    time it ran (time spent waiting for a core, while other jobs ran, is not counted). Returns
+    seconds: the wall clock, or `time.process_time`, the CPU time the process ran (time spent
+    waiting for a core, while other jobs ran, is not counted). Returns
     ([Timing per call], [each last result])."""
     calls = [(*entry, None)[:3] for entry in calls]
     results, batches, firsts = [], [], []
     for call, synchronize, _ in calls:
-        synchronize()
-        start = clock()
-        results.append(call())  # warm-up: caches, lazy compilation, first-touch allocations
-        synchronize()
-        first = clock() - start
+        first, result = _warm_up(call, synchronize, clock)
+        results.append(result)
         firsts.append(first)
         batches.append(
             1 if first >= BATCH_SECONDS else min(1000, math.ceil(BATCH_SECONDS / max(first, 1e-7)))
@@ -100,6 +98,21 @@ def measure_in_turn(calls, quick=False, clock=time.perf_counter):
                     seconds += clock() - start - clock_cost(clock)
             times[index].append(max(seconds, 0.0) / batch)
     return [_summary(t, batch) for t, batch in zip(times, batches, strict=True)], results
+
+
+def _warm_up(call, synchronize, clock):
+    """(seconds, result) of a warm call: a first call pays for caches, lazy compilation and
+    first-touch allocations; a fast one (whose batch size comes from it) is called once more, as
+    its first call may also find the caches cold from the call timed before it."""
+    for _ in range(2):
+        synchronize()
+        start = clock()
+        result = call()
+        synchronize()
+        seconds = clock() - start
+        if seconds >= BATCH_SECONDS:
+            break
+    return seconds, result
 
 
 @functools.cache
