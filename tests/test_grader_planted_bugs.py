@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader import Options, grade
-from grader.policy import STAGE3_OVER_STAGE2
+from grader.policy import STAGE2_OVER_STAGE1, STAGE3_OVER_STAGE2
 
 PLANTED = Path(__file__).parent / "planted"
 
@@ -55,9 +55,11 @@ BUGS = [
      r"expected)"),
     # too slow for the stage: Python loops in NumPy code
     ("relu_slow", "relu", "speed",
-     r"^relu: too slow: [\d.]+x the speed of stage 1 \[python\], expected at least 200x"),
+     rf"^relu: too slow: [\d.]+x the speed of stage 1 \[python\], expected at least "
+     rf"{STAGE2_OVER_STAGE1['relu']:.3g}x"),
     ("tanh_slow", "tanh", "speed",
-     r"^tanh: too slow: [\d.]+x the speed of stage 1 \[python\], expected at least 100x"),
+     rf"^tanh: too slow: [\d.]+x the speed of stage 1 \[python\], expected at least "
+     rf"{STAGE2_OVER_STAGE1['tanh']:.3g}x"),
     # seen only at the large sizes of the speed ladder
     ("leaky_relu_large", "leaky_relu", "speed",
      r"^after timing: leaky_relu: y\[[\d, ]+\] expected -[\d.]+, received 0;"),

@@ -20,6 +20,7 @@ import pytest
 import tiers
 from grader import Options, grade
 from grader.input_changes import roll_in_place
+from grader.policy import STAGE2_OVER_STAGE1
 from grader.roofline import Roofline, floor_problem
 from grader.timing import Timing, measure, measure_in_turn
 from grader.unseen_work import host_problem, other_stream_problem
@@ -44,7 +45,8 @@ CHEATS = [
      r"written"),
     # a Python loop run on another thread while the calling thread waits
     ("planted/speed_other_thread", 2, "relu", "any",
-     r"^relu: too slow: [\d.]+x the speed of stage 1 \[python\], expected at least 200x"),
+     rf"^relu: too slow: [\d.]+x the speed of stage 1 \[python\], expected at least "
+     rf"{STAGE2_OVER_STAGE1['relu']:.3g}x"),
     ("planted_gpu/speed_copy_by_id", 4, "matmul", "gpu", STALE_ON_GPU.format(op="matmul")),
     ("planted_gpu/speed_copy_by_pointer", 4, "sigmoid", "gpu", STALE_ON_GPU.format(op="sigmoid")),
     ("planted_gpu/speed_tail_unwritten", 4, "tanh", "gpu",
