@@ -192,12 +192,12 @@ def one_thread(sides):
 
 def time_on_one_thread(session, bound, reference):
     """The graded op `bound` (a BoundCall; new input contents before every call), `reference`
-    (a tier, or None where it does not run this size) and NumPy/OpenBLAS where it does the op,
-    timed in turn on one thread each: the figures the CPU speed policies judge
-    (grader/policy.py). With more threads than free cores, as on a shared machine,
-    multi-threaded timings collapse (two BLAS or OpenMP threads on two busy cores: 10x, and at
-    worst 500x); one thread each, timed in turn by the CPU time of the process, is what a busy
-    machine still measures fairly: waiting for a core is not counted, while work handed to
+    (a tier, or None where it does not run this size) and the machine's library where it does
+    the op (library_baseline), timed in turn on one thread each: the figures the CPU speed
+    policies judge (grader/policy.py). With more threads than free cores, as on a shared
+    machine, multi-threaded timings collapse (two BLAS or OpenMP threads on two busy cores: 10x,
+    and at worst 500x); one thread each, timed in turn by the CPU time of the process, is what a
+    busy machine still measures fairly: waiting for a core is not counted, while work handed to
     another thread of the process is.
 
     Returns {"graded": Timing, "reference": Timing or None, "library": (Baseline, Timing) or
@@ -206,7 +206,7 @@ def time_on_one_thread(session, bound, reference):
     calls = [(bound, session.graded.module.synchronize, bound.change)]
     if reference is not None:
         calls.append((BoundCall(reference, op, args), reference.module.synchronize))
-    library = library_baseline(op.name, args, "cpu", bench=False)
+    library = library_baseline(op.name, args, "cpu", session.setup.bench)
     if library is not None:
         calls.append((library.call, library.synchronize))
     sides = [session.graded] + ([reference] if reference is not None else [])
@@ -228,9 +228,9 @@ def one_thread_record(session, measured):
     graded, reference, library = measured["graded"], measured["reference"], measured["library"]
     record = {"graded": graded.as_dict()}
     if reference is not None:
+        described = {"tier": session.reference.label, "stage": session.reference.stage}
         record.update(
-            reference={"tier": session.reference.label, **reference.as_dict()},
-            speedup=reference.median / graded.median,
+            reference=described | reference.as_dict(), speedup=reference.median / graded.median
         )
     if library is not None:
         baseline, timing = library
@@ -254,6 +254,43 @@ def _in_ladder(named, tier_class, op, bench):
     return any(entry.size == named.size for entry in ladder(op, tier_class, bench))
 
 
+def _time_sides(session, bound, reference):
+    """(Timing, last result, record) of the graded op `bound`, with the reference's timing
+    (`reference`: None where it does not run this size) and the library's in the record. A CPU
+    tier without threads of its own is timed only on one thread, in turn with the others; a tier
+    that sets its thread count is timed with them first, and on one thread in turn after; a GPU
+    tier, the reference and the library each on their own."""
+    op, args, graded = bound.op, bound.args, session.graded
+    if not (session.gpu or hasattr(graded.module, "set_num_threads")):
+        measured = time_on_one_thread(session, bound, reference)
+        record = measured["graded"].as_dict() | one_thread_record(session, measured)
+        del record["graded"]
+        return measured["graded"], measured["last"], record
+    timing, last = time_graded(session, bound)
+    record = timing.as_dict()
+    if reference is not None:
+        ref_timing = time_reference(session, reference, op, args)
+        described = {"tier": reference.label, "stage": reference.stage}
+        record.update(
+            reference=described | ref_timing.as_dict(), speedup=ref_timing.median / timing.median
+        )
+        if not session.gpu:
+            record["one_thread"] = one_thread_record(
+                session, time_on_one_thread(session, bound, reference)
+            )
+    baseline = library_baseline(op.name, args, timed_class(graded.tier), session.setup.bench)
+    if baseline is not None:
+        if graded.tier.gpu:
+            library, _ = measure_gpu(baseline.call, session.setup.quick, l2_flush())
+        else:
+            library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
+        record.update(
+            library={"name": baseline.name, **library.as_dict()},
+            library_fraction=library.median / timing.median,
+        )
+    return timing, last, record
+
+
 def check_speed(session, task):
     """Time `task.op` at `task.size` on the graded tier (and the reference, and a library)."""
     op, named, bench = OPS[task.op], task.size, session.setup.bench
@@ -269,40 +306,8 @@ def check_speed(session, task):
     reference = session.reference
     if not (reference and _in_ladder(named, timed_class(reference.tier), op, bench)):
         reference = None
-    on_gpu = session.graded.tier.gpu and not session.graded.tier.simulated
-    own_threads = hasattr(session.graded.module, "set_num_threads")
     bound = BoundCall(session.graded, op, args)
-    if session.gpu or own_threads:
-        timing, last = time_graded(session, bound)
-        record = timing.as_dict()
-        if reference is not None:
-            ref_timing = time_reference(session, reference, op, args)
-            described = {"tier": reference.label, "stage": reference.stage}
-            record.update(
-                reference=described | ref_timing.as_dict(),
-                speedup=ref_timing.median / timing.median,
-            )
-        if not session.gpu and reference is not None:
-            record["one_thread"] = one_thread_record(
-                session, time_on_one_thread(session, bound, reference)
-            )
-        baseline = library_baseline(op.name, args, timed_class(session.graded.tier), bench)
-        if baseline is not None:
-            if session.graded.tier.gpu:
-                library, _ = measure_gpu(baseline.call, session.setup.quick, l2_flush())
-            else:
-                library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
-            record.update(
-                library={"name": baseline.name, **library.as_dict()},
-                library_fraction=library.median / timing.median,
-            )
-    else:  # one thread, in turn, is the only timing (above)
-        measured = time_on_one_thread(session, bound, reference)
-        timing, last = measured["graded"], measured["last"]
-        record = timing.as_dict() | one_thread_record(session, measured)
-        record.pop("graded")
-        if reference is not None:
-            record["reference"]["stage"] = reference.stage
+    timing, last, record = _time_sides(session, bound, reference)
     received, contents = answer_on_new_contents(session, bound, last)
     record["shapes"] = {n: list(v.shape) for n, v in args.items() if isinstance(v, np.ndarray)}
     flops, moved = op.work(args)
@@ -313,6 +318,7 @@ def check_speed(session, task):
         gbps=moved / timing.median / 1e9,
     )
     too_fast = None
+    on_gpu = session.graded.tier.gpu and not session.graded.tier.simulated
     if on_gpu:
         ceilings = measure_ceilings()
         line = roofline(flops, moved, timing.median, ceilings)
