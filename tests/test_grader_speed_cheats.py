@@ -87,6 +87,20 @@ class VirtualClock:
         self.now += seconds
 
 
+@pytest.mark.skipif(not ON_GPU, reason="the host time is judged only on a real GPU")
+def test_the_repositorys_own_ops_pass_through_a_planted_tier(tmp_path):
+    """The control: ops a planted tier re-exports are the repository's, so their host time (the
+    losses' and max-pooling's backward check labels and indices on the host) matches the
+    repository's, and no input change, re-check or floor fails them."""
+    ops = ("relu", "cross_entropy_loss", "hinge_loss_backward", "maxpool2d_backward")
+    planted = TESTS / "planted_gpu" / "speed_copy_by_id"
+    options = Options(stage=4, variant="numba", impl=str(planted), ops=ops, checks=("speed",),
+                      quick=True, json=str(tmp_path / "g.json"))  # fmt: skip
+    out = io.StringIO()
+    status, _ = grade(options, out=out)
+    assert status == 0, out.getvalue()
+
+
 def test_inputs_change_before_every_timed_call_outside_the_clock():
     """A change runs before each call but the warm-up, and its own time is not counted."""
     clock, calls, changes = VirtualClock(), [], []
