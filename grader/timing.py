@@ -1,7 +1,6 @@
 """Timing one call: warm-up, device sync, repeats until a time budget, median and spread.
 
-Fast calls are timed in batches of BATCH_SECONDS (so that neither the timer's own cost nor the
-caches left cold by a call timed in turn before them weigh on a call's time), and a repeat ends
+Very fast calls are timed in batches (so the timer's own cost stays below 1%), and a repeat ends
 with `synchronize()`, so a GPU's queued work is counted. Calls to be compared can be timed in
 turn, batch by batch (`measure_in_turn`), so that a machine shared with other jobs moves both.
 
@@ -17,7 +16,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-BATCH_SECONDS = 5e-3  # calls faster than this are repeated inside one timed batch
+BATCH_SECONDS = 1e-3  # calls faster than this are repeated inside one timed batch
 REPEATS = {False: (5, 0.4), True: (3, 0.1)}  # quick -> (minimum repeats, time budget in s)
 MAX_REPEATS = 100
 SLOW_CALL_S = 1.0  # one call slower than this: fewer repeats (the median of 3 still)
