@@ -1,4 +1,5 @@
-"""The GPU's two ceilings, measured here and now: copy bandwidth and FP32 matrix throughput.
+"""The GPU's two ceilings, measured here and now: copy bandwidth and FP32 matrix throughput; and
+the time of an empty kernel, the least that any launch takes.
 
 Every GPU op is reported as a share of its roofline bound, and a bound is only as true as the
 ceilings under it: datasheet figures are not what this card, at this clock, in this machine
@@ -7,7 +8,8 @@ reaches. So the grader measures both, once per process:
   the faster), counting bytes read plus bytes written;
 - FP32 throughput: a SGEMM of GEMM_SIZE^3 by cuBLAS through PyTorch or CuPy (TF32 off), or, with
   neither installed, the device's own figure: SMs x clock x FP32 lanes per SM x 2 (an FMA is two
-  FLOPs), which no kernel reaches, so shares against it read lower.
+  FLOPs), which no kernel reaches, so shares against it read lower;
+- launch: a kernel that does nothing, timed as an op is (grader/gpu_timing.py).
 """
 
 import functools
@@ -25,12 +27,14 @@ FP32_LANES = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 9): 128, (9, 
 
 @dataclass(frozen=True)
 class Ceilings:
-    """Bytes per second a copy reaches, FLOP/s an FP32 GEMM reaches, and where each came from."""
+    """Bytes per second a copy reaches, FLOP/s an FP32 GEMM reaches, where each came from, and
+    the seconds an empty kernel takes between the timer's events."""
 
     device: str
     bandwidth: float
     flops: float
     flops_source: str
+    launch: float
 
     def as_dict(self):
         return asdict(self)
@@ -100,7 +104,10 @@ def measure_ceilings():
     """The Ceilings of the current CUDA device, measured on first use (a few seconds)."""
     from numba import cuda
 
+    from .gpu_kernels import empty_launch
+
     device = cuda.get_current_device()
     name = device.name.decode() if isinstance(device.name, bytes) else str(device.name)
     flops, source = _gemm_peak(device)
-    return Ceilings(name, _copy_bandwidth(), flops, source)
+    launch, _ = measure_gpu(empty_launch)
+    return Ceilings(name, _copy_bandwidth(), flops, source, launch.median)

@@ -1,5 +1,6 @@
-"""The grader's own small CUDA kernels (numba): filling a buffer (for the L2 flush and poison), and
-keeping the device busy for a while (so that a timed call's launch happens while it waits)."""
+"""The grader's own small CUDA kernels (numba): filling a buffer (for the L2 flush and poison),
+keeping the device busy for a while (so that a timed call's launch happens while it waits), and
+doing nothing (the least time any launch takes: grader/roofline.py's floor)."""
 
 from numba import cuda, float32
 
@@ -35,3 +36,13 @@ def _busy_kernel(iterations, seed, sink):
 def busy(iterations, sink):
     """Occupy the default stream for `iterations` dependent steps (one thread of one block)."""
     _busy_kernel[1, 1](iterations, float32(0.5), sink)
+
+
+@cuda.jit
+def _empty_kernel():
+    pass
+
+
+def empty_launch():
+    """Launch a kernel that does nothing (one block of one thread)."""
+    _empty_kernel[1, 1]()

@@ -12,9 +12,14 @@ for longer than the call takes to launch, so the call's kernels are queued befor
 fires and the events see them back to back (the "blocking kernel" of NVIDIA's nvbench). Without it,
 an op's Python-side checks and launches (tens to hundreds of microseconds in numba) would be
 counted as device time: in a training step they overlap the kernels queued before. The host's
-share is measured apart (`Timing.host`, seconds per call) and reported beside the device time.
+share is measured apart, on calls started on an idle device (`Timing.host`, seconds per call: a
+call that waits for the device inside, to read a value back, would otherwise wait for the busy
+kernel too), and reported beside the device time.
 An op that launches nothing, or launches on another stream, is then timed near zero: the roofline's
-physical floor fails it (grader/roofline.py).
+physical floor fails it (grader/roofline.py). The hold is also time in which another stream may
+run unseen, and in which the host may compute: after the timed repeats, a few calls are timed on
+the host clock up to a device-wide synchronize (`Timing.synchronous`), and the host time and that
+time are judged (grader/unseen_work.py).
 """
 
 import functools
@@ -97,6 +102,7 @@ def hold():
 HOLD_FACTOR = 2.0
 HOLD_MARGIN_S = 50e-6
 HOLD_CAP_S = 0.05
+SYNCHRONOUS_REPEATS = 3  # calls timed up to a device-wide synchronize, after the timed repeats
 
 
 @functools.cache
@@ -105,15 +111,18 @@ def l2_flush():
     return L2Flush()
 
 
-def measure_gpu(call, quick=False, flush=None):
+def measure_gpu(call, quick=False, flush=None, change=None):
     """Time `call()` (which launches GPU work) with CUDA events; returns (Timing, last result).
 
     Warm-up calls first (numba compiles a kernel at its first launch; the second gives the host's
-    time per call). Each repeat: flush the L2 (when `flush` is given), hold the stream for
+    time per call). Each repeat: give the inputs new contents (`change()`, when given;
+    grader/input_changes.py), flush the L2 (when `flush` is given), hold the stream for
     longer than the host needs to launch the call, record a start event, call, record an end
     event, wait for it. When the hold ran out before the call returned, the device waited for the
     host inside the timed region: the next holds are longer. Repeats run until both a minimum
-    count and a time budget are reached.
+    count and a time budget are reached. Then SYNCHRONOUS_REPEATS calls on an idle device, each
+    timed on the host clock until it returns (the host's time) and until a device-wide synchronize
+    (every stream's work).
     """
     from numba import cuda
 
@@ -131,31 +140,57 @@ def measure_gpu(call, quick=False, flush=None):
         result = call()
         host = time.perf_counter() - started  # the call has not waited for the device
         cuda.synchronize()
-    times, hosts = [], [host]
+    times = []
     held = min(HOLD_CAP_S, HOLD_FACTOR * host + HOLD_MARGIN_S)
     started = time.perf_counter()
     while len(times) < MAX_REPEATS and (
         len(times) < min_repeats or time.perf_counter() - started < budget
     ):
+        if change is not None:
+            change()
         if flush is not None:
             flush()
         hold()(held)
         start, end = cuda.event(), cuda.event()
         start.record()
-        launched = time.perf_counter()
         result = call()
-        hosts.append(time.perf_counter() - launched)
         if start.query():  # the hold ended before the call was launched: hold longer next time
             held = min(HOLD_CAP_S, 2 * held)
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) / 1e3)  # CUDA reports milliseconds
     cuda.synchronize()  # work the call left on another stream, before anyone reads the result
+    hosts, synchronous = [host], []
+    for _ in range(SYNCHRONOUS_REPEATS):
+        if change is not None:
+            change()
+        cuda.synchronize()
+        launched = time.perf_counter()
+        result = call()
+        hosts.append(time.perf_counter() - launched)
+        cuda.synchronize()
+        synchronous.append(time.perf_counter() - launched)
     if not all(math.isfinite(t) and t > 0 for t in times):
         raise RuntimeError(f"CUDA events gave no usable time ({times[:3]} ...): a simulator?")
     q1, median, q3 = np.percentile(times, [25, 50, 75])
     timing = Timing(
         float(median), float(q1), float(q3), min(times), max(times), len(times), 1,
-        float(np.median(hosts)),
-    )
+        float(np.median(hosts)), float(np.median(synchronous)),
+    )  # fmt: skip
     return timing, result
+
+
+def host_seconds(call, repeats=3):
+    """The host's seconds per call of `call()` (median of `repeats`, after a warm-up call), each
+    started on an idle device: how long the call holds the host."""
+    from numba import cuda
+
+    call()
+    seconds = []
+    for _ in range(repeats):
+        cuda.synchronize()
+        launched = time.perf_counter()
+        call()
+        seconds.append(time.perf_counter() - launched)
+    cuda.synchronize()
+    return float(np.median(seconds))

@@ -41,7 +41,7 @@ from .ownership import Ownership
 from .records import Setup, TierError
 from .run import RESULTS, RUNS
 from .session import Session
-from .speed import bound_call
+from .speed import BoundCall
 from .tolerance import tolerance
 from .torch_ops import TORCH_OPS, outputs_to_numpy, tensors
 
@@ -231,8 +231,7 @@ class Bench:
             problem = compare_outputs(session, op, received, expected, tol, args=args, bits=32)
             if problem:
                 return {"problem": problem}
-            call, _ = bound_call(session.graded, op, args)
-            timing, _ = self.timer(call)
+            timing, _ = self.timer(BoundCall(session.graded, op, args))
         except TierError as error:
             return {"problem": session.explain(error)}
         except Exception as error:  # raised while timed (the checked call went well)

@@ -7,6 +7,13 @@ is the op's share of the roofline: 1.0 means it runs at the speed of light. A sh
 pointer, or written on another stream (which the timing's events do not wait for: while the busy
 kernel of grader/gpu_timing.py holds the default stream, such work runs beside it, so the call is
 timed near zero). Graded-kernel platforms have been fooled exactly so.
+
+The physical floor is the larger of the bound and the time of an empty kernel
+(grader/ceilings.py), measured as an op is: at small sizes the bound is far below what any launch
+takes (matmul 256^3: a bound of 0.6 us, where a kernel that does nothing takes a few), so a floor
+of the bound alone would pass an op that launched nothing at all; the empty kernel is the least a
+call that does any work on the device can take there. The larger of the two, not their sum: a
+kernel's own launch overlaps its first loads, so a sum is no bound.
 """
 
 from dataclasses import dataclass
@@ -36,13 +43,21 @@ def roofline(flops, moved, seconds, ceilings):
     return Roofline(bound, "memory" if memory >= compute else "compute", bound / seconds)
 
 
-def floor_problem(line):
-    """A message when the measured time is below what the device allows, else None."""
-    if line.share * FLOOR_FRACTION <= 1.0:
+def floor_problem(line, launch):
+    """A message when the measured time is below what the device allows (FLOOR_FRACTION of the
+    larger of the bound and `launch`, an empty kernel's seconds), else None."""
+    seconds = line.bound / line.share
+    if seconds >= FLOOR_FRACTION * max(line.bound, launch):
         return None
+    if line.bound >= launch:
+        floor = (
+            f"the {line.limited_by} bound of {line.bound * 1e6:.1f} us on this device "
+            f"({line.share:.2f}x the speed of light)"
+        )
+    else:
+        floor = f"the {launch * 1e6:.1f} us of an empty kernel's launch on this device"
     return (
-        f"ran in {line.bound / line.share * 1e6:.1f} us, below the {line.limited_by} bound of "
-        f"{line.bound * 1e6:.1f} us on this device ({line.share:.2f}x the speed of light): "
-        "work skipped, a cached result, or output written later on another stream"
+        f"ran in {seconds * 1e6:.1f} us, below {floor}: work skipped, a cached result, or output "
+        "written later on another stream"
     )
 

@@ -2,12 +2,21 @@
 best library on the machine; outputs re-validated after timing. Also the bench's matmul kernels.
 
 A ladder size is timed on the reference tier too when that tier's own ladder holds it (stage 1
-only runs the tiny sizes), which gives the speedup. A CPU tier that sets its thread count (stage 3's
-`set_num_threads`) is then timed again next to the reference, the two in turn on one thread each:
-the speedup its speed policy judges (grader/policy.py). The output of the last timed call is then
-compared with, in this order: the reference tier's output, the repository's stage 2 or 3 (fast;
-never the graded code itself), or a float64 NumPy evaluation; `validated_against` records
-which, or "none" when no independent answer exists at that size.
+only runs the tiny sizes), which gives the speedup. A CPU tier is timed on one thread by the CPU
+time of the process, in turn with the reference (and NumPy/OpenBLAS where it does the op), so that
+a shared machine's load moves neither (grader/policy.py); a tier that sets its thread count
+(stage 3's `set_num_threads`) is timed with its own threads first, for the record, and the speed
+policy judges the one-thread figures.
+
+Before every timed call of the graded tier its inputs get new contents, in place
+(grader/input_changes.py): an answer remembered from an earlier call is wrong. After timing, the
+graded op answers once more on the same argument objects with new contents and NaN-filled outputs
+(an element never written shows, instead of the previous call's answer that the allocator's
+recycled block still holds), and that answer is compared with, in this order: the reference
+tier's on the same contents, the repository's stage 2 or 3 (fast; never the graded code itself),
+or a float64 NumPy evaluation; `validated_against` records which, or "none" when no independent
+answer exists at that size. On a GPU the call's host time and any work on a stream the timer does
+not see are judged as well (grader/unseen_work.py).
 """
 
 import time
@@ -16,19 +25,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import tiers
+
 from . import inputs, values
 from .ceilings import measure_ceilings
 from .correctness import compare_outputs
-from .gpu_timing import l2_flush, measure_gpu
+from .gpu_timing import host_seconds, l2_flush, measure_gpu
+from .input_changes import roll_in_place
 from .ladders import ladder, size_label, timed_class
 from .ops import OPS
 from .ownership import Ownership, native_leaves
+from .poison import poisoned_allocations
 from .policy import speed_problem
 from .records import FAILED, PASSED, SKIPPED, Result, TierError
 from .roofline import floor_problem, roofline
 from .timing import measure, measure_in_turn
 from .tolerance import tolerance
 from .torch_ops import TORCH_OPS, tensors
+from .unseen_work import host_problem, other_stream_problem
 
 
 @dataclass
@@ -83,39 +97,80 @@ def library_baseline(op_name, args, tier_class, bench):
 LIBRARY_OPS = ("matmul", "linear_forward", "conv2d_forward")  # a library beside their speed check
 
 
-def time_op(session, tier, op, args, role):
-    """(Timing, outputs) of `op` on `tier`: the outputs of the last timed call (in-place ops:
-    of one more call on fresh arguments, since timing updated them over and over).
+class BoundCall:
+    """`op` on `tier` with its arguments converted once (timing measures the op, not the
+    conversion of its inputs): `call()` runs it; `change()` gives its floating-point array
+    arguments new contents in place (grader/input_changes.py); `contents()` reads them back."""
 
-    The graded tier's last result must not share memory with its first (an op that returns a
-    cached result for the same input objects looks fast and is wrong for changed data).
-    """
-    call, natives = bound_call(tier, op, args)
+    def __init__(self, tier, op, args):
+        self.tier, self.op, self.args = tier, op, args
+        self.natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
+        self._function = getattr(tier.module, op.name)
+
+    def __call__(self):
+        return self._function(*self.natives.values())
+
+    def change(self):
+        for native in self.natives.values():
+            roll_in_place(native)
+
+    def contents(self):
+        """{param: NumPy value}: the arguments as they are now."""
+        return {
+            name: _read_back(self.tier.module, native, self.args[name])
+            for name, native in self.natives.items()
+        }
+
+
+def _read_back(module, native, given):
+    """A native argument as a NumPy value of `given`'s dtype (scalars and shapes as given)."""
+    if isinstance(given, tuple) and given and isinstance(given[0], np.ndarray):
+        return tuple(_read_back(module, n, g) for n, g in zip(native, given, strict=True))
+    if isinstance(given, np.ndarray):
+        return np.asarray(module.to_numpy(native)).astype(given.dtype, copy=False)
+    return given
+
+
+def time_graded(session, bound):
+    """(Timing, the last result) of the graded op `bound` (a BoundCall), its inputs given new
+    contents before every call."""
     try:
-        first = call()
-        timing, result = timer(tier)(call, session.setup.quick)
-        if op.inplace:
-            return timing, session.call(tier, op, args, role)
-        outputs = values.to_numpy_tree(tier.module, result, op.outputs)
-        if role == "graded":
-            owner = Ownership()
-            for call in (first, result):
-                owner.check(native_leaves(call, op.outputs), natives)
-        return timing, outputs
-    except TierError:
-        raise
-    except values.ContractError as error:
-        raise TierError(role, op.name, error) from None
+        return timer(session.graded)(bound, session.setup.quick, bound.change)
     except Exception as error:
-        raise TierError(role, op.name, error) from error
+        raise TierError("graded", bound.op.name, error) from error
 
 
-def bound_call(tier, op, args):
-    """(a call of `op` on `tier` without arguments, the native arguments it passes): timing
-    measures the op, not the conversion of its inputs."""
-    natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
-    function = getattr(tier.module, op.name)
-    return lambda: function(*natives.values()), natives
+def answer_on_new_contents(session, bound, last):
+    """(outputs, arguments) of the graded op called once more, after timing, on the same argument
+    objects with new contents and its outputs NaN-filled: an answer remembered from earlier
+    contents is wrong here, and an element never written shows (a timed call's output sits in
+    the block the allocator recycled from the call before, which held its full answer). Neither
+    this result nor `last` (the last timed one) may share memory with the other or an input."""
+    graded, op = session.graded, bound.op
+    try:
+        bound.change()
+        contents = bound.contents()
+        with poisoned_allocations(graded.module):
+            final = bound()
+        outputs = values.to_numpy_tree(graded.module, final, op.outputs)
+        for name in op.inplace:
+            outputs[name] = np.asarray(graded.module.to_numpy(bound.natives[name]))
+        owner = Ownership()
+        for result in (last, final):
+            owner.check(native_leaves(result, op.outputs), bound.natives)
+    except values.ContractError as error:
+        raise TierError("graded", op.name, error) from None
+    except Exception as error:
+        raise TierError("graded", op.name, error) from error
+    return outputs, contents
+
+
+def time_reference(session, tier, op, args):
+    """The Timing of a trusted tier's op (the reference's): its inputs are left as they are."""
+    try:
+        return timer(tier)(BoundCall(tier, op, args), session.setup.quick)[0]
+    except Exception as error:
+        raise TierError("reference", op.name, error) from error
 
 
 @contextmanager
@@ -135,47 +190,105 @@ def one_thread(sides):
                 module.set_num_threads(0)  # 0: the default (CONTRACT.md)
 
 
-def time_on_one_thread(session, op, args):
-    """The graded tier and the reference (and NumPy/OpenBLAS where it does the op) timed in turn,
-    on one thread each: the figures stage 3's speed policy judges (grader/policy.py). With more
-    threads than free cores, as on a shared machine, OpenMP's timings collapse; one thread each,
-    timed in turn by the CPU time of the calling thread, is what a busy machine still measures
-    fairly. Work an op hands to other threads regardless (OpenMP without `num_threads`) is not
-    counted: it gains at most the core count, far inside the policy's margin."""
-    sides = [session.graded, session.reference]
-    calls = [(bound_call(tier, op, args)[0], tier.module.synchronize) for tier in sides]
-    library = library_baseline(op.name, args, "cpu", bench=False)
+def time_on_one_thread(session, bound, reference):
+    """The graded op `bound` (a BoundCall; new input contents before every call), `reference`
+    (a tier, or None where it does not run this size) and the machine's library where it does
+    the op (library_baseline), timed in turn on one thread each: the figures the CPU speed
+    policies judge (grader/policy.py). With more threads than free cores, as on a shared
+    machine, multi-threaded timings collapse (two BLAS or OpenMP threads on two busy cores: 10x,
+    and at worst 500x); one thread each, timed in turn by the CPU time of the process, is what a
+    busy machine still measures fairly: waiting for a core is not counted, while work handed to
+    another thread of the process is.
+
+    Returns {"graded": Timing, "reference": Timing or None, "library": (Baseline, Timing) or
+    None, "last": the graded op's last result}."""
+    op, args = bound.op, bound.args
+    calls = [(bound, session.graded.module.synchronize, bound.change)]
+    if reference is not None:
+        calls.append((BoundCall(reference, op, args), reference.module.synchronize))
+    library = library_baseline(op.name, args, "cpu", session.setup.bench)
     if library is not None:
         calls.append((library.call, library.synchronize))
+    sides = [session.graded] + ([reference] if reference is not None else [])
     try:
         with one_thread(sides):
-            timings, _ = measure_in_turn(calls, session.setup.quick, clock=time.thread_time)
+            timings, results = measure_in_turn(calls, session.setup.quick, clock=time.process_time)
     except Exception as error:
         raise TierError("graded", op.name, error) from error
-    graded, reference = timings[:2]
-    record = {
-        "graded": graded.as_dict(),
-        "reference": {"tier": session.reference.label, **reference.as_dict()},
-        "speedup": reference.median / graded.median,
+    return {
+        "graded": timings[0],
+        "reference": timings[1] if reference is not None else None,
+        "library": (library, timings[-1]) if library is not None else None,
+        "last": results[0],
     }
-    if library is not None:
+
+
+def one_thread_record(session, measured):
+    """The JSON record of time_on_one_thread's figures: each side's timing and the ratios."""
+    graded, reference, library = measured["graded"], measured["reference"], measured["library"]
+    record = {"graded": graded.as_dict()}
+    if reference is not None:
+        described = {"tier": session.reference.label, "stage": session.reference.stage}
         record.update(
-            library={"name": library.name, **timings[2].as_dict()},
-            library_fraction=timings[2].median / graded.median,
+            reference=described | reference.as_dict(), speedup=reference.median / graded.median
+        )
+    if library is not None:
+        baseline, timing = library
+        record.update(
+            library={"name": baseline.name, **timing.as_dict()},
+            library_fraction=timing.median / graded.median,
         )
     return record
 
 
 def timer(tier):
-    """How to time a call on `tier` (a tiers.LoadedTier): CUDA events with a cold L2 on a GPU,
-    the host clock around `synchronize()` elsewhere (the CUDA simulator included)."""
+    """How to time a call on `tier` (a tiers.LoadedTier), as `timer(tier)(call, quick, change)`:
+    CUDA events with a cold L2 on a GPU, the host clock around `synchronize()` elsewhere (the
+    CUDA simulator included)."""
     if tier.tier.gpu and not tier.tier.simulated:
-        return lambda call, quick: measure_gpu(call, quick, l2_flush())
-    return lambda call, quick: measure(call, tier.module.synchronize, quick)
+        return lambda call, quick, change=None: measure_gpu(call, quick, l2_flush(), change)
+    return lambda call, quick, change=None: measure(call, tier.module.synchronize, quick, change)
 
 
 def _in_ladder(named, tier_class, op, bench):
     return any(entry.size == named.size for entry in ladder(op, tier_class, bench))
+
+
+def _time_sides(session, bound, reference):
+    """(Timing, last result, record) of the graded op `bound`, with the reference's timing
+    (`reference`: None where it does not run this size) and the library's in the record. A CPU
+    tier without threads of its own is timed only on one thread, in turn with the others; a tier
+    that sets its thread count is timed with them first, and on one thread in turn after; a GPU
+    tier, the reference and the library each on their own."""
+    op, args, graded = bound.op, bound.args, session.graded
+    if not (session.gpu or hasattr(graded.module, "set_num_threads")):
+        measured = time_on_one_thread(session, bound, reference)
+        record = measured["graded"].as_dict() | one_thread_record(session, measured)
+        del record["graded"]
+        return measured["graded"], measured["last"], record
+    timing, last = time_graded(session, bound)
+    record = timing.as_dict()
+    if reference is not None:
+        ref_timing = time_reference(session, reference, op, args)
+        described = {"tier": reference.label, "stage": reference.stage}
+        record.update(
+            reference=described | ref_timing.as_dict(), speedup=ref_timing.median / timing.median
+        )
+        if not session.gpu:
+            record["one_thread"] = one_thread_record(
+                session, time_on_one_thread(session, bound, reference)
+            )
+    baseline = library_baseline(op.name, args, timed_class(graded.tier), session.setup.bench)
+    if baseline is not None:
+        if graded.tier.gpu:
+            library, _ = measure_gpu(baseline.call, session.setup.quick, l2_flush())
+        else:
+            library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
+        record.update(
+            library={"name": baseline.name, **library.as_dict()},
+            library_fraction=library.median / timing.median,
+        )
+    return timing, last, record
 
 
 def check_speed(session, task):
@@ -190,8 +303,12 @@ def check_speed(session, task):
             op, named.size, session.rng(task), session.reference, "reference"
         )
     label = size_label(op, named, args)
-    timing, received = time_op(session, session.graded, op, args, "graded")
-    record = timing.as_dict()
+    reference = session.reference
+    if not (reference and _in_ladder(named, timed_class(reference.tier), op, bench)):
+        reference = None
+    bound = BoundCall(session.graded, op, args)
+    timing, last, record = _time_sides(session, bound, reference)
+    received, contents = answer_on_new_contents(session, bound, last)
     record["shapes"] = {n: list(v.shape) for n, v in args.items() if isinstance(v, np.ndarray)}
     flops, moved = op.work(args)
     record.update(
@@ -206,45 +323,30 @@ def check_speed(session, task):
         ceilings = measure_ceilings()
         line = roofline(flops, moved, timing.median, ceilings)
         record.update(line.as_dict(), ceilings=ceilings.as_dict())
-        too_fast = floor_problem(line)
+        too_fast = floor_problem(line, ceilings.launch)
+        twin_host = repository_host_time(session, op, args)
+        record["repository_host"] = twin_host
+        too_fast = too_fast or other_stream_problem(timing) or host_problem(timing, twin_host)
 
     expected, expected_bits, validated = None, None, "none"
-    reference = session.reference
-    if reference and _in_ladder(named, timed_class(reference.tier), op, bench):
-        ref_timing, expected = time_op(session, reference, op, args, "reference")
+    if reference is not None:
+        expected = session.call(reference, op, contents, "reference")
         expected_bits, validated = reference.tier.bits, reference.label
-        record.update(
-            reference={"tier": reference.label, "stage": reference.stage, **ref_timing.as_dict()},
-            speedup=ref_timing.median / timing.median,
-        )
-        if not session.gpu and hasattr(session.graded.module, "set_num_threads"):
-            record["one_thread"] = time_on_one_thread(session, op, args)
     elif session.fast_reference is not None:
         fast = session.fast_reference
-        expected = session.call(fast, op, args, "reference")
+        expected = session.call(fast, op, contents, "reference")
         expected_bits, validated = fast.tier.bits, fast.label
-    elif numpy_evaluation(op.name, args, np.float64) is not None:
-        expected, expected_bits = numpy_evaluation(op.name, args, np.float64), 64
+    elif numpy_evaluation(op.name, contents, np.float64) is not None:
+        expected, expected_bits = numpy_evaluation(op.name, contents, np.float64), 64
         validated = "NumPy float64"
     record["validated_against"] = validated
-
-    baseline = library_baseline(op.name, args, timed_class(session.graded.tier), bench)
-    if baseline is not None:
-        if session.graded.tier.gpu:
-            library, _ = measure_gpu(baseline.call, session.setup.quick, l2_flush())
-        else:
-            library, _ = measure(baseline.call, baseline.synchronize, session.setup.quick)
-        record.update(
-            library={"name": baseline.name, **library.as_dict()},
-            library_fraction=library.median / timing.median,
-        )
 
     status, message = PASSED, ""
     if expected is None:
         message = "output not re-validated: no independent reference at this size"
     else:
-        tol = tolerance(op, session.graded_bits, expected_bits, args, session.gpu)
-        problem = compare_outputs(session, op, received, expected, tol)
+        tol = tolerance(op, session.graded_bits, expected_bits, contents, session.gpu)
+        problem = compare_outputs(session, op, received, expected, tol, args=contents)
         if problem:
             status, message = FAILED, f"after timing: {problem}"
     if too_fast:
@@ -266,6 +368,21 @@ def check_speed(session, task):
         seconds=time.perf_counter() - started,
         timing=record,
     )
+
+
+def repository_host_time(session, op, args):
+    """The host's seconds per call of the repository's own op (the graded tier's stage and
+    variant) on `args`: what a learner's op is judged against (grader/unseen_work.py). None when
+    the repository's op is the one graded, or cannot run here."""
+    if session.setup.impl is None:
+        return None
+    repository = tiers.load(session.graded.tier)
+    if not repository.ok:
+        return None
+    try:
+        return host_seconds(BoundCall(repository, op, args))
+    except Exception as error:
+        raise TierError("reference", op.name, error) from error
 
 
 def _fresh_inputs_problem(session, op, named, task):
