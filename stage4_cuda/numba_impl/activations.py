@@ -229,7 +229,7 @@ def _softmax_shuffle(x, y, log):
 
 # name -> (kernel, rows -> (blocks, threads)), slowest first.
 SOFTMAX_LADDER = {
-    "naive": (_softmax_naive, lambda n: (blocks_for(n), 32)),
+    "naive": (_softmax_naive, lambda n: (blocks_for(n, 32), 32)),
     "tree": (_softmax_tree, lambda n: (n, ROW_THREADS)),
     "shuffle": (_softmax_shuffle, lambda n: (blocks_for(n, WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK)),
 }
