@@ -2,19 +2,19 @@
 
     python -m bench.speedrun --output curriculum/results/speedrun-h100      (make speedrun)
 
-The model and recipe are the course's choice (SPEEDRUN below): LeNet-5, SGD with Nesterov
-momentum at batch 128, the learning rate warmed up over the first 0.6 epoch to 0.1 then decayed
-along a cosine over 4 epochs, no augmentation, every one of the 60,000 training images trained on.
-The warm-up is what makes it reliable: without it, a high learning rate kills the ReLUs of some
-initializations in the first steps, and the network ends predicting one class (PyTorch from the
-same initial weights does the same); half this warm-up leaves an occasional seed short of the
-target, its fate decided by the last bits of the cross-entropy's exp. Each step is one launch of
-a CUDA graph (nn/recorded_steps.py). One untimed epoch first loads the library's kernels and compiles
-numba's, as any benchmark's warm-up does. For each seed the clock runs from the training set on
-the GPU (uploaded, not timed) to the end of the last step (the GPU waited for); the test accuracy
-is measured afterwards. The result is the mean time over the seeds, with each seed's time and
-accuracy; the run reaches the target only when every seed does. Target: <= 1.0 s on
-an H100 (about what a small batchnorm CNN in PyTorch eager takes to reach 99%), stretch <= 0.3 s.
+The model and recipe are the course's choice (SPEEDRUN below): LeNet-5, SGD with Nesterov momentum
+at batch 128, the learning rate warmed up over the first 0.6 epoch to 0.1 then decayed along a
+cosine over 4 epochs, no augmentation, every one of the 60,000 training images trained on. The
+warm-up is what makes it reliable: without it, a high learning rate kills the ReLUs of some
+initializations in the first steps, and the network ends predicting one class (PyTorch from the same
+initial weights does the same); half this warm-up leaves an occasional seed short of the target, its
+fate decided by the last bits of the cross-entropy's exp. Each step is one launch of a CUDA graph
+(nn/recorded_steps.py). One untimed epoch first loads the library's kernels and compiles numba's, as
+any benchmark's warm-up does. For each seed the clock runs from the training set on the GPU
+(uploaded, not timed) to the end of the last step (the GPU waited for); the test accuracy is
+measured afterwards. The result is the mean time over the seeds, with each seed's time and accuracy;
+the run reaches the target only when every seed does. Target: <= 1.0 s on an H100 (about what a
+small batchnorm CNN in PyTorch eager takes to reach 99%), stretch <= 0.3 s.
 """
 
 import argparse

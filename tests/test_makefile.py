@@ -108,7 +108,7 @@ def test_IMPL_reaches_every_command_of_grade_train_and_bench(target, stage):
         )
         assert done.returncode == 0, done.stderr
         recipe = re.sub(r"\\\n\s*", " ", done.stdout)  # continued lines joined
-        return re.findall(r"-m (?:grader|nn)\.?\w*[^;\n]*", recipe)
+        return re.findall(r"-m (?:grader|nn|bench)\.?\w*[^;\n]*", recipe)
 
     chosen = commands("mine")
     assert chosen and all("--impl mine" in line for line in chosen), chosen

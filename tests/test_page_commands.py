@@ -40,7 +40,8 @@ CHECK = "check"  # checked (targets, arguments, files), not run: the reason says
 # (pattern over the command as written, what is done, why): the first row that matches decides.
 GPU = (r"\bnvcc\b|\bnsys\b|\bncu\b|nvidia-smi|compute-sanitizer|^make sanitize\b|grader\.sanitize"
        r"|^make (race|speedrun)\b|-m bench\.(race|speedrun)\b|--graph\b"
-       r"|^make (train|bench) STAGE=4\b|-m (nn\.train|bench\.epoch) --stage 4\b"  # the simulator refuses
+       r"|^make (train|bench) STAGE=4\b"  # the simulator refuses these two
+       r"|-m (nn\.train|bench\.epoch) --stage 4\b"
        r"|\bbench\.(softmax_ladder|conv_ladder|memory_bound)\b")
 REFERENCE_TRAINING = (
     r"--stage 4\b.*--data|(^make train\b.*\bIMPL=(\s|$)|-m nn\.train\b(?!.*--impl))"
