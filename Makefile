@@ -38,7 +38,7 @@ VARIANT_ARG = $(if $(VARIANT),--variant $(VARIANT))  # stage 4: numba or nvcc (d
 # those they are checked against, make train the one tier it trains on, the rest every tier.
 BUILD_STALE = $(PY) -m tiers build --if-stale
 BUILD_STAGE = $(BUILD_STALE) --stage $(STAGE) $(VARIANT_ARG)
-# nn.bench's sides: stage 3 beside stage 2 on the CPU at 1 and 2 threads; stage 4 alone against
+# bench.epoch's sides: stage 3 beside stage 2 on the CPU at 1 and 2 threads; stage 4 alone against
 # PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
 
@@ -104,18 +104,18 @@ results: setup ## rewrite the committed grader records of the repository's tier 
 	@$(BUILD_STAGE)
 	$(PY) -m grader --stage $(STAGE) --results
 	$(PY) -m grader bench --stage $(STAGE) --results
-	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench --results)
+	$(if $(filter 4,$(STAGE)),$(PY) -m bench.ops_vs_pytorch --results)
 
 bench: setup ## benchmark a tier: ops and matmul ladder (stage 4: every op against PyTorch's too), then epochs against PyTorch (and stage 2): make bench STAGE=3 [IMPL=workspace]
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
 	@$(BUILD_STAGE)
 	$(PY) -m grader bench --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
-	$(if $(filter 4,$(STAGE)),$(PY) -m grader.library_bench $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)))
+	$(if $(filter 4,$(STAGE)),$(PY) -m bench.ops_vs_pytorch $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)))
 	@if $(PY) -c "import torch" 2>/dev/null; then \
-		$(PY) -m nn.bench $(NN_BENCH) \
+		$(PY) -m bench.epoch $(NN_BENCH) \
 			$(if $(IMPL),--impl $(IMPL)) --output $(if $(IMPL),$(IMPL)/results,curriculum/results)/nn-bench-stage$(STAGE); \
-	else echo "nn.bench skipped: it compares with PyTorch (pip install -r requirements-oracle.txt)"; fi
+	else echo "bench.epoch skipped: it compares with PyTorch (pip install -r requirements-oracle.txt)"; fi
 
 train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
 	$(NO_STAGE_IN_ARGS)
@@ -123,13 +123,13 @@ train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=
 	@$(BUILD_STAGE) --no-references
 	S2C_NN=$(NN_IMPL) $(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
-race: setup ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (nn/race.py); runs/race.{json,md}
+race: setup ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (bench/race.py); runs/race.{json,md}
 	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references
-	$(PY) -m nn.race --output runs/race $(ARGS)
+	$(PY) -m bench.race --output runs/race $(ARGS)
 
-speedrun: setup ## GPU: MNIST to 99% test accuracy on the nvcc variant, 5 seeds, timed (nn/speedrun.py); runs/speedrun.{json,md}
+speedrun: setup ## GPU: MNIST to 99% test accuracy on the nvcc variant, 5 seeds, timed (bench/speedrun.py); runs/speedrun.{json,md}
 	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references
-	$(PY) -m nn.speedrun --output runs/speedrun $(ARGS)
+	$(PY) -m bench.speedrun --output runs/speedrun $(ARGS)
 
 exercises: $(STAMP) ## write the learner workspace (solutions become stubs): make exercises [WORKSPACE=dir] [ARGS=--force]
 	$(PY) -m tools.exercises --out $(WORKSPACE) $(ARGS)

@@ -71,7 +71,7 @@ def library_baseline(op_name, args, tier_class, bench):
 
     CPU: NumPy's OpenBLAS for matmul and linear; PyTorch for conv2d in `bench` when installed.
     GPU: PyTorch on CUDA (cuBLAS, cuDNN) when installed with CUDA. (PyTorch beside every op:
-    `python -m grader.library_bench`.)
+    `python -m bench.ops_vs_pytorch`.)
     """
     torch = None
     if bench or tier_class == "gpu":

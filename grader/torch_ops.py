@@ -1,4 +1,4 @@
-"""PyTorch's counterpart of every op of the contract: what `python -m grader.library_bench` times
+"""PyTorch's counterpart of every op of the contract: what `python -m bench.ops_vs_pytorch` times
 beside ours (and the grader's speed check beside matmul, linear and conv, grader/speed.py).
 
 Each entry of `TORCH_OPS` names what it runs (`expression`), says how it stands to our op (`how`)
@@ -19,7 +19,7 @@ an in-place op updates). How an entry relates to our op:
 
 `same_numbers` is False for the random ops: PyTorch draws its own stream (Philox), not the
 contract's shared one, so their outputs are timed, not compared; ours are checked against the
-repository's stage 2 instead (grader/library_bench.py).
+repository's stage 2 instead (bench/ops_vs_pytorch.py).
 """
 
 from collections.abc import Callable

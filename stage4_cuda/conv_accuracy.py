@@ -1,5 +1,5 @@
 """How far each rung of the conv2d ladder may be from the exact result: bounds on float32's
-rounding error, for the tests (tests/test_stage4_nvcc.py) and the benchmark (grader/conv_bench.py).
+rounding error, for the tests (tests/test_stage4_nvcc.py) and the benchmark (bench/conv_ladder.py).
 
 With u = 2^-24 (float32's unit roundoff), a sum of D products computed in any order is within
 (D + 1) u of the sum of the products' magnitudes (Higham, Accuracy and Stability of Numerical

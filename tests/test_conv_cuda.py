@@ -5,7 +5,7 @@ Rungs 1 (direct), 3 (implicit GEMM), 4 (Winograd), 5 (FFT, on fake_cufft.cpp's e
 (tests/cuda_emulation/: a block's threads are fibers, __syncthreads a barrier, as for the SGEMM
 ladder), at the curriculum's layer shapes and at odd ones (tests/cuda_emulation/conv_harness.cpp).
 Speed, and the GPU's own rounding, need a GPU: tests/test_stage4_nvcc.py and
-`python -m grader.conv_bench`.
+`python -m bench.conv_ladder`.
 """
 
 import os
@@ -67,9 +67,9 @@ def test_the_rungs_and_the_backward_compute_the_convolution_on_a_cpu_emulation(t
 @pytest.mark.oracle
 def test_the_bench_refuses_a_rung_that_does_not_exist(capsys):
     pytest.importorskip("torch")
-    from grader import conv_bench
+    from bench import conv_ladder
 
     with pytest.raises(SystemExit) as stopped:
-        conv_bench.main(["--kernel", "best"])
+        conv_ladder.main(["--kernel", "best"])
     assert stopped.value.code == 2
     assert "--kernel 'best' is not a rung; the rungs are direct, " in capsys.readouterr().err

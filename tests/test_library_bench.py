@@ -1,4 +1,4 @@
-"""The library bench (grader/library_bench.py): PyTorch's side of every op computes the contract's
+"""The library bench (bench/ops_vs_pytorch.py): PyTorch's side of every op computes the contract's
 result, the glue runs end to end, and the table and plot come out of a record. No GPU: PyTorch
 runs on the CPU, stage 4 on numba's CUDA simulator, at tiny sizes."""
 
@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from grader import library_bench, library_report
+from bench import ops_vs_pytorch, ops_vs_pytorch_report
+from bench.ops_vs_pytorch import Case, cases
 from grader.correctness import compare_outputs
-from grader.library_bench import Case, cases
 from grader.ops import OPS
 from grader.records import Setup
 from grader.session import Session
@@ -22,7 +22,7 @@ from grader.torch_ops import TORCH_OPS, Counterpart, outputs_to_numpy, tensors
 def test_every_op_has_its_pytorch_counterpart_and_its_shapes():
     assert list(TORCH_OPS) == list(OPS)
     for name, counterpart in TORCH_OPS.items():
-        assert counterpart.expression and counterpart.how in library_report.HOW, name
+        assert counterpart.expression and counterpart.how in ops_vs_pytorch_report.HOW, name
         kinds = {case.large for case in cases(name)}
         assert kinds == {False, True}, f"{name}: a network shape and a large one"
 
@@ -62,11 +62,11 @@ def test_the_bench_runs_end_to_end_and_names_a_wrong_op(monkeypatch, tmp_path):
         "dropout_forward": (Case("tiny", ((3, 4), 0.5), False),),
         "sgd_step": (Case("tiny", ((7,), 0), False),),
     }
-    monkeypatch.setattr(library_bench, "BY_OP", tiny)
+    monkeypatch.setattr(ops_vs_pytorch, "BY_OP", tiny)
     ops = "relu,cross_entropy_loss_backward,dropout_forward,sgd_step"
-    options = library_bench.parse(["--variant", "numba", "--ops", ops])
+    options = ops_vs_pytorch.parse(["--variant", "numba", "--ops", ops])
     timer = lambda call: measure(call, lambda: None, quick=True)  # noqa: E731
-    record = library_bench.run(options, torch, "", timer, out=io.StringIO(), device="cpu")
+    record = ops_vs_pytorch.run(options, torch, "", timer, out=io.StringIO(), device="cpu")
     rows = {(row["op"], row["label"]): row for row in record["rows"]}
     assert len(rows) == 5 and record["complete"]
     for row in rows.values():
@@ -80,8 +80,8 @@ def test_the_bench_runs_end_to_end_and_names_a_wrong_op(monkeypatch, tmp_path):
         "relu plus one", "op", lambda torch, t, a, device: lambda: {"y": torch.relu(t["x"]) + 1}
     )
     monkeypatch.setitem(TORCH_OPS, "relu", wrong)
-    record = library_bench.run(options, torch, "", timer, out=io.StringIO(), device="cpu")
-    problems = library_bench.wrong_rows(record)
+    record = ops_vs_pytorch.run(options, torch, "", timer, out=io.StringIO(), device="cpu")
+    problems = ops_vs_pytorch.wrong_rows(record)
     assert [(op, variant) for op, _, variant, _ in problems] == [("relu", "numba")] * 2
     assert all("timing" not in row["ours"]["numba"] for row in record["rows"][:2])
 
@@ -89,7 +89,7 @@ def test_the_bench_runs_end_to_end_and_names_a_wrong_op(monkeypatch, tmp_path):
         raise RuntimeError("no such kernel")
 
     monkeypatch.setitem(TORCH_OPS, "relu", Counterpart("relu", "op", raising))
-    record = library_bench.run(options, torch, "", timer, out=io.StringIO(), device="cpu")
+    record = ops_vs_pytorch.run(options, torch, "", timer, out=io.StringIO(), device="cpu")
     relu = record["rows"][0]
     assert "PyTorch raised RuntimeError: no such kernel" in relu["pytorch"]["problem"]
     assert relu["checked_against"] == "stage 2 (NumPy)"
@@ -124,7 +124,7 @@ def synthetic_record(with_torch=True):
             for ours in each["ours"].values():
                 ours.pop("ratio", None)
     return {
-        "kind": "library-bench", "command": "python -m grader.library_bench",
+        "kind": "library-bench", "command": "python -m bench.ops_vs_pytorch",
         "created": "2026-11-23T12:00:00+00:00",
         "machine": {"cpu": "CPU", "cores": 16, "os": "Linux", "python": "3.12", "numpy": "2.4",
                     "blas": [], "gpu": "NVIDIA H100 80GB HBM3"},
@@ -139,7 +139,7 @@ def test_the_table_and_plot_come_from_the_record(tmp_path):
     record = synthetic_record()
     path = tmp_path / "bench-stage4-libraries.json"
     path.write_text(json.dumps(record))
-    table, picture = library_report.write(record, path)
+    table, picture = ops_vs_pytorch_report.write(record, path)
     text = table.read_text()
     assert "PyTorch 2.11.0 (CUDA 12.8, cuDNN 91000) on NVIDIA H100 80GB HBM3; TF32 off" in text
     assert "| numba | numba / PyTorch | nvcc | nvcc / PyTorch |" in text
@@ -155,33 +155,33 @@ def test_the_table_and_plot_come_from_the_record(tmp_path):
 
 def test_without_pytorch_the_table_says_why(tmp_path):
     record = synthetic_record(with_torch=False)
-    text = library_report.markdown(record)
+    text = ops_vs_pytorch_report.markdown(record)
     assert "PyTorch: none (PyTorch is not installed)." in text
     assert "## Summary" not in text
-    library_report.plot(record, tmp_path / "plot.png")  # an empty plot, not a crash
+    ops_vs_pytorch_report.plot(record, tmp_path / "plot.png")  # an empty plot, not a crash
 
 
 def test_without_pytorch_the_command_says_so(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "torch", None)  # import torch fails
-    torch, why = library_bench.load_pytorch()
+    torch, why = ops_vs_pytorch.load_pytorch()
     assert torch is None and "PyTorch is not installed" in why
 
 
 def test_without_a_gpu_it_times_nothing_and_says_why():
     out = io.StringIO()
-    assert library_bench.main([], out=out) == 0
+    assert ops_vs_pytorch.main([], out=out) == 0
     assert "skipped" in out.getvalue() and "simulator" in out.getvalue()
 
 
 def test_committed_results_only_when_asked():
-    assert library_bench.record_path(library_bench.parse([])).parts[-3:] == (
+    assert ops_vs_pytorch.record_path(ops_vs_pytorch.parse([])).parts[-3:] == (
         "runs", "grader", "bench-stage4-libraries.json")
-    committed = library_bench.record_path(library_bench.parse(["--results"]))
+    committed = ops_vs_pytorch.record_path(ops_vs_pytorch.parse(["--results"]))
     assert committed.parts[-3:] == ("curriculum", "results", "bench-stage4-libraries.json")
-    mine = library_bench.record_path(library_bench.parse(["--impl", "ws", "--variant", "nvcc"]))
+    mine = ops_vs_pytorch.record_path(ops_vs_pytorch.parse(["--impl", "ws", "--variant", "nvcc"]))
     assert mine.parts[-3:] == ("ws", "results", "bench-stage4-libraries-nvcc.json")
     with pytest.raises(SystemExit):
-        library_bench.parse(["--results", "--quick"])
+        ops_vs_pytorch.parse(["--results", "--quick"])
 
 
 def test_the_notebooks_leave_the_library_record_to_its_own_table(monkeypatch, tmp_path):

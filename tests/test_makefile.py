@@ -94,7 +94,7 @@ def test_make_refuses_a_stage_inside_ARGS(target):
     assert "give the stage as STAGE=N" in done.stdout, done.stdout
 
 
-@pytest.mark.parametrize("stage", [3, 4])  # stage 4's bench also runs grader.library_bench
+@pytest.mark.parametrize("stage", [3, 4])  # stage 4's bench also runs bench.ops_vs_pytorch
 @pytest.mark.parametrize("target", ["grade", "train", "bench"])
 def test_IMPL_reaches_every_command_of_grade_train_and_bench(target, stage):
     """IMPL=dir: every Python command of the target takes dir's tier; IMPL= none of them."""
@@ -108,12 +108,12 @@ def test_IMPL_reaches_every_command_of_grade_train_and_bench(target, stage):
         )
         assert done.returncode == 0, done.stderr
         recipe = re.sub(r"\\\n\s*", " ", done.stdout)  # continued lines joined
-        return re.findall(r"-m (?:grader|nn)\.?\w*[^;\n]*", recipe)
+        return re.findall(r"-m (?:grader|nn|bench)\.?\w*[^;\n]*", recipe)
 
     chosen = commands("mine")
     assert chosen and all("--impl mine" in line for line in chosen), chosen
     if target == "bench":
-        assert any("grader.library_bench" in line for line in chosen) == (stage == 4), chosen
+        assert any("bench.ops_vs_pytorch" in line for line in chosen) == (stage == 4), chosen
     assert not any("--impl" in line for line in commands(""))
 
 

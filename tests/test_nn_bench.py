@@ -1,4 +1,4 @@
-"""nn.bench compares like with like: its PyTorch copy of a model computes what nn's does."""
+"""bench.epoch compares like with like: its PyTorch copy of a model computes what nn's does."""
 
 import shutil
 from pathlib import Path
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import load_tier
 
-from nn.bench import load_tiers, to_torch
+from bench.epoch import load_tiers, to_torch
 from nn.models import build_model
 
 
@@ -37,7 +37,7 @@ def test_impl_gives_the_benchmarked_tier_and_the_reference_the_others(tmp_path):
 def test_an_epoch_is_timed_with_the_collector_paused_and_then_restored():
     import gc
 
-    from nn.bench import collector_paused
+    from bench.epoch import collector_paused
 
     assert gc.isenabled()
     with pytest.raises(RuntimeError), collector_paused():

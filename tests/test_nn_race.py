@@ -1,12 +1,12 @@
-"""nn.race and nn.speedrun without a GPU: they say why they cannot run, and their tables come from
-their records (the GPU runs are committed under curriculum/results/)."""
+"""bench.race and bench.speedrun without a GPU: they say why they cannot run, and their tables come
+from their records (the GPU runs are committed under curriculum/results/)."""
 
 import sys
 
 import pytest
 
 import tiers
-from nn import race, speedrun
+from bench import race, speedrun
 
 MACHINE = {"gpu": "NVIDIA H100 80GB HBM3", "processor": "x86_64", "cpu_count": 16}
 
@@ -38,7 +38,7 @@ def test_without_pytorch_the_race_says_how_to_install_it(monkeypatch, capsys):
 
 def test_the_race_table_comes_from_its_record():
     seconds = {"torch_eager": 2.0, "torch_graph": 0.5, "nvcc_recorded": 0.8, "nvcc_graph": 0.4}
-    record = {"command": "python -m nn.race", "torch": "2.11", "repeats": 2, "machine": MACHINE,
+    record = {"command": "python -m bench.race", "torch": "2.11", "repeats": 2, "machine": MACHINE,
               "optimizer": "SGD, momentum 0.9, lr 0.01 constant",
               "results": [{"model": "lenet5", "batch_size": 64, "images": 60000,
                            "seconds": seconds, "recorded_over_eager": 0.4,
@@ -51,7 +51,7 @@ def test_the_race_table_comes_from_its_record():
 def test_the_speedrun_table_comes_from_its_record():
     runs = [{"seed": 0, "seconds": 0.61, "test_accuracy": 0.9912},
             {"seed": 1, "seconds": 0.63, "test_accuracy": 0.9897}]  # fmt: skip
-    record = {"command": "python -m nn.speedrun", "model": "lenet5", "recipe": {"epochs": 3},
+    record = {"command": "python -m bench.speedrun", "model": "lenet5", "recipe": {"epochs": 3},
               "machine": MACHINE, "runs": runs, "mean_seconds": 0.62, "reached": False}
     table = speedrun.markdown(record)
     assert "Mean: **0.620 s**; every seed reached the target: no" in table

@@ -39,9 +39,10 @@ CHECK = "check"  # checked (targets, arguments, files), not run: the reason says
 
 # (pattern over the command as written, what is done, why): the first row that matches decides.
 GPU = (r"\bnvcc\b|\bnsys\b|\bncu\b|nvidia-smi|compute-sanitizer|^make sanitize\b|grader\.sanitize"
-       r"|^make (race|speedrun)\b|-m nn\.(race|speedrun)\b|--graph\b"
-       r"|^make (train|bench) STAGE=4\b|-m nn\.(train|bench) --stage 4\b"  # the simulator refuses
-       r"|\b(softmax|conv|memory)_bench\b")
+       r"|^make (race|speedrun)\b|-m bench\.(race|speedrun)\b|--graph\b"
+       r"|^make (train|bench) STAGE=4\b"  # the simulator refuses these two
+       r"|-m (nn\.train|bench\.epoch) --stage 4\b"
+       r"|\bbench\.(softmax_ladder|conv_ladder|memory_bound)\b")
 REFERENCE_TRAINING = (
     r"--stage 4\b.*--data|(^make train\b.*\bIMPL=(\s|$)|-m nn\.train\b(?!.*--impl))"
     r".*--data (fashion-)?mnist"
@@ -50,7 +51,7 @@ CLASSES = [
     (GPU, CHECK, "needs an NVIDIA GPU or the CUDA toolkit"),
     (r"\bpip (install|download)\b|\bapt-get\b|^make data\b|datasets fetch\b", CHECK,
      "downloads from the network (make data: the sets it does not find)"),
-    (r"^make (bench|results)\b|bench_matmul|grader( bench|\.library_bench)\b|nn\.bench\b", CHECK,
+    (r"^make (bench|results)\b|bench_matmul|grader bench\b|bench\.(ops_vs_pytorch|epoch)\b", CHECK,
      "benchmarks for minutes (make results also rewrites curriculum/results/)"),
     (r"^make portability\b", CHECK, "the whole suite on three C builds at two thread counts"),
     (r"^make asan\b", CHECK, "rebuilds the C tier every other test loads, with ASan, for minutes"),

@@ -3,6 +3,7 @@
 allocation hook and the grader's NaN poison reaches its outputs through it."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,45 @@ def test_nn_reaches_tiers_only_through_the_registry():
         imported = imported_top_levels(path)
         assert "grader" not in imported, f"{path.relative_to(REPO_ROOT)} imports the grader"
         assert not imported & PACKAGES, f"{path.relative_to(REPO_ROOT)} imports a tier directly"
+
+
+def imported_modules(path):
+    """The full names of a file's absolute imports, and of any module a string names that starts
+    with a tier package (a module loaded by name, `importlib.import_module("stage4_cuda...")`)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.update(re.findall(rf"\b(?:{'|'.join(PACKAGES)})(?:\.\w+)+", node.value))
+    return names
+
+
+def test_the_grader_reaches_tiers_only_through_their_interface():
+    """The grader loads a tier through the registry and calls its interface: it imports no tier
+    package, least of all a private module of one (`_library`, `_scratch`) or a function of its
+    internals. Only bench/ may (ARCHITECTURE.md, dependency rules)."""
+    for path in python_files(REPO_ROOT / "grader"):
+        where = path.relative_to(REPO_ROOT)
+        imported = imported_modules(path)
+        private = sorted(name for name in imported if name.split(".")[0] in PACKAGES
+                         and any(part.startswith("_") for part in name.split(".")))
+        assert not private, f"{where} reaches a tier's private parts: {private}"
+        tiers_imported = sorted(name for name in imported if name.split(".")[0] in PACKAGES)
+        assert not tiers_imported, f"{where} imports a tier directly: {tiers_imported}"
+        above = imported_top_levels(path) & {"nn", "bench"}
+        assert not above, f"{where} imports {sorted(above)}, which sit above the grader"
+
+
+def test_nothing_but_the_tests_imports_the_benchmarks():
+    for package in sorted(PROJECT - {"bench"}):
+        for path in python_files(REPO_ROOT / package):
+            assert "bench" not in imported_top_levels(path), (
+                f"{path.relative_to(REPO_ROOT)} imports bench/, which sits above everything")
 
 
 def test_tiers_import_nothing_of_the_project_but_the_shared_checks():

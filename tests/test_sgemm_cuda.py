@@ -5,8 +5,8 @@ learner's stubbed rungs compile too, and bench.cu builds with cuBLAS where cuBLA
 Every rung, and every tile configuration of rung 8, computes the product correctly on a CPU
 emulation of CUDA (tests/cuda_emulation/: a block's threads are fibers, __syncthreads a
 barrier), at sizes on and off the tiles. The table of the README is what
-stage4_cuda/sgemm_bench.py makes of the committed results. Speed, and the real cp.async path, need
-a GPU: `python3 stage4_cuda/sgemm_bench.py` checks each rung against cuBLAS there and times it.
+bench/sgemm_ladder.py makes of the committed results. Speed, and the real cp.async path, need
+a GPU: `python3 bench/sgemm_ladder.py` checks each rung against cuBLAS there and times it.
 """
 
 import importlib.util
@@ -21,16 +21,16 @@ from cuda_emulated import emulated
 from tools.exercises import REPO_ROOT, stub_regions
 
 SPEC = importlib.util.spec_from_file_location(
-    "sgemm_bench", REPO_ROOT / "stage4_cuda" / "sgemm_bench.py"
+    "sgemm_ladder", REPO_ROOT / "bench" / "sgemm_ladder.py"
 )
-sgemm_bench = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(sgemm_bench)  # by path: the driver needs nothing but the standard library
+sgemm_ladder = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(sgemm_ladder)  # by path: the driver needs nothing but the standard library
 
-NVCC = sgemm_bench.find_nvcc()
+NVCC = sgemm_ladder.find_nvcc()
 # Rung 8's tile configurations: the CANDIDATE(...) entries of its table.
-CANDIDATES = (sgemm_bench.SGEMM_DIR / "08_cp_async.cu").read_text().count("CANDIDATE(") - 1
+CANDIDATES = (sgemm_ladder.SGEMM_DIR / "08_cp_async.cu").read_text().count("CANDIDATE(") - 1
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed here")
-RUNGS = sgemm_bench.rung_sources()
+RUNGS = sgemm_ladder.rung_sources()
 RUNG_NAMES = [
     "naive",
     "coalesced",
@@ -57,7 +57,7 @@ def test_the_ladder_has_eight_numbered_rungs_each_exporting_its_launcher():
         assert f'extern "C" int s2c_sgemm_{name}(const float *a, const float *b, float *c,' in text
         assert "LAUNCH_CHECK(" in text
         assert "int main" not in text and "cublas_v2.h" not in text  # linked into the library
-        assert f"python3 stage4_cuda/sgemm_bench.py --rung {RUNGS.index(path) + 1}" in text
+        assert f"python3 bench/sgemm_ladder.py --rung {RUNGS.index(path) + 1}" in text
 
 
 def ptxas_spills(output):
@@ -87,9 +87,9 @@ def test_every_rung_and_its_stub_compile_alone_for_sm80_and_sm90_without_spills(
         stub = tmp_path / f"stub_{path.name}"
         stub.write_text(text)
         stubs.append(stub)
-    sgemm = sgemm_bench.SGEMM_DIR
+    sgemm = sgemm_ladder.SGEMM_DIR
     output = nvcc(
-        "-c", "-Xptxas", "-v", *sgemm_bench.arch_flags(["sm_80", "sm_90"]),
+        "-c", "-Xptxas", "-v", *sgemm_ladder.arch_flags(["sm_80", "sm_90"]),
         "-I", sgemm, "-I", REPO_ROOT / "stage3_c" / "csrc", "-odir", tmp_path,
         *RUNGS, sgemm.parent / "errors.cu", sgemm / "bench.cu", *stubs, cwd=tmp_path,
     )  # fmt: skip
@@ -105,11 +105,11 @@ def test_every_rung_and_its_stub_compile_alone_for_sm80_and_sm90_without_spills(
 
 @needs_nvcc
 def test_the_bench_builds_with_every_rung_and_cublas(tmp_path):
-    cublas = sgemm_bench.find_cublas(NVCC)
+    cublas = sgemm_ladder.find_cublas(NVCC)
     if cublas is None:
         pytest.skip("cuBLAS (cublas_v2.h, libcublas.so) is not installed here: set CUBLAS_ROOT")
-    program = tmp_path / "sgemm_bench"
-    sgemm_bench.build_bench(program, ["sm_90"], NVCC, cublas)
+    program = tmp_path / "sgemm_ladder"
+    sgemm_ladder.build_bench(program, ["sm_90"], NVCC, cublas)
     assert program.is_file()
 
 
@@ -126,8 +126,8 @@ def test_every_rung_and_tile_configuration_computes_the_product_on_a_cpu_emulati
     shutil.copy(EMULATION / "sgemm_harness.cpp", harness)
     sources = [tmp_path / path.name for path in RUNGS if not path.name.startswith("08_")]
     command = ["g++", "-std=c++20", "-O1", "-pthread", "-fno-strict-aliasing", "-I", tmp_path]
-    command += ["-I", EMULATION, "-I", sgemm_bench.SGEMM_DIR, "-x", "c++", *sources]
-    command += [sgemm_bench.SGEMM_DIR.parent / "errors.cu", harness, "-o", tmp_path / "harness"]
+    command += ["-I", EMULATION, "-I", sgemm_ladder.SGEMM_DIR, "-x", "c++", *sources]
+    command += [sgemm_ladder.SGEMM_DIR.parent / "errors.cu", harness, "-o", tmp_path / "harness"]
     built = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout + built.stderr
     ran = subprocess.run([tmp_path / "harness"], capture_output=True, text=True, timeout=600)
@@ -167,7 +167,7 @@ def fake_results(shares):
 
 
 def test_the_table_gives_each_rung_and_judges_the_targets():
-    table = sgemm_bench.render_table(fake_results({1024: 0.70, 4096: 0.93}))
+    table = sgemm_ladder.render_table(fake_results({1024: 0.70, 4096: 0.93}))
     assert "NVIDIA H100 80GB HBM3" in table
     assert "- 1024^3: best rung 8 (cp_async) at 70.0% of cuBLAS; target 75%: **not met**." in table
     assert "- 4096^3: best rung 8 (cp_async) at 93.0% of cuBLAS; target 90%: **met**." in table
@@ -180,15 +180,15 @@ def test_the_table_gives_each_rung_and_judges_the_targets():
 def test_a_wrong_rung_cannot_be_the_best():
     results = fake_results({4096: 0.95})
     results["sizes"][0]["rungs"][7]["status"] = "wrong"
-    assert sgemm_bench.best_rung(results["sizes"][0])["rung"] == 7
+    assert sgemm_ladder.best_rung(results["sizes"][0])["rung"] == 7
 
 
 def test_the_readme_table_is_the_one_the_committed_results_give(tmp_path):
     """Regenerated by its marker's command, never typed: `--table RESULTS --write`."""
-    assert sgemm_bench.readme_table() == sgemm_bench.readme_section()
+    assert sgemm_ladder.readme_table() == sgemm_ladder.readme_section()
     results = tmp_path / "results.json"
     results.write_text(json.dumps(fake_results({4096: 0.9})))
-    table = sgemm_bench.readme_section(results)
+    table = sgemm_ladder.readme_section(results)
     assert table.startswith("Measured 2026-11-23T09:00:00Z on NVIDIA H100")
     with pytest.raises(SystemExit, match="does not exist"):
-        sgemm_bench.readme_section(tmp_path / "missing.json")
+        sgemm_ladder.readme_section(tmp_path / "missing.json")

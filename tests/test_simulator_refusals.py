@@ -1,18 +1,19 @@
 """Commands that would run for hours on numba's CUDA simulator (no NVIDIA GPU) refuse at once,
-saying what to run instead: the bench (speed means nothing there), training and nn.bench (full
+saying what to run instead: the bench (speed means nothing there), training and bench.epoch (full
 data sets through kernels imitated in Python threads)."""
 
 import pytest
 
 import grader.__main__
-from nn import bench, train
+from bench import epoch
+from nn import train
 
 COMMANDS = {
     "grader bench": (grader.__main__.main, ["bench", "--stage", "4"], 2, "make bench STAGE=3"),
     "nn.train": (train.main, ["--stage", "4", "--model", "fashion_cnn", "--data",
                               "fashion-mnist", "--epochs", "1", "--train-size", "256"],
                  5, "make train STAGE=3"),
-    "nn.bench": (bench.main, ["--stage", "4", "--models", "lenet5"], 2, "make bench STAGE=3"),
+    "bench.epoch": (epoch.main, ["--stage", "4", "--models", "lenet5"], 2, "make bench STAGE=3"),
 }  # fmt: skip
 
 

@@ -5,7 +5,7 @@ emulation of CUDA (tests/cuda_emulation/: a block's threads are fibers, __syncth
 a warp's shuffles another: warp_shuffle.h), for rows at every offset from a 16-byte
 boundary, logits of 1e3, NaN and -inf in a row, and inputs apart from the outputs' alignment
 (softmax_harness.cpp). Each rung file says what it changes and the command that times it. Speed
-needs a GPU: `python -m stage4_cuda.softmax_bench` checks each rung there and times it beside a
+needs a GPU: `python -m bench.softmax_ladder` checks each rung there and times it beside a
 copy.
 """
 
@@ -31,7 +31,7 @@ def test_the_ladder_has_five_numbered_rungs_each_saying_how_to_time_it():
         assert text.startswith(f"/* {path.name} -- rung {RUNGS.index(path) + 1}: ")
         assert "What it changes" in text or "What it does" in text
         assert "Cost model" in text
-        assert f"python -m stage4_cuda.softmax_bench --rungs {name} */" in text
+        assert f"python -m bench.softmax_ladder --rungs {name} */" in text
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed here")

@@ -683,20 +683,20 @@ def test_the_fused_maxpool_relu_equals_maxpool_then_relu(gpu, rng, pool):
 
 
 def test_the_memory_benchmark_prints_the_table_of_a_record(tmp_path, capsys):
-    from grader import memory_bench
+    from bench import memory_bound
     from grader.timing import Timing
 
     def row(op, seconds):  # 1 GB in `seconds`, against a copy of 2000 GB/s
-        return memory_bench._row(op, "[4096x4096]", 10**9, Timing(seconds, seconds, seconds,
+        return memory_bound._row(op, "[4096x4096]", 10**9, Timing(seconds, seconds, seconds,
                                  seconds, seconds, 5, 1, 1e-5), 2e12)  # fmt: skip
 
     epilogue = [row("add + relu (two ops)", 2e-3), row("bias_relu (fused)", 1e-3)]
     record = {"device": "a GPU", "copy_bandwidth_gb_per_s": 2000.0, "target_of_copy": 0.9,
-              "command": "python -m grader.memory_bench --write",
+              "command": "python -m bench.memory_bound --write",
               "rows": [row("relu", 1e-3)], "epilogue": epilogue}  # fmt: skip
     path = tmp_path / "record.json"
     path.write_text(json.dumps(record))
-    assert memory_bench.main(["--table", str(path)]) == 0
+    assert memory_bound.main(["--table", str(path)]) == 0
     page = capsys.readouterr().out
     assert "# Memory-bound ops of the nvcc variant on a GPU" in page
     assert "| relu | [4096x4096] | 1000.0 us | 1000 MB | 1000 | 50.0% |" in page

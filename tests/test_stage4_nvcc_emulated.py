@@ -4,7 +4,7 @@ device-data hooks run on the CPU, through the emulation of
 CUDA in tests/cuda_emulation/ (a block's threads are fibers, __syncthreads a barrier, warp
 shuffles a barrier of the warp's 32 threads: warp_shuffle.h), against stage 2. No GPU needed: this
 checks what the kernels compute (indices, edges, the float4 and scalar paths, the two-level
-reductions), not their speed, which tests/test_stage4_nvcc.py and grader/memory_bench.py measure
+reductions), not their speed, which tests/test_stage4_nvcc.py and bench/memory_bound.py measure
 on a GPU.
 
 The sources are compiled by g++ into a shared library whose exported functions take host

@@ -5,7 +5,7 @@
  * the [rows, cols] matrix crosses the memory bus four times (add reads x and writes the sum, relu
  * reads the sum and writes y): 16 bytes an element. Fused, it crosses twice (x read, y written: 8
  * bytes, the bias row staying in cache): half the traffic, so about half the time for a kernel
- * bound by memory (grader/memory_bench.py times both). It is elementwise.cuh's zip with the bias as zip's broadcast row:
+ * bound by memory (bench/memory_bound.py times both). It is elementwise.cuh's zip with the bias as zip's broadcast row:
  * one element function. y may be x (each element is read before it is written). */
 #include "elementwise.cuh"
 

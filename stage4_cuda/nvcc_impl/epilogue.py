@@ -1,6 +1,6 @@
 """The fused bias + activation epilogue (csrc/epilogue.cu): an extra of the nvcc variant, not an
 op of the contract. `bias_relu(x, b)` equals `relu(add(x, b))` and reads and writes the matrix
-once instead of twice (`python -m grader.memory_bench` times both)."""
+once instead of twice (`python -m bench.memory_bound` times both)."""
 
 from argcheck import arrays
 

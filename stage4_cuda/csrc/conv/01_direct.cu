@@ -16,7 +16,7 @@
  * + N K OH OW) bytes (Fashion-CNN conv1 at batch 64: 50 MFLOP, 11 MB: its stores would bound it,
  * were it not for the arithmetic above).
  *
- * Run it: python -m grader.conv_bench --kernel direct */
+ * Run it: python -m bench.conv_ladder --kernel direct */
 #include "conv.cuh"
 
 #define DIRECT_THREADS 256

@@ -15,7 +15,7 @@
  * cols written and read, 8 (C R S)(N OH OW) bytes, the product written and read, 8 K N OH OW
  * (Fashion-CNN conv2 at batch 64: 1.14 GFLOP; 36 MB of columns and 8 MB of product).
  *
- * Run it: python -m grader.conv_bench --kernel im2col */
+ * Run it: python -m bench.conv_ladder --kernel im2col */
 #include "../sgemm/sgemm.h"
 #include "conv.cuh"
 

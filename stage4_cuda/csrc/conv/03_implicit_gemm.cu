@@ -16,7 +16,7 @@
  * N K OH OW) bytes (Fashion-CNN conv2 at batch 64: 1.14 GFLOP, 3.1 MB: bound by the FMAs and the
  * loads from L2/shared memory).
  *
- * Run it: python -m grader.conv_bench --kernel implicit_gemm */
+ * Run it: python -m bench.conv_ladder --kernel implicit_gemm */
 #include "../tiled_product.cuh"
 #include "conv.cuh"
 

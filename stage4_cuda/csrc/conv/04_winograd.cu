@@ -34,7 +34,7 @@
  * filters turned by 180 degrees with filters and channels swapped, padded by 2 - padding
  * (conv_winograd with `turned`: the filter transform reads w[c, k, 2 - r, 2 - s]), and no bias.
  *
- * Run it: python -m grader.conv_bench --kernel winograd */
+ * Run it: python -m bench.conv_ladder --kernel winograd */
 #include "../tiled_product.cuh"
 #include "conv.cuh"
 

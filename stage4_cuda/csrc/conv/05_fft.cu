@@ -26,7 +26,7 @@
  * 8 N K C F_h (F_w/2 + 1) FLOPs in the spectral products; device memory: each padded plane and
  * spectrum written and read once.
  *
- * Run it: python -m grader.conv_bench --kernel fft */
+ * Run it: python -m bench.conv_ladder --kernel fft */
 #include <dlfcn.h>
 
 #include <map>

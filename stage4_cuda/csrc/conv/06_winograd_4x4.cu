@@ -46,7 +46,7 @@
  * 64, against rung 4's 0.60); device memory: V and M written and read once, 4 * 36 (C + K) T bytes
  * (16 MB there, against rung 4's 28).
  *
- * Run it: python -m grader.conv_bench --kernel winograd_4x4 */
+ * Run it: python -m bench.conv_ladder --kernel winograd_4x4 */
 #include "../tiled_product.cuh"
 #include "conv.cuh"
 

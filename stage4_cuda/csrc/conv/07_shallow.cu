@@ -16,7 +16,7 @@
  * Cost model: 2 N K OH OW C R S FLOPs; device memory x, w and y once: 4 (N C H W + K C R S +
  * N K OH OW) bytes (Fashion-CNN conv1 at batch 256: 0.2 GFLOP, 45 MB: bound by its stores).
  *
- * Run it: python -m grader.conv_bench --kernel shallow */
+ * Run it: python -m bench.conv_ladder --kernel shallow */
 #include "conv.cuh"
 
 #define SHALLOW_THREADS 256 /* output positions a block */

@@ -11,7 +11,7 @@
  * Scratch (s2c_cuda_conv2d_scratch with rung 0): CONV_FLAG_BLOCKS flags for w, as many for x,
  * then the larger of dw's work and dx's, since dx's Winograd reuses dw's once dw is written.
  *
- * Run it: python -m grader.conv_bench (the backward row of each layer) */
+ * Run it: python -m bench.conv_ladder (the backward row of each layer) */
 #include "conv.cuh"
 
 int64_t conv_backward_scratch(const conv_geometry &g)

@@ -31,7 +31,7 @@
  * and read once, and with Winograd the transformed blocks (E (K + C) T floats), written and read
  * once.
  *
- * Run it: python -m grader.conv_bench (the backward row of each layer) */
+ * Run it: python -m bench.conv_ladder (the backward row of each layer) */
 #include "../reduce.cuh"
 #include "../tiled_product.cuh"
 #include "conv.cuh"

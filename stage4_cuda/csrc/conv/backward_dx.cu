@@ -32,7 +32,7 @@
  * Cost model: 2 N K OH OW C R S FLOPs (with Winograd, the rung's cost model on dy); device memory
  * w and dy once, dx once.
  *
- * Run it: python -m grader.conv_bench (the backward row of each layer) */
+ * Run it: python -m bench.conv_ladder (the backward row of each layer) */
 #include "../tiled_product.cuh"
 #include "conv.cuh"
 

@@ -7,7 +7,7 @@
  *     (conv_backward_takes_winograd, s2c_cuda_conv2d_backward_blocks);
  *   - the scratch each rung and the backward need (s2c_cuda_conv2d_scratch).
  *
- * "best" follows what measured fastest at the curriculum's layers (grader.conv_bench; the table
+ * "best" follows what measured fastest at the curriculum's layers (bench.conv_ladder; the table
  * is curriculum/results/conv-cuda-h100.md): Winograd for 3x3 stride-1 layers deep enough that
  * its transforms cost less than the products they save (S2C_CUDA_WINOGRAD_MIN_CHANNELS input
  * channels), in 4x4 blocks (rung 6) or 2x2 (rung 4) by winograd_block; rung 7 for first layers,

@@ -15,7 +15,7 @@
  *          most of it, but A arrives in sectors of which a warp uses 4 bytes out of 32.
  *   so     bound by the memory system's sector rate, around 1% of cuBLAS.
  *
- * Run it: python3 stage4_cuda/sgemm_bench.py --rung 1  (builds the bench, checks with cuBLAS) */
+ * Run it: python3 bench/sgemm_ladder.py --rung 1  (builds the bench, checks with cuBLAS) */
 #include "sgemm.h"
 
 #define NAIVE_BLOCK_X 32 /* a warp along x: 32 rows of C */

@@ -14,7 +14,7 @@
  *   so     bound by the load instructions themselves (two per multiply-add) and the L1/L2
  *          bandwidth: a few percent of cuBLAS, about 3x rung 1.
  *
- * Run it: python3 stage4_cuda/sgemm_bench.py --rung 2 */
+ * Run it: python3 bench/sgemm_ladder.py --rung 2 */
 #include "sgemm.h"
 
 #define COALESCED_BLOCK_X 32 /* a warp along x: 32 columns of C */

@@ -14,7 +14,7 @@
  *   so     bound by shared-memory load instructions (two per FMA, and a barrier every 32 steps):
  *          roughly a fifth of cuBLAS.
  *
- * Run it: python3 stage4_cuda/sgemm_bench.py --rung 3 */
+ * Run it: python3 bench/sgemm_ladder.py --rung 3 */
 #include "sgemm.h"
 
 #define TILE 32

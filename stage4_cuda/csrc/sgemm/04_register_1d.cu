@@ -17,7 +17,7 @@
  * elements inside; when n, m and k are multiples of the tile the launcher picks the variant that
  * checks nothing (EDGES = false).
  *
- * Run it: python3 stage4_cuda/sgemm_bench.py --rung 4 */
+ * Run it: python3 bench/sgemm_ladder.py --rung 4 */
 #include "sgemm.h"
 
 #define BM 64

@@ -17,7 +17,7 @@
  *          front of a barrier, this reaches about a third to a half of cuBLAS.
  * Edges: as rung 4, zeros loaded outside A and B; the EDGES = false variant for tile multiples.
  *
- * Run it: python3 stage4_cuda/sgemm_bench.py --rung 5 */
+ * Run it: python3 bench/sgemm_ladder.py --rung 5 */
 #include "sgemm.h"
 
 #define BM 128

@@ -21,7 +21,7 @@
  * Edges: the 16-byte path needs k and m multiples of 4 and aligned pointers; the EDGES variant
  *   (any size or alignment) loads and stores one float at a time, with bounds checks.
  *
- * Run it: python3 stage4_cuda/sgemm_bench.py --rung 6 */
+ * Run it: python3 bench/sgemm_ladder.py --rung 6 */
 #include "sgemm.h"
 
 #define BM 128

@@ -18,7 +18,7 @@
  *          as fast as rung 6 or somewhat faster.
  * Edges: as rung 6.
  *
- * Run it: python3 stage4_cuda/sgemm_bench.py --rung 7 */
+ * Run it: python3 bench/sgemm_ladder.py --rung 7 */
 #include "sgemm.h"
 
 #define BM 128

@@ -27,13 +27,13 @@
  *          the 50 MB L2 serves mostly: the device's 3 TB/s would need 1.4 ms for it all).
  *          shared memory: (TM + TN) / 4 LDS.128 per TM TN FMAs: 4 per 64, one wavefront each.
  *   so     bound by the FMA pipes themselves (one FFMA per thread per cycle at best): the design
- *          target is >= 90% of cuBLAS at 4096^3 and >= 75% at 1024^3 (sgemm_bench.py TARGETS).
+ *          target is >= 90% of cuBLAS at 4096^3 and >= 75% at 1024^3 (bench/sgemm_ladder.py TARGETS).
  * Edges: each tile has a variant for any sizes (copies of 4 bytes, with zero-fill past the edges
  *   of A and B, and bounds-checked stores) and one for sizes that are multiples of its tile with
  *   b and c 16-byte aligned (16-byte copies of B, float4 stores, no checks).
  * Below sm_80 the copies fall back to ordinary loads and stores (correct, not pipelined).
  *
- * Run it: python3 stage4_cuda/sgemm_bench.py --rung 8 */
+ * Run it: python3 bench/sgemm_ladder.py --rung 8 */
 #include "sgemm.h"
 
 #include <map>

@@ -4,7 +4,7 @@
  * ../errors.cu and -lcublas; cuBLAS appears only here, as the reference. The usual way to build
  * and run it, and to turn its JSON into the table of README.md, is
  *
- *     python3 stage4_cuda/sgemm_bench.py [--rung N] [--sizes 1024,4096,1000x999x1001]
+ *     python3 bench/sgemm_ladder.py [--rung N] [--sizes 1024,4096,1000x999x1001]
  *
  * which calls nvcc and then this program:
  *
@@ -27,7 +27,7 @@
 #include "sgemm.h"
 
 /* CI compiles every .cu file alone, where cuBLAS may not be installed: without it this file
- * compiles to a program that says so (sgemm_bench.py never builds it that way: it finds cuBLAS
+ * compiles to a program that says so (bench/sgemm_ladder.py never builds it that way: it finds cuBLAS
  * first). */
 #if __has_include(<cublas_v2.h>)
 #include <cublas_v2.h>

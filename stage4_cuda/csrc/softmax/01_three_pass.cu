@@ -14,7 +14,7 @@
  *   so     at best half the copy bandwidth (counting R read and R written), the baseline for
  *          the online rung, which reads the row twice, once from L2.
  *
- * Run it: python -m stage4_cuda.softmax_bench --rungs three_pass */
+ * Run it: python -m bench.softmax_ladder --rungs three_pass */
 #include "softmax.cuh"
 
 __global__ void row_max_kernel(const float *x, float *row_max, int64_t cols);

@@ -18,7 +18,7 @@
  *   FLOPs  2 exps an element.
  *   so     better than rung 1 when rows are short (they stay in L2), about the same when long.
  *
- * Run it: python -m stage4_cuda.softmax_bench --rungs tree */
+ * Run it: python -m bench.softmax_ladder --rungs tree */
 #include "softmax.cuh"
 
 __global__ void softmax_tree_kernel(const float *x, float *y, int64_t cols, int log);

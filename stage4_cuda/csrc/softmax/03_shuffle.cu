@@ -15,7 +15,7 @@
  *   so     fast for short rows (a row of 10 floats costs one warp, not a block of 256 threads,
  *          and no barrier), no faster than rung 1 for long ones.
  *
- * Run it: python -m stage4_cuda.softmax_bench --rungs shuffle */
+ * Run it: python -m bench.softmax_ladder --rungs shuffle */
 #include "softmax.cuh"
 
 #define ROWS_PER_BLOCK 8 /* 8 warps, 256 threads a block */

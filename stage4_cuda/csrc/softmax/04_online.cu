@@ -22,7 +22,7 @@
  *   FLOPs  an exp an element for the statistics, another for the output (softmax).
  *   so     the target is the copy bandwidth: R + R bytes in the time a copy of R takes.
  *
- * Run it: python -m stage4_cuda.softmax_bench --rungs online */
+ * Run it: python -m bench.softmax_ladder --rungs online */
 #include "softmax.cuh"
 
 template <int HELD>

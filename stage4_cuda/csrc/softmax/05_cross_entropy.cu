@@ -15,7 +15,7 @@
  *   bytes  loss alone: R read. Loss and gradient: R read + R written, the bytes of a copy.
  *   FLOPs  an exp an element for the statistics, another for the gradient.
  *
- * Run it: python -m stage4_cuda.softmax_bench --rungs cross_entropy */
+ * Run it: python -m bench.softmax_ladder --rungs cross_entropy */
 #include "softmax.cuh"
 
 template <int HELD>

@@ -1,8 +1,8 @@
 """Time one training epoch on one or more tiers against PyTorch, in the same run.
 
-    python -m nn.bench --stage 2 --models mlp lenet5 --output curriculum/results/nn-bench-stage2
-    python -m nn.bench --stage 2 3 --models lenet5 fashion_cnn --output ...   (tiers side by side)
-    python -m nn.bench --stage 2 3 --impl workspace   (stage 3 from workspace/, 2 the reference)
+    python -m bench.epoch --stage 2 --models mlp lenet5 --output curriculum/results/nn-bench-stage2
+    python -m bench.epoch --stage 2 3 --models lenet5 fashion_cnn --output ...  (tiers side by side)
+    python -m bench.epoch --stage 2 3 --impl workspace   (stage 3 from workspace/, 2 the reference)
 
 Every side trains the same model (PyTorch's copy is translated layer by layer from nn's, with the
 same initial weights) on the same mini-batches of MNIST with the same batch size and optimizer
@@ -139,7 +139,8 @@ def load_tiers(stages, impl=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m nn.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.epoch",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--stage", type=int, nargs="+", default=[2], choices=STAGES,
                         help="the tiers to time (several: side by side, the first is the baseline)")
     parser.add_argument("--impl", metavar="DIR",
@@ -154,14 +155,14 @@ def main(argv=None):
     parser.add_argument("--output", type=Path, help="write OUTPUT.json and OUTPUT.md")
     args = parser.parse_args(argv)
     try:
-        refuse_simulated(args.stage[-1], None, "nn.bench", SIMULATED_INSTEAD)
+        refuse_simulated(args.stage[-1], None, "bench.epoch", SIMULATED_INSTEAD)
     except TierError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
         import torch
     except ImportError:
-        print("error: nn.bench compares with PyTorch: pip install -r requirements-oracle.txt",
+        print("error: bench.epoch compares with PyTorch: pip install -r requirements-oracle.txt",
               file=sys.stderr)
         return 2
     tiers = load_tiers(args.stage, args.impl)
@@ -211,7 +212,7 @@ def main(argv=None):
         record = {
             "stages": args.stage,
             "tiers": [tier.NAME for tier in tiers.values()],
-            "command": "python -m nn.bench " + " ".join(sys.argv[1:] if argv is None else argv),
+            "command": "python -m bench.epoch " + " ".join(sys.argv[1:] if argv is None else argv),
             "torch": torch.__version__,
             "torch_device": device,
             "repeats": args.repeats,

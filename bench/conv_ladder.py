@@ -1,7 +1,7 @@
 """The conv2d ladder of the nvcc variant (stage4_cuda/csrc/conv/) beside cuDNN, at the conv layers
 of LeNet-5 and the Fashion CNN (nn/models.py), batch 64 and 256, forward and backward.
 
-    python -m grader.conv_bench [--kernel NAME] [--batches 64,256] [--repeats 50]
+    python -m bench.conv_ladder [--kernel NAME] [--batches 64,256] [--repeats 50]
                                      [--json PATH] [--write]
 
 Each rung is first verified on fresh random inputs, its outputs pre-filled with NaN (the
@@ -147,7 +147,7 @@ def table(record):
     lines = [
         f"# conv2d ladder (nvcc) beside cuDNN: {record['device']}",
         "",
-        f"Written by `python -m grader.conv_bench --write` ({record['torch']}, cuDNN "
+        f"Written by `python -m bench.conv_ladder --write` ({record['torch']}, cuDNN "
         f"{record['cudnn']}, TF32 off). Times are CUDA-event medians per call after warm-up; "
         "ratio = cuDNN's time / ours (above 1: faster than cuDNN). Every rung was first checked "
         "against PyTorch in float64 within its error bound (stage4_cuda/conv_accuracy.py).",
@@ -167,7 +167,7 @@ def table(record):
 
 
 def verdicts(rows):
-    """Issue #12's target: the best forward within 2x of cuDNN on the Fashion CNN's layers."""
+    """The target: the best forward within 2x of cuDNN on the Fashion CNN's layers."""
     lines = []
     for layer in [layer for layer in LAYERS if layer[0].startswith("fashion_cnn")]:
         for batch in sorted({row["batch"] for row in rows}):
@@ -183,7 +183,7 @@ def verdicts(rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m grader.conv_bench", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m bench.conv_ladder", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernel", action="append", help="a rung (repeatable; default: all)")
     parser.add_argument("--batches", default="64,256")

@@ -1,14 +1,14 @@
 """Build and run the SGEMM ladder's benchmark (stage4_cuda/csrc/sgemm/bench.cu), and turn its JSON
 into the table of stage4_cuda/csrc/sgemm/README.md.
 
-    python3 stage4_cuda/sgemm_bench.py [--rung N] [--sizes 1024,4096] [--out DIR]
+    python3 bench/sgemm_ladder.py [--rung N] [--sizes 1024,4096] [--out DIR]
         builds bench.cu with every rung (nvcc, -lcublas), runs it on the GPU: each rung is checked
         against cuBLAS and timed; writes DIR/sgemm-bench.json and DIR/sgemm-bench.md (the table)
-    python3 stage4_cuda/sgemm_bench.py --table RESULTS.json [--write]
+    python3 bench/sgemm_ladder.py --table RESULTS.json [--write]
         prints the table of a JSON written before; --write puts it into the README
 
 Runs with the standard library alone (`python3 FILE` works on a GPU machine without the project's
-environment; `python -m stage4_cuda.sgemm_bench` too). nvcc is found on the PATH or under
+environment; `python -m bench.sgemm_ladder` too). nvcc is found on the PATH or under
 /usr/local/cuda; cuBLAS's header and library in that toolkit, in CUBLAS_ROOT, or in a Python
 package (nvidia-cublas, which PyTorch installs). The exit status is 1 when a rung fails its check.
 """
@@ -28,11 +28,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SGEMM_DIR = REPO_ROOT / "stage4_cuda" / "csrc" / "sgemm"
 README = SGEMM_DIR / "README.md"
 RESULTS = Path("curriculum/results/sgemm-cuda-h100.json")  # relative to the repository root
-TABLE_COMMAND = f"python3 stage4_cuda/sgemm_bench.py --table {RESULTS} --write"
+TABLE_COMMAND = f"python3 bench/sgemm_ladder.py --table {RESULTS} --write"
 TABLE_BEGIN = f"<!-- BEGIN TABLE: {TABLE_COMMAND} -->"
 TABLE_END = "<!-- END TABLE -->"
 NOT_MEASURED = (
-    f"Not measured yet: no `{RESULTS}`. On a GPU machine, `python3 stage4_cuda/sgemm_bench.py "
+    f"Not measured yet: no `{RESULTS}`. On a GPU machine, `python3 bench/sgemm_ladder.py "
     f"--out DIR` writes DIR/sgemm-bench.json; committed as `{RESULTS}`, `{TABLE_COMMAND}` "
     "puts its table here."
 )
@@ -218,7 +218,7 @@ def run_bench(args):
     out.mkdir(parents=True, exist_ok=True)
     json_path = out / "sgemm-bench.json"
     with tempfile.TemporaryDirectory() as folder:
-        program = Path(folder) / "sgemm_bench"
+        program = Path(folder) / "sgemm_ladder"
         print("building:", " ".join(build_bench(program, args.arch)), flush=True)
         command = [str(program), "--sizes", args.sizes, "--repeats", str(args.repeats)]
         command += ["--json", str(json_path)] + (["--rung", str(args.rung)] if args.rung else [])
@@ -236,7 +236,7 @@ def run_bench(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python3 stage4_cuda/sgemm_bench.py",
+        prog="python3 bench/sgemm_ladder.py",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

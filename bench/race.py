@@ -1,7 +1,7 @@
 """The race against PyTorch on one GPU: one training epoch of each model, op by op and as CUDA
 graphs, on stage 4's nvcc variant and on PyTorch, side by side in one run.
 
-    python -m nn.race --output curriculum/results/race-h100      (make race)
+    python -m bench.race --output curriculum/results/race-h100      (make race)
 
 Every side trains the same model (PyTorch's copy translated layer by layer from nn's, with the
 same initial weights) on the same batches of its data set's 60,000 training images, held on the
@@ -14,8 +14,8 @@ GPU, with SGD and momentum 0.9 at a constant learning rate, TF32 off. Four sides
 - nvcc graph: the same recording captured as a CUDA graph (`nn.train --graph`); as for PyTorch's
   graph, recording and capture are not timed: they happen in a first, untimed run of the epoch.
 Every timed epoch runs with Python's garbage collector paused after a full collection, as timeit
-times (nn.bench.collector_paused). Each side runs `--repeats` epochs and keeps its fastest. The
-targets (issue #12): nvcc recorded <= 0.5x PyTorch eager, nvcc graph <= 1.0x PyTorch graph.
+times (bench.epoch.collector_paused). Each side runs `--repeats` epochs and keeps its fastest. The
+targets: nvcc recorded <= 0.5x PyTorch eager, nvcc graph <= 1.0x PyTorch graph.
 """
 
 import argparse
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nn.bench import collector_paused, tier_epoch, to_torch, torch_epoch, torch_optimizer
+from bench.epoch import collector_paused, tier_epoch, to_torch, torch_epoch, torch_optimizer
 from nn.data import load_data
 from nn.models import build_model
 from nn.recipes import Recipe
@@ -101,7 +101,8 @@ def race(torch, tier, name, batch_size, repeats, data_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m nn.race", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.race",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=list(DATA), choices=list(DATA))
     parser.add_argument("--batch-sizes", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--repeats", type=int, default=2, help="epochs per side (fastest counts)")
@@ -138,7 +139,7 @@ def main(argv=None):
                 f" | recorded/eager {row['recorded_over_eager']:.2f}, graph/graph "
                 f"{row['graph_over_graph']:.2f}", flush=True)  # fmt: skip
     record = {
-        "command": "python -m nn.race " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m bench.race " + " ".join(sys.argv[1:] if argv is None else argv),
         "torch": torch.__version__,
         "repeats": args.repeats,
         "machine": machine(),

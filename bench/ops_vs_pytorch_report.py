@@ -1,4 +1,4 @@
-"""The library bench's record (grader/library_bench.py) as a Markdown table and a plot.
+"""The library bench's record (bench/ops_vs_pytorch.py) as a Markdown table and a plot.
 
 The ratio of a case is our time over PyTorch's on the same GPU in the same run: below 1 ours is
 faster. A case where one of ours is wrong, raised or is not implemented shows why instead of a
@@ -7,9 +7,8 @@ time, and counts in no summary.
 
 import math
 
+from grader.report import format_ratio, format_seconds
 from tiers.machine import describe_machine
-
-from .report import format_ratio, format_seconds
 
 HOW = {  # how PyTorch's side relates to our op (grader/torch_ops.py)
     "op": "PyTorch's own op",
