@@ -26,12 +26,12 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from nn.backend import STAGES, TierError, load_tier, refuse_simulated, runs_on_gpu
 from nn.data import load_data
 from nn.layers import Conv2d, Flatten, Linear, MaxPool2d, ReLU
 from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
-from nn.tiers import STAGES, TierError, load_tier, refuse_simulated, runs_on_gpu
 from nn.trainer import Trainer
 
 

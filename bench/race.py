@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from bench.epoch import collector_paused, tier_epoch, to_torch, torch_epoch, torch_optimizer
+from nn.backend import TierError, nvcc_tier
 from nn.data import load_data
 from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
-from nn.tiers import TierError, nvcc_tier
 
 DATA = {"lenet5": "mnist", "fashion_cnn": "fashion-mnist"}
 SIDES = ("torch_eager", "torch_graph", "nvcc_recorded", "nvcc_graph")

@@ -26,11 +26,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from nn.backend import TierError, nvcc_tier
 from nn.data import load_data
 from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
-from nn.tiers import TierError, nvcc_tier
 from nn.trainer import Trainer
 
 TARGET_ACCURACY = 0.99

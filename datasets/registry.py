@@ -1,7 +1,8 @@
 """What the package knows about each data set: files, shapes, checksums, mirrors, classes, licence.
 
 A data set is a DatasetSpec of four files (train/test x images/labels). The registry is a plain dict
-so that a test can `register` a tiny data set of its own (see datasets.fake) and drop it afterwards.
+so that a test can `register` a tiny data set of its own (as tests/fake_datasets.py does) and drop
+it afterwards.
 """
 
 import contextlib

@@ -67,9 +67,8 @@ class Archive:
 # No checksum is published by Stanford. The md5 is the one torchvision-style loaders check (e.g.
 # github.com/lvyilin/pytorch-fgvc-dataset, tiny_imagenet.py); the sha256 and the size are those of
 # the same file mirrored on Hugging Face (cnak47/cv-datasets, commit 6931f665, Git LFS pointer).
-# Logs of downloads from cs231n.stanford.edu in public repositories (searched 2026-11-26, no
-# network here to download it ourselves) record the same three: 248,100,043 bytes with this md5,
-# and 248,100,043 bytes with this sha256 after every member's ZIP CRC passed.
+# Logs of downloads from cs231n.stanford.edu in public repositories record the same values:
+# 248,100,043 bytes with this md5, and with this sha256 after every member's ZIP CRC passed.
 TINY_IMAGENET = Archive(
     filename="tiny-imagenet-200.zip",
     size=248_100_043,

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from . import values
+from . import crossing
 from .compare import describe_args, dtype_problem, mismatch
 from .ops import OPS, correctness_cases
 from .poison import holds_poison
@@ -80,8 +80,8 @@ def compare_outputs(session, op, received, expected, tol, args=None, bits=None):
     precision `received` must have: the graded tier's unless said.
     """
     structure = op.outputs + op.inplace
-    flat_received = values.flatten(received, structure)
-    flat_expected = values.flatten(expected, structure)
+    flat_received = crossing.flatten(received, structure)
+    flat_expected = crossing.flatten(expected, structure)
     problems, unwritten = [], None
     for name, want in flat_expected.items():
         got = flat_received[name]

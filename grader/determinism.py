@@ -12,11 +12,11 @@ import time
 import numpy as np
 
 from .correctness import compare_outputs
+from .crossing import flatten
 from .ladders import Named, size_label
 from .ops import OPS
 from .records import FAILED, PASSED, Result
 from .tolerance import tolerance
-from .values import flatten
 
 RUNS = 3
 

@@ -15,7 +15,7 @@ Two values overlap when they hold a range of the same kind in common.
 
 import numpy as np
 
-from .values import ContractError
+from .crossing import ContractError
 
 
 def regions(value):

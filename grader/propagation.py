@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from . import values
+from . import crossing
 from .builders import OPTIMIZER_STATE
 from .compare import describe_args, format_index, format_value
 from .ops import OPS
@@ -101,8 +101,8 @@ def propagation_problem(op, received, expected, poisoned, what):
     `poisoned` names the input element set to `what` (e.g. 'a NaN'), for the message.
     """
     structure = op.outputs + op.inplace
-    flat_received = values.flatten(received, structure)
-    for name, want in values.flatten(expected, structure).items():
+    flat_received = crossing.flatten(received, structure)
+    for name, want in crossing.flatten(expected, structure).items():
         if want is None and flat_received[name] is None:  # skipped on request (need_dx=False)
             continue
         got, want = np.asarray(flat_received[name]), np.asarray(want)

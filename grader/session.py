@@ -17,7 +17,7 @@ import numpy as np
 
 import tiers
 
-from . import agreement, correctness, determinism, gradients, inputs, propagation, speed, values
+from . import agreement, correctness, crossing, determinism, gradients, inputs, propagation, speed
 from .builders import keep_defaulted
 from .ops import OPS, SOURCES, output_names
 from .ownership import Ownership, native_leaves
@@ -146,16 +146,16 @@ class Session:
         its results must own their memory (grader/ownership.py).
         """
         graded = role == "graded"
-        natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
+        natives = {name: crossing.to_native(tier.module, args[name]) for name in op.params}
         positional, keywords = split_arguments(op, args, natives)
         try:
             with poisoned_allocations(tier.module, enabled=graded):
                 extra = {"kernel": kernel} if kernel else {}
                 result = getattr(tier.module, op.name)(*positional, **keywords, **extra)
-            outputs = values.to_numpy_tree(tier.module, result, op.outputs)
+            outputs = crossing.to_numpy_tree(tier.module, result, op.outputs)
             for name in op.inplace:
                 outputs[name] = np.asarray(tier.module.to_numpy(natives[name]))
-        except values.ContractError as error:
+        except crossing.ContractError as error:
             raise TierError(role, op.name, error) from None
         except Exception as error:
             raise TierError(role, op.name, error) from error
@@ -163,22 +163,22 @@ class Session:
             self._check_untouched(op, args, natives)
             try:
                 self.ownership.check(native_leaves(result, op.outputs), natives)
-            except values.ContractError as error:
+            except crossing.ContractError as error:
                 raise TierError(role, op.name, error) from None
         return outputs
 
     def unwritten(self, op, args):
         """{output name: elements the graded op never writes}: called once more with allocations
         filled with a marker (grader/poison.py); only asked for when an output holds NaN."""
-        natives = {name: values.to_native(self.graded.module, args[name]) for name in op.params}
+        natives = {name: crossing.to_native(self.graded.module, args[name]) for name in op.params}
         positional, keywords = split_arguments(op, args, natives)
         try:
             with poisoned_allocations(self.graded.module, marker=True):
                 result = getattr(self.graded.module, op.name)(*positional, **keywords)
-            outputs = values.to_numpy_tree(self.graded.module, result, op.outputs)
+            outputs = crossing.to_numpy_tree(self.graded.module, result, op.outputs)
         except Exception as error:
             raise TierError("graded", op.name, error) from error
-        flat = values.flatten(outputs, op.outputs)
+        flat = crossing.flatten(outputs, op.outputs)
         return {name: holds_marker(v) for name, v in flat.items() if v is not None}
 
     def _check_untouched(self, op, args, natives):
@@ -193,7 +193,7 @@ class Session:
                     break  # a scalar, or a shape such as x_shape
                 unchanged = np.asarray(self.graded.module.to_numpy(native))
                 if not np.array_equal(unchanged, original, equal_nan=True):  # NaN inputs: nan check
-                    problem = values.ContractError(
+                    problem = crossing.ContractError(
                         f"modified its input {name} (only optimizers and batchnorm's running "
                         "statistics may change their arguments)"
                     )
@@ -263,7 +263,7 @@ class Session:
         if error.role in ("graded", "own") and isinstance(error.error, NotImplementedError):
             stage = self.setup.stage if error.role == "graded" else self.own.stage
             return f"{error.op}: {not_implemented_message(stage, error.op, error.error)}"
-        if isinstance(error.error, values.ContractError):
+        if isinstance(error.error, crossing.ContractError):
             return f"{error.op}: {error.error}"
         who = {
             "graded": "",

@@ -27,7 +27,7 @@ import numpy as np
 
 import tiers
 
-from . import inputs, values
+from . import crossing, inputs
 from .ceilings import measure_ceilings
 from .correctness import compare_outputs
 from .gpu_timing import host_seconds, l2_flush, measure_gpu
@@ -104,7 +104,7 @@ class BoundCall:
 
     def __init__(self, tier, op, args):
         self.tier, self.op, self.args = tier, op, args
-        self.natives = {name: values.to_native(tier.module, args[name]) for name in op.params}
+        self.natives = {name: crossing.to_native(tier.module, args[name]) for name in op.params}
         self._function = getattr(tier.module, op.name)
 
     def __call__(self):
@@ -152,13 +152,13 @@ def answer_on_new_contents(session, bound, last):
         contents = bound.contents()
         with poisoned_allocations(graded.module):
             final = bound()
-        outputs = values.to_numpy_tree(graded.module, final, op.outputs)
+        outputs = crossing.to_numpy_tree(graded.module, final, op.outputs)
         for name in op.inplace:
             outputs[name] = np.asarray(graded.module.to_numpy(bound.natives[name]))
         owner = Ownership()
         for result in (last, final):
             owner.check(native_leaves(result, op.outputs), bound.natives)
-    except values.ContractError as error:
+    except crossing.ContractError as error:
         raise TierError("graded", op.name, error) from None
     except Exception as error:
         raise TierError("graded", op.name, error) from error

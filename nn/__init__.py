@@ -1,7 +1,7 @@
 """The network, written once over the op contract: layers, models, optimizers, schedules, trainer.
 
 `nn` never computes on arrays itself: every layer and optimizer calls the ops of the tier it is
-handed (`nn.tiers.load_tier(stage)`), so the same model trains on pure Python, NumPy, C or CUDA.
+handed (`nn.backend.load_tier(stage)`), so the same model trains on pure Python, NumPy, C or CUDA.
 Entry points: `python -m nn.train`, `python -m nn.predict`.
 
 The network is an exercise too (weeks 9 and 10): with `S2C_NN=DIR` in the environment, and DIR

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from nn.setting_checks import is_int
 from nn.tensor import shape_of
-from nn.values import is_int
 
 FORMAT = "scratch2cuda-checkpoint"
 VERSION = 1

@@ -5,8 +5,8 @@ Scripts can tell a bad command (fix the arguments) from missing data (fetch it),
 """
 
 from datasets import DatasetError
+from nn.backend import TierError
 from nn.checkpoint import CheckpointError
-from nn.tiers import TierError
 
 DONE = 0
 DIVERGED = 1  # the loss, the weights or the optimizer state became NaN or Inf

@@ -19,8 +19,8 @@ from nn.layers import (
     Sequential,
     Tanh,
 )
-from nn.model import Model
-from nn.values import is_int, is_number
+from nn.network import Model
+from nn.setting_checks import is_int, is_number
 
 MNIST_SHAPE = (1, 28, 28)
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
+from nn.backend import STAGES, load_tier
 from nn.checkpoint import CheckpointError, meta_field, read_checkpoint, restore
 from nn.data import DATA_NAMES, Normalizer, load_data
 from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
 from nn.models import build_model
 from nn.recipes import Recipe
-from nn.tiers import STAGES, load_tier
-from nn.values import is_int, is_number
+from nn.setting_checks import is_int, is_number
 
 
 def parse_args(argv=None):

@@ -8,7 +8,7 @@ targets are the ones the committed results in curriculum/results/train-*.json we
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from nn.schedules import Schedule
-from nn.values import is_int, is_number, is_positive
+from nn.setting_checks import is_int, is_number, is_positive
 
 OPTIMIZER_NAMES = ("sgd", "momentum", "nesterov", "rmsprop", "adam")
 # What each field must be: (predicate, what to say otherwise). Recipes come from this file, from

@@ -15,6 +15,7 @@ from pathlib import Path
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import nn
+from nn.backend import STAGES, VARIANTS, load_tier, refuse_simulated
 from nn.checkpoint import CheckpointError, read_checkpoint
 from nn.data import DATA_NAMES, load_data
 from nn.exits import DIVERGED, EPILOG, INTERRUPTED, REPORTED, exit_status
@@ -23,7 +24,6 @@ from nn.models import MODELS, build_model, check_options
 from nn.recipes import Recipe, recipe_for
 from nn.report import command_line, machine, save_pictures, write_results
 from nn.schedules import Schedule
-from nn.tiers import STAGES, VARIANTS, load_tier, refuse_simulated
 from nn.trainer import Trainer, TrainingDiverged
 
 

@@ -32,7 +32,7 @@ from nn.optimizers import make_optimizer
 from nn.recorded_steps import HOOKS as RECORDING_HOOKS
 from nn.recorded_steps import RecordedSteps, why_not_recorded
 from nn.schedules import Schedule
-from nn.values import is_int, is_number
+from nn.setting_checks import is_int, is_number
 
 RESUME_HINT = "; continue with the same command and --resume"
 EVAL_BATCH = 500  # examples per forward pass when evaluating (memory, not results, depends on it)

@@ -156,8 +156,7 @@ def stale_reason(targets=None):
 
 def command(compiler, output, targets):
     """The nvcc command line that builds the library for `targets` into `output`."""
-    include = ["-I", str(CSRC), "-I", str(PACKAGE_DIR.parent / "stage3_c" / "csrc")]
-    return [compiler, *FLAGS, *gencode(targets), *include, "-o", str(output),
+    return [compiler, *FLAGS, *gencode(targets), "-I", str(CSRC), "-o", str(output),
             *map(str, sources()), *LIBRARIES]  # fmt: skip
 
 

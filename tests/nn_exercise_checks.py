@@ -24,14 +24,14 @@ from pathlib import Path
 import numpy as np
 
 import nn
+from nn.backend import load_tier
 from nn.checkpoint import read_checkpoint
 from nn.layers import BatchNorm, Conv2d, Layer, Linear, Residual, Sequential
-from nn.model import Model
 from nn.models import lenet5, mlp, perceptron
+from nn.network import Model
 from nn.optimizers import SGD, Adam, Momentum
 from nn.parameter import Parameter
 from nn.recipes import Recipe
-from nn.tiers import load_tier
 from nn.trainer import EVAL_BATCH, Trainer, TrainingDiverged
 
 PASSED, FAILED, NOT_IMPLEMENTED, SKIPPED = 0, 1, 3, 4

@@ -10,7 +10,7 @@ import pytest
 
 import datasets
 from datasets.__main__ import main
-from datasets.fake import fake_arrays, write_fake_dataset
+from tests.fake_datasets import fake_arrays, write_fake_dataset
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,8 +1,8 @@
 """Finding, verifying, loading and downloading data sets.
 
-Tiny fake data sets (datasets.fake) stand in for MNIST; downloads go to an HTTP server of the test's
-own on loopback. The real MNIST (NN_DATA_DIR) and Fashion-MNIST (Debian package) are checked when
-present.
+Tiny fake data sets (tests/fake_datasets.py) stand in for MNIST; downloads go to an HTTP server
+of the test's own on loopback. The real MNIST (NN_DATA_DIR) and Fashion-MNIST (Debian package) are
+checked when present.
 """
 
 import dataclasses
@@ -19,8 +19,8 @@ import pytest
 
 import datasets
 from datasets import DatasetError
-from datasets.fake import fake_arrays, write_fake_dataset
 from datasets.registry import FASHION_MNIST, MNIST
+from tests.fake_datasets import fake_arrays, write_fake_dataset
 
 FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 

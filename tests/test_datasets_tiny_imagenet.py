@@ -1,7 +1,8 @@
 """Tiny ImageNet (datasets.tiny_imagenet): fetched from a mirror, checked, converted, loaded.
 
-A small zip in the real layout (datasets.fake.write_fake_tiny_imagenet: a few JPEG images per
-class) stands in for the 248 MB archive; downloads come from a file:// mirror. No test downloads.
+A small zip in the real layout (write_fake_tiny_imagenet of tests/fake_datasets.py: a few JPEG
+images per class) stands in for the 248 MB archive; downloads come from a file:// mirror. No test
+downloads.
 """
 
 import dataclasses
@@ -15,9 +16,9 @@ import pytest
 import datasets
 from datasets import DatasetError
 from datasets.__main__ import main
-from datasets.fake import write_fake_tiny_imagenet
 from datasets.registry import TINY_IMAGENET_SET
 from datasets.tiny_imagenet import check_archive, convert
+from tests.fake_datasets import write_fake_tiny_imagenet
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tiers
-from grader import values
+from grader import crossing
 from grader.compare import mismatch
 from grader.ops import OPS
 from grader.propagation import (
@@ -214,8 +214,8 @@ def torch_outputs(op, args):
 def assert_torch_equivalent(session, op, args):
     """The torch equivalent is the op: on clean inputs it gives the tier's values."""
     structure = op.outputs + op.inplace
-    received = values.flatten(session.call(session.graded, op, args, "graded"), structure)
-    for name, want in values.flatten(torch_outputs(op, args), structure).items():
+    received = crossing.flatten(session.call(session.graded, op, args, "graded"), structure)
+    for name, want in crossing.flatten(torch_outputs(op, args), structure).items():
         if want is None:
             assert received[name] is None, f"{name}: skipped by torch, not by the tier"
             continue

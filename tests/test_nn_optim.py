@@ -7,7 +7,7 @@ import pytest
 from conftest import load_tier
 
 from nn.layers import Linear, ReLU, Sequential
-from nn.model import Model
+from nn.network import Model
 from nn.optimizers import make_optimizer
 from nn.schedules import Schedule
 

@@ -21,7 +21,7 @@ from nn.layers import (
     Sequential,
     Tanh,
 )
-from nn.model import Model
+from nn.network import Model
 from nn.optimizers import make_optimizer
 
 pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer

@@ -6,10 +6,10 @@ and CUDA graphs get the same test on a GPU (tests/test_stage4_nvcc.py)."""
 import numpy as np
 import pytest
 
+from nn.backend import load_tier
 from nn.data import load_data
 from nn.models import build_model
 from nn.recipes import Recipe
-from nn.tiers import load_tier
 from nn.trainer import Trainer
 
 

@@ -1,16 +1,17 @@
 """The Tiny-ImageNet CNN on stage 2: one forward and backward on a random batch, and a short run of
-`python -m nn.train --data tiny-imagenet` on a fake conversion (datasets.fake: a few JPEG images
-per class in the real layout). The real set is 100,000 images: training on it is a GPU's job."""
+`python -m nn.train --data tiny-imagenet` on a fake conversion (tests/fake_datasets.py: a few JPEG
+images per class in the real layout). The real set is 100,000 images: training on it is a GPU's
+job."""
 
 import numpy as np
 import pytest
 from conftest import load_tier
 
-from datasets.fake import write_fake_tiny_imagenet
 from datasets.tiny_imagenet import convert
 from nn import train
 from nn.data import load_data
 from nn.models import build_model
+from tests.fake_datasets import write_fake_tiny_imagenet
 
 pytestmark = pytest.mark.week18  # the capstone: the Tiny-ImageNet-sized model
 

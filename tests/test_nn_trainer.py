@@ -12,7 +12,7 @@ from nn.checkpoint import CheckpointError, read_checkpoint, restore, save_checkp
 from nn.data import load_data
 from nn.interrupts import Interrupted
 from nn.layers import BatchNorm, Dropout, Linear, ReLU, Sequential
-from nn.model import Model
+from nn.network import Model
 from nn.recipes import Recipe
 from nn.trainer import Trainer, TrainingDiverged
 

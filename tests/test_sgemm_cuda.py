@@ -75,9 +75,9 @@ def ptxas_spills(output):
 
 @needs_nvcc
 def test_every_rung_and_its_stub_compile_alone_for_sm80_and_sm90_without_spills(tmp_path):
-    """One nvcc call: each rung as its own translation unit (as CI compiles it, -I its folder -I
-    stage3_c/csrc), errors.cu, bench.cu (without cuBLAS where it is not installed, as in CI), and
-    the workspace's stub of each rung (tools/exercises.py)."""
+    """One nvcc call: each rung as its own translation unit (as CI compiles it, -I its folder),
+    errors.cu, bench.cu (without cuBLAS where it is not installed, as in CI), and the workspace's
+    stub of each rung (tools/exercises.py)."""
     stubs = []
     for path in RUNGS:
         text, regions = stub_regions(path.read_text(), "c", str(path.relative_to(REPO_ROOT)))
@@ -90,7 +90,7 @@ def test_every_rung_and_its_stub_compile_alone_for_sm80_and_sm90_without_spills(
     sgemm = sgemm_ladder.SGEMM_DIR
     output = nvcc(
         "-c", "-Xptxas", "-v", *sgemm_ladder.arch_flags(["sm_80", "sm_90"]),
-        "-I", sgemm, "-I", REPO_ROOT / "stage3_c" / "csrc", "-odir", tmp_path,
+        "-I", sgemm, "-odir", tmp_path,
         *RUNGS, sgemm.parent / "errors.cu", sgemm / "bench.cu", *stubs, cwd=tmp_path,
     )  # fmt: skip
     objects = {path.name for path in tmp_path.glob("*.o")}

@@ -123,13 +123,13 @@ def test_the_registry_builds_it():
 @pytest.mark.slow
 @pytest.mark.parametrize("source", sorted(CSRC.rglob("*.cu")), ids=lambda path: path.name)
 def test_each_cu_file_compiles_alone_with_cis_command(source, tmp_path):
-    """.ci/run's "nvcc compile check": -arch=sm_90, its own folder and stage3_c/csrc included."""
+    """.ci/run's "nvcc compile check": -arch=sm_90, its own folder included."""
     if os.environ.get("S2C_CI_COMPILED_ALONE") == "1":
         pytest.skip(".ci/run compiled every .cu file alone with this command before the tests "
                     "(test_sgemm_cuda.py the SGEMM ladder's)")
     done = subprocess.run(
-        [NVCC, "-c", "-arch=sm_90", "-I", str(source.parent), "-I", str(REPO / "stage3_c" / "csrc"),
-         "-o", str(tmp_path / "out.o"), str(source)],
+        [NVCC, "-c", "-arch=sm_90", "-I", str(source.parent), "-o", str(tmp_path / "out.o"),
+         str(source)],
         capture_output=True, text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
 

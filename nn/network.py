@@ -1,4 +1,5 @@
-"""A built network with what the trainer needs to know: its name, input shape, classes, loss."""
+"""`Model`: a network of layers with what the trainer needs to know: its name, input shape, classes,
+loss (nn/models.py builds the curriculum's models from it by name)."""
 
 from itertools import count
 from math import prod

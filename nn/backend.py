@@ -1,4 +1,5 @@
-"""`--stage N [--variant V] [--impl DIR]` to the tier module that implements the op contract.
+"""The tier `nn` computes on, its backend: `--stage N [--variant V] [--impl DIR]` to the tier module
+that implements the op contract.
 
 The tier comes from the registry (tiers/): the repository's, or a learner's copy from a workspace
 folder (`make exercises`), found and imported exactly as `python -m grader --impl DIR` finds it.
