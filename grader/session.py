@@ -43,11 +43,11 @@ def as_float32(value):
     return value
 
 
-def split_arguments(op, args, natives):
+def split_arguments(op, args, natives, passed_apart=()):
     """(positional, keyword) native arguments of a call: those `args` leaves at their default
-    (builders.Args.defaulted) are left out, and every one after the first left out is passed
-    by its name."""
-    defaulted = getattr(args, "defaulted", frozenset())
+    (builders.Args.defaulted) and those the caller passes apart by name are left out, and every
+    one after the first left out is passed by its name."""
+    defaulted = getattr(args, "defaulted", frozenset()) | frozenset(passed_apart)
     positional, keywords, skipped = [], {}, False
     for name in op.params:
         if name in defaulted:

@@ -8,6 +8,7 @@ import stage2_numpy as reference
 from grader import inputs
 from grader.ops import OPS
 from grader.poison import poisoned_allocations
+from grader.session import split_arguments
 from grader.tolerance import tolerance
 
 
@@ -56,11 +57,20 @@ def assert_close(op_name, received, expected, args, where=""):
 def run_both(gpu, op_name, args, **options):
     """The op on stage 2 and on the GPU (outputs poisoned) -> (gpu result on the host, stage 2's,
     the GPU's in-place arguments on the host)."""
-    expected = getattr(reference, op_name)(*[_copy(v) for v in args.values()])
+    contract_options = {k: v for k, v in options.items() if k in OPS[op_name].params}
+    copies = {k: _copy(v) for k, v in args.items()}
+    expected = call(reference, op_name, args, copies, **contract_options)  # no kernel= there
     natives = device(gpu, args)
     with poisoned_allocations(gpu):  # positional: col2im calls the contract's `dy` cols
-        received = getattr(gpu, op_name)(*natives.values(), **options)
+        received = call(gpu, op_name, args, natives, **options)
     return host(gpu, received), expected, natives
+
+
+def call(tier, op_name, args, values, **options):
+    """`op_name` of `tier` on `values` (`args` or copies of them), as the grader calls it: the
+    arguments the case leaves at their default left out, `options` passed by name."""
+    positional, keywords = split_arguments(OPS[op_name], args, values, passed_apart=options)
+    return getattr(tier, op_name)(*positional, **keywords, **options)
 
 
 def _copy(value):
@@ -75,7 +85,7 @@ def backward_args(rng, op_name):
     op = OPS[op_name]
     forward = OPS[op.forward]
     args = forward.build(rng, forward.cases[0])
-    outputs = getattr(reference, op.forward)(*[_copy(v) for v in args.values()])
+    outputs = call(reference, op.forward, args, {k: _copy(v) for k, v in args.items()})
     first = outputs[0] if isinstance(outputs, tuple) else outputs
     named = dict(args)
     if isinstance(outputs, tuple):
@@ -102,7 +112,7 @@ def check_forward(gpu, rng, op_name):
         received, expected, natives = run_both(gpu, op_name, args)
         if op.inplace:  # the optimizers and batchnorm's running statistics
             reference_args = {k: _copy(v) for k, v in args.items()}
-            getattr(reference, op_name)(*reference_args.values())
+            call(reference, op_name, args, reference_args)
             for name in op.inplace:
                 assert_close(op_name, gpu.to_numpy(natives[name]), reference_args[name], args,
                              f" ({name})")
