@@ -18,6 +18,13 @@ from made_once import made_once, write_exercise_workspace
 
 import tiers
 
+# `make test ARGS=...` hands its command-line variables to every make a test starts (through
+# MAKEFLAGS and the environment): `make bench` in a page-command test would take pytest's ARGS.
+# The tests' own make commands start from the Makefile's defaults, as a learner's do.
+for _name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "ARGS", "STAGE", "WEEK",
+              "VARIANT", "IMPL", "AGAINST", "WORKSPACE"):  # fmt: skip
+    os.environ.pop(_name, None)
+
 
 def load_tier(name):
     """Import the tier called `name` (a registry name), or skip the test saying why."""

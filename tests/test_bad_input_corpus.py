@@ -47,8 +47,8 @@ def available_tiers():
 
 
 def uses_argcheck(tier):
-    """Whether the tier's checks are argcheck's (bound to the tier's adapter)."""
-    checks = getattr(importlib.import_module(f"{tier.__name__}._checks"), "checks", None)
+    """Whether the checks the tier's ops call are argcheck's (bound to the tier's adapter)."""
+    checks = getattr(importlib.import_module(tier.matmul.__module__), "checks", None)
     return callable(getattr(checks, "matmul", None))
 
 
