@@ -26,8 +26,8 @@ import tiers
 from datasets.errors import DatasetError
 from datasets.sources import find
 from grader.ops import OPS
-from grader.records import FAILED, PASSED
-from grader.run import Options, grade
+from grader.records import FAILED, PASSED, SKIPPED, Result
+from grader.run import Options, grade, skipped_if_later_week
 from grader.weeks import ops_for_week, week_of
 from tiers.loading import build_if_stale
 from tools import exercises
@@ -173,3 +173,16 @@ def test_solved_through_must_be_a_week(tmp_path, week):
     with pytest.raises(SystemExit) as stopped:
         exercises.main(["--out", str(tmp_path / "w"), "--tiers", "nn", "--solved-through", week])
     assert stopped.value.code == 2
+
+
+@pytest.mark.parametrize(("stub_week", "graded_week", "status"), [
+    (16, 15, SKIPPED),  # the nvcc variant's matmul rungs are week 16's SGEMM ladder
+    (16, 16, FAILED),
+    (14, 15, FAILED),  # an earlier week's stub is the learner's to write
+    (16, None, FAILED),  # a whole stage is graded: everything is due
+])  # fmt: skip
+def test_a_check_that_stops_at_a_later_weeks_stub_is_skipped(stub_week, graded_week, status):
+    message = f"matmul: not implemented (week {stub_week}, task sgemm_naive)"
+    result = skipped_if_later_week(Result("matmul", "correct", FAILED, message), graded_week)
+    assert result.status == status
+    assert message in result.message
