@@ -69,9 +69,21 @@ data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not fou
 	$(PY) -m datasets fetch mnist
 	$(PY) -m datasets fetch fashion-mnist
 
-test: setup ## run the project's tests; the week tests check your workspace/ tiers (GPU checks under the CUDA simulator)
+# `make test` without ARGS: every test but the timed ones on every core (pytest-xdist, a test file
+# per worker), then the timed ones (marker `timing`) alone, so that no other test slows them.
+# TEST_FLAGS go to both runs (CI: --durations=25). With ARGS: one pytest run of exactly those.
+TEST_CORES ?= $(shell nproc)
+TEST_FLAGS ?=
+RUN_TESTS = S2C_IMPL=$(TEST_IMPL) $(PY) -m pytest -q $(TEST_FLAGS)
+test: setup ## run the project's tests (on every core, then the timed ones alone); ARGS='-m week07' runs one week's
 	@$(BUILD_STALE)
-	S2C_IMPL=$(TEST_IMPL) $(PY) -m pytest -q $(ARGS) || { status=$$?; [ $$status = 5 ] || exit $$status; \
+	@if [ -z "$(strip $(ARGS))" ]; then \
+		echo "make test: every test but the timed ones, on $(TEST_CORES) cores"; \
+		$(RUN_TESTS) -n $(TEST_CORES) --dist loadfile -m 'not timing' || exit $$?; \
+		echo "make test: the timed tests (-m timing), alone"; \
+		$(RUN_TESTS) -m timing; exit $$?; \
+	fi; \
+	$(RUN_TESTS) $(ARGS) || { status=$$?; [ $$status = 5 ] || exit $$status; \
 		case " $(ARGS) " in *" -m week"*) \
 			echo "make test: no test for this week: it has no exercises of its own (EXERCISES.md lists each week's;" \
 				"weeks 17 and 18 have none). Its page's \"Done when\" says how you know you are done."; exit 0;; esac; \
