@@ -64,7 +64,7 @@ class Progress:
 
 
 def is_metrics(metrics):
-    """Whether `metrics` is an epoch's entry of the history (see end_epoch)."""
+    """Whether `metrics` is an epoch's entry of the history (Trainer.end_epoch writes them)."""
     required = {"epoch", "train_loss", "train_accuracy", "lr", "seconds", "images_per_second",
                 "eval_seconds"}
     return (isinstance(metrics, dict) and required <= set(metrics)
