@@ -10,7 +10,7 @@ GPU, with SGD and momentum 0.9 at a constant learning rate, TF32 off. Four sides
 - PyTorch graph: the whole step captured once with torch.cuda.graph and replayed (the batch's
   indices copied into the graph's input first); the warm-up and capture are not timed.
 - nvcc recorded: nn's trainer on the nvcc variant, each step launching the first step's
-  recording from the host (nn/recorded_steps.py); the recording is inside the timed epoch.
+  recording from the host (nn/steps/recorded.py); the recording is inside the timed epoch.
 - nvcc graph: the same recording captured as a CUDA graph (`nn.train --graph`); as for PyTorch's
   graph, recording and capture are not timed: they happen in a first, untimed run of the epoch.
 Every timed epoch runs with Python's garbage collector paused after a full collection, as timeit

@@ -9,7 +9,7 @@ warm-up is what makes it reliable: without it, a high learning rate kills the Re
 initializations in the first steps, and the network ends predicting one class (PyTorch from the same
 initial weights does the same); half this warm-up leaves an occasional seed short of the target, its
 fate decided by the last bits of the cross-entropy's exp. Each step is one launch of a CUDA graph
-(nn/recorded_steps.py). One untimed epoch first loads the library's kernels and compiles numba's, as
+(nn/steps/recorded.py). One untimed epoch first loads the library's kernels and compiles numba's, as
 any benchmark's warm-up does. For each seed the clock runs from the training set on the GPU
 (uploaded, not timed) to the end of the last step (the GPU waited for); the test accuracy is
 measured afterwards. The result is the mean time over the seeds, with each seed's time and accuracy;

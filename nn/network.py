@@ -5,6 +5,7 @@ from itertools import count
 from math import prod
 
 from nn.layers import Sequential
+from nn.layers.fusion import fuse_pool_relu
 from nn.losses import LOSSES
 from nn.seeds import derive_seed
 from nn.tensor import shape_of
@@ -31,7 +32,12 @@ class Model:
         net.layers[0].needs_input_grad = False
 
     def build(self, tier, seed):
-        """Allocate every parameter on `tier`; parameter k gets init seed derive_seed(seed, k)."""
+        """Allocate every parameter on `tier`; parameter k gets init seed derive_seed(seed, k).
+
+        Where `tier` has fused ops for a pair of layers, the pair becomes one fused layer first
+        (nn/layers/fusion.py): the same numbers, the same parameter names.
+        """
+        fuse_pool_relu(self.net, tier)
         seeds = (derive_seed(seed, index) for index in count())
         output_shape = self.net.build(tier, self.input_shape, seeds)
         expected = (self.loss.outputs_for(self.num_classes),)

@@ -26,7 +26,7 @@ class Optimizer:
 
     def step(self, lr):
         """Apply one update with learning rate `lr` to every parameter that has a gradient."""
-        self.steps += 1
+        self.count_step()
         # BEGIN SOLUTION week 9, task Optimizer.step
         for name, param in self.params.items():
             if param.grad is None:
@@ -35,6 +35,11 @@ class Optimizer:
             state = [self.slot_arrays[name, slot] for slot in self.slots]
             self.update(param, state, lr, decay)
         # END SOLUTION
+
+    def count_step(self):
+        """One more update taken: by `step`, or by a recorded step's launch, which replays the
+        kernels of a `step` (nn/steps/recorded.py). Adam's bias corrections count from it."""
+        self.steps += 1
 
     def update(self, param, state, lr, weight_decay):
         raise NotImplementedError

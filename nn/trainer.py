@@ -11,28 +11,18 @@ import json
 import math
 import os
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
 
-from nn.augment import augment
-from nn.checkpoint import (
-    CheckpointError,
-    NotFiniteError,
-    meta_field,
-    read_checkpoint,
-    restore,
-    save_checkpoint,
-)
-from nn.device_data import device_data
+from nn.checkpoint import NotFiniteError, read_checkpoint, restore, save_checkpoint
 from nn.interrupts import DeferredInterrupt, Interrupted
 from nn.optimizers import make_optimizer
-from nn.recorded_steps import HOOKS as RECORDING_HOOKS
-from nn.recorded_steps import RecordedSteps, why_not_recorded
+from nn.progress import Progress, position
 from nn.schedules import Schedule
-from nn.setting_checks import is_int, is_number
+from nn.steps import NotFiniteLoss, make_step
 
 RESUME_HINT = "; continue with the same command and --resume"
 EVAL_BATCH = 500  # examples per forward pass when evaluating (memory, not results, depends on it)
@@ -42,63 +32,13 @@ class TrainingDiverged(RuntimeError):
     """The loss, the weights or the optimizer state became NaN or Inf; nothing was written."""
 
 
-@dataclass
-class Progress:
-    """Where training stands; saved in every checkpoint."""
-
-    epoch: int = 0  # completed epochs
-    batch: int = 0  # batches done in the current epoch (non-zero only after an interruption)
-    step: int = 0  # batches done in all
-    best_val_loss: float = math.inf
-    best_epoch: int = 0
-    epochs_without_improvement: int = 0
-    stopped_early: bool = False
-    # running sums of the current epoch: loss * examples, correct predictions, examples, seconds
-    loss_sum: float = 0.0
-    correct: int = 0
-    seen: int = 0
-    seconds: float = 0.0
-    history: list = field(default_factory=list)  # one dict of metrics per completed epoch
-
-    def count_batch(self, loss, correct, examples, seconds):
-        """Count one finished batch of `examples` (mean `loss`, `correct` predictions)."""
-        self.loss_sum += loss * examples
-        self.correct += correct
-        self.seen += examples
-        self.seconds += seconds
-        self.batch += 1
-        self.step += 1
-
-    @classmethod
-    def from_checkpoint(cls, path, values, steps_per_epoch):
-        """The Progress saved in checkpoint `path` as `values` (a dict from its JSON), checked
-        against the recipe's `steps_per_epoch`; CheckpointError naming what does not fit."""
-        names = sorted(field.name for field in fields(cls))
-        if not isinstance(values, dict) or sorted(values) != names:
-            raise CheckpointError(f"checkpoint {path}: progress must hold exactly {names}")
-        for name in ("epoch", "batch", "step", "best_epoch", "epochs_without_improvement",
-                     "correct", "seen"):
-            meta_field(path, values, name, is_int, "an integer >= 0")
-        for name in ("loss_sum", "seconds"):
-            meta_field(path, values, name, lambda v: is_number(v, 0.0), "a finite number >= 0")
-        meta_field(path, values, "best_val_loss", lambda v: v == math.inf or is_number(v),
-                   "a finite number or Infinity")
-        meta_field(path, values, "stopped_early", lambda v: isinstance(v, bool), "a boolean")
-        meta_field(path, values, "batch",
-                   lambda v: v <= steps_per_epoch and (v == 0) == (values["seen"] == 0),
-                   f"at most the {steps_per_epoch} of an epoch, and 0 exactly when seen is")
-        meta_field(path, values, "history",
-                   lambda v: len(v) == values["epoch"] and all(map(_is_metrics, v)),
-                   "one dict of numbers per epoch done")
-        return cls(**values)
-
-
 class Trainer:
     """Trains `model` (built on its tier) on `data` (an nn.data.DataSet) following `recipe`.
 
     Writes into `run_dir`: last.npz (every epoch and on Ctrl-C), best.npz (best validation loss),
     metrics.jsonl (one line per epoch). `record` is extra JSON saved in checkpoints (the data
     set's name, class names, normalizer) so prediction can rebuild everything from a checkpoint.
+    `recorded` and `graph` choose how a step runs on a tier that records steps (nn/steps/).
     """
 
     def __init__(self, model, data, recipe, run_dir, record=None, progress_bar=True, echo=print,
@@ -130,20 +70,11 @@ class Trainer:
         # (path, Progress) of the last checkpoint this run wrote or resumed from, else None
         self.last_good = None
         self.interrupt = DeferredInterrupt()
-        # On a GPU tier with the device-data hooks: the training set lives on the device, and a
-        # step's loss and correct count stay there (pending) until they are logged or saved.
-        self.device_data = device_data(self.tier, data, model.loss, recipe)
+        # How every step runs, chosen once: from the host, on the device, or recorded.
+        self.train_step = make_step(model, self.optimizer, data, recipe, recorded, graph, echo)
+        # (step number, loss, correct count, examples) of the steps not yet counted: a device
+        # step's values stay on the device until they are logged or saved (`settle`).
         self.pending = []
-        # On a tier that records steps (stage 4): each step after the first launches the first
-        # one's recording, or its CUDA graph (nn/recorded_steps.py).
-        self.recorded = None
-        why_not = why_not_recorded(self.tier, model, recipe, self.device_data, graph)
-        if graph and why_not:
-            raise ValueError(f"--graph: steps cannot be recorded here: {why_not}")
-        if recorded and not why_not:
-            self.recorded = RecordedSteps(self, graph)
-        elif recorded and all(hasattr(self.tier, hook) for hook in RECORDING_HOOKS):
-            echo(f"training op by op: {why_not}")
         # True while a step (or an epoch's end) changes the state: a checkpoint then would mix two
         self.mid_update = False
 
@@ -176,6 +107,8 @@ class Trainer:
                 self._stop_if_requested()
             except KeyboardInterrupt:
                 raise self._interrupted() from None
+            except NotFiniteLoss as error:
+                raise self._diverged(str(error)) from None
         return progress.history
 
     def _stop_if_requested(self):
@@ -192,7 +125,7 @@ class Trainer:
             try:
                 self.save(self.last_path)
                 return Interrupted(f"interrupted: checkpoint saved to {self.last_path} "
-                                   f"({_position(self.progress)} done){RESUME_HINT}")
+                                   f"({position(self.progress)} done){RESUME_HINT}")
             except KeyboardInterrupt:
                 what = f"interrupted while saving {self.last_path}"
         hint = RESUME_HINT if self.last_good else ""
@@ -203,10 +136,7 @@ class Trainer:
         recipe, progress, train = self.recipe, self.progress, self.data.train
         # Shuffle from (seed, epoch): the same order on every tier and after a resume.
         order = np.random.default_rng([recipe.seed, progress.epoch]).permutation(len(train))
-        if self.device_data:
-            self.device_data.start_epoch(progress.epoch, order)
-        if self.recorded:
-            self.recorded.start_epoch(self.steps_per_epoch)
+        self.train_step.start_epoch(progress.epoch, order)
         self.model.train()
         bar = tqdm(
             total=self.steps_per_epoch,
@@ -221,12 +151,14 @@ class Trainer:
             self.mid_update = True
             started = time.perf_counter()
             # This batch's examples (`chosen`: indices into the training set, the next
-            # batch_size of `order`, fewer at the end), and one step on them.
+            # batch_size of `order`, fewer at the end), and one step on them at the schedule's
+            # learning rate for this step (`self.train_step.run`, nn/steps/step.py).
             # BEGIN SOLUTION week 9, task Trainer.train_epoch
             chosen = order[progress.batch * recipe.batch_size:][: recipe.batch_size]
-            loss, correct = self.train_step(chosen)
+            loss, correct = self.train_step.run(chosen, progress, self.schedule(progress.step))
             # END SOLUTION
-            progress.count_batch(loss, correct, len(chosen), time.perf_counter() - started)
+            self.pending.append((progress.step + 1, loss, correct, len(chosen)))
+            progress.count_batch(len(chosen), time.perf_counter() - started)
             self.mid_update = False
             bar.update()
             if time.perf_counter() - last_refresh > 0.5:
@@ -236,83 +168,21 @@ class Trainer:
         self.settle()
         bar.close()
 
-    def train_step(self, indices):
-        """One optimizer step on training examples `indices`; returns (loss, correct count).
-
-        With the data on the device, both stay there: they are counted as 0 here and added to
-        the progress by `settle`, which reads them all at once.
-        """
-        if self.device_data:
-            return self._device_step()
-        recipe, progress, tier, model = self.recipe, self.progress, self.tier, self.model
-        images = self.data.train.inputs[indices]
-        if images.ndim == 4 and (recipe.shift or recipe.flip):
-            rng = np.random.default_rng([recipe.seed, progress.epoch, progress.batch, 1])
-            images = augment(images, rng, recipe.shift, recipe.flip)
-        labels = self.data.train.labels[indices]
-        inputs = tier.from_numpy(self.data.normalizer(images))
-        targets = tier.from_numpy(model.loss.targets(labels))
-        # Forward, the loss (`loss` a float, checked by checked_loss before anything changes),
-        # backward, and the optimizer's update at the schedule's learning rate for this step.
-        # BEGIN SOLUTION week 9, task Trainer.train_step
-        logits = model.forward(inputs)
-        loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
-        loss = self.checked_loss(loss)
-        model.backward(dlogits)
-        self.optimizer.step(self.schedule(progress.step))
-        # END SOLUTION
-        correct = int((model.loss.predict(tier.to_numpy(logits)) == labels).sum())
-        return loss, correct
-
-    def checked_loss(self, loss):
-        """The step's loss as a float; TrainingDiverged when it is NaN or Inf."""
-        progress = self.progress
-        loss = float(loss)  # a GPU tier's loss stays on the device until read (CONTRACT.md)
-        if not math.isfinite(loss):
-            raise TrainingDiverged(
-                f"the loss became {loss} at step {progress.step + 1} (epoch {progress.epoch + 1}, "
-                f"batch {progress.batch + 1}); training stopped. {self.last_good_text()}; "
-                "try a lower --lr."
-            )
-        return loss
-
-    def _device_step(self):
-        """train_step with the batch gathered on the device; nothing comes back to the host."""
-        progress = self.progress
-        lr = self.schedule(progress.step)
-        if self.recorded:
-            loss, correct = self.recorded.step(progress.batch, lr)
-            count = min(self.recipe.batch_size, len(self.data.train) - progress.batch
-                        * self.recipe.batch_size)  # fmt: skip
-        else:
-            inputs, targets, labels = self.device_data.batch(progress.batch)
-            loss, correct = self.device_step_on(inputs, targets, labels, lr)
-            count = labels.shape[0]
-        self.pending.append((progress.step + 1, loss, correct, count))
-        return 0.0, 0
-
-    def device_step_on(self, inputs, targets, labels, lr):
-        """One step on a batch on the device: (loss, correct count), both left on the device."""
-        tier, model = self.tier, self.model
-        logits = model.forward(inputs)
-        loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
-        model.backward(dlogits)
-        self.optimizer.step(lr)
-        return loss, tier.correct_count(logits, labels)
-
     def settle(self):
-        """Read the pending steps' losses and correct counts from the device into the progress
-        (one synchronization for all of them); a NaN or Inf loss raises TrainingDiverged."""
+        """Count the pending steps' losses and correct counts into the progress (from the device:
+        one synchronization for all of them); a NaN or Inf loss raises TrainingDiverged."""
         pending, self.pending = self.pending, []
         for step, loss, correct, count in pending:
             loss = float(loss)
             if not math.isfinite(loss):
-                raise TrainingDiverged(
-                    f"the loss became {loss} at step {step}; training stopped. "
-                    f"{self.last_good_text()}; try a lower --lr."
-                )
-            self.progress.loss_sum += loss * count
-            self.progress.correct += round(float(correct))
+                raise self._diverged(f"the loss became {loss} at step {step}")
+            self.progress.count_result(loss, round(float(correct)), count)
+
+    def _diverged(self, what):
+        """The TrainingDiverged to raise when `what` (a clause) went NaN or Inf."""
+        return TrainingDiverged(
+            f"{what}; training stopped. {self.last_good_text()}; try a lower --lr."
+        )
 
     def _running_metrics(self):
         progress = self.progress
@@ -402,10 +272,7 @@ class Trainer:
         try:
             save_checkpoint(path, self.model, self.optimizer, record)
         except NotFiniteError as error:
-            raise TrainingDiverged(
-                f"after step {progress.step}, {error}; training stopped. "
-                f"{self.last_good_text()}; try a lower --lr."
-            ) from None
+            raise self._diverged(f"after step {progress.step}, {error}") from None
         if path == self.last_path:
             self.last_good = (path, Progress(epoch=progress.epoch, batch=progress.batch))
 
@@ -414,7 +281,7 @@ class Trainer:
         if self.last_good is None:
             return "This run has written no checkpoint yet"
         path, progress = self.last_good
-        return f"The last good checkpoint is {path} ({_position(progress)} done)"
+        return f"The last good checkpoint is {path} ({position(progress)} done)"
 
     def resume(self, path=None):
         """Continue from checkpoint `path` (default: this run's last.npz)."""
@@ -433,19 +300,6 @@ class Trainer:
         temporary = path.with_suffix(".jsonl.tmp")
         temporary.write_text("".join(json.dumps(m) + "\n" for m in self.progress.history))
         os.replace(temporary, path)
-
-
-def _is_metrics(metrics):
-    """Whether `metrics` is an epoch's entry of the history (see end_epoch)."""
-    required = {"epoch", "train_loss", "train_accuracy", "lr", "seconds", "images_per_second",
-                "eval_seconds"}
-    return (isinstance(metrics, dict) and required <= set(metrics)
-            and all(is_number(value) for value in metrics.values()))
-
-
-def _position(progress):
-    """'3 epochs and 5 batches' done, for messages."""
-    return f"{progress.epoch} epochs" + (f" and {progress.batch} batches" if progress.batch else "")
 
 
 def _epoch_line(metrics, epochs):

@@ -32,7 +32,8 @@ from nn.network import Model
 from nn.optimizers import SGD, Adam, Momentum
 from nn.parameter import Parameter
 from nn.recipes import Recipe
-from nn.trainer import EVAL_BATCH, Trainer, TrainingDiverged
+from nn.steps import NotFiniteLoss
+from nn.trainer import EVAL_BATCH, Trainer
 
 PASSED, FAILED, NOT_IMPLEMENTED, SKIPPED = 0, 1, 3, 4
 TIER = load_tier(2)  # the reference NumPy tier: the trusted ops every unit check calls
@@ -304,40 +305,49 @@ def probe_trainer(rng, run_dir, train_size=30, val_size=0, **recipe):
     return trainer
 
 
-def check_train_epoch(rng, run_dir):
-    trainer = probe_trainer(rng, run_dir, batch_size=8)
-    batches = []
+class ProbeStep:
+    """A trusted step that keeps what the loop asked of it: each batch's indices and rate."""
 
-    def train_step(indices):
-        batches.append(np.asarray(indices).tolist())
+    def __init__(self):
+        self.batches, self.rates = [], []
+
+    def start_epoch(self, epoch, order):
+        pass
+
+    def run(self, indices, progress, lr):
+        self.batches.append(np.asarray(indices).tolist())
+        self.rates.append(lr)
         return 0.5, 1
 
-    trainer.train_step = train_step
+
+def check_train_epoch(rng, run_dir):
+    trainer = probe_trainer(rng, run_dir, batch_size=8)
+    step = trainer.train_step = ProbeStep()
+    trainer.schedule = lambda index: 0.1 * (index + 1)
     order = np.random.default_rng([trainer.recipe.seed, 0]).permutation(30).tolist()
     expected = [order[0:8], order[8:16], order[16:24], order[24:30]]
     trainer.train_epoch()
-    expect(batches == expected, f"Trainer.train_epoch: the batches were {batches}, expected "
-           f"the epoch's order {order} cut into batches of 8: {expected}")
+    expect(step.batches == expected, f"Trainer.train_epoch: the batches were {step.batches}, "
+           f"expected the epoch's order {order} cut into batches of 8: {expected}")
+    expect(np.allclose(step.rates, [0.1, 0.2, 0.3, 0.4]), f"Trainer.train_epoch: the steps ran "
+           f"at learning rates {step.rates}, expected the schedule's at steps 0, 1, 2, 3: "
+           "[0.1, 0.2, 0.3, 0.4] (self.schedule(progress.step))")
     progress = trainer.progress
     expect((progress.batch, progress.step, progress.seen) == (4, 4, 30),
            f"Trainer.train_epoch: after one epoch of 4 batches, progress counts "
            f"{progress.batch} batches, {progress.step} steps, {progress.seen} examples")
     # A run resumed after 2 batches of epoch 0 does the last two only.
     trainer = probe_trainer(rng, run_dir, batch_size=8, seed=trainer.recipe.seed)
-    trainer.train_step = train_step
+    step = trainer.train_step = ProbeStep()
     trainer.progress.batch = trainer.progress.step = 2
     trainer.progress.seen = 16
-    batches.clear()
     trainer.train_epoch()
-    expect(batches == expected[2:], f"Trainer.train_epoch: resumed after 2 batches, the "
-           f"batches were {batches}, expected {expected[2:]} (start at progress.batch)")
+    expect(step.batches == expected[2:], f"Trainer.train_epoch: resumed after 2 batches, the "
+           f"batches were {step.batches}, expected {expected[2:]} (start at progress.batch)")
 
 
 def check_train_step(rng, run_dir):
     trainer = probe_trainer(rng, run_dir, batch_size=8)
-    lrs = []
-    trainer.schedule = lambda step: lrs.append(step) or 0.1 * (step + 1)
-    trainer.progress.step = 2  # the learning rate of step 2 is 0.3
     probe = trainer.model.net.layers[0]
     weight, bias = probe.params["weight"].value, probe.params["bias"].value
     indices = np.array([3, 1, 4, 15, 9, 26])
@@ -351,30 +361,28 @@ def check_train_step(rng, run_dir):
     expected_weight = as_numpy(weight) - 0.3 * as_numpy(dweight)
     expected_bias = as_numpy(bias) - 0.3 * as_numpy(dbias)
     correct = int((as_numpy(logits).argmax(axis=1) == targets).sum())
-    got = trainer.train_step(indices)
-    expect(isinstance(got, tuple) and len(got) == 2, f"Trainer.train_step returned {got!r}, "
+    got = trainer.train_step.run(indices, trainer.progress, 0.3)
+    expect(isinstance(got, tuple) and len(got) == 2, f"HostStep.run returned {got!r}, "
            "expected (loss, correct)")
     expect(isinstance(got[0], float) and math.isclose(got[0], loss, rel_tol=1e-5),
-           f"Trainer.train_step: loss {got[0]!r}, expected the batch's mean loss {loss:.6f} as a "
+           f"HostStep.run: loss {got[0]!r}, expected the batch's mean loss {loss:.6f} as a "
            "float (before the update)")
-    expect(got[1] == correct, f"Trainer.train_step: {got[1]} correct, expected {correct}")
-    expect(lrs == [2], f"Trainer.train_step: the schedule was asked for steps {lrs}, expected "
-           "[2] (once, at progress.step)")
-    close("Trainer.train_step: the weight after one SGD step at lr 0.3", weight, expected_weight)
-    close("Trainer.train_step: the bias after one SGD step at lr 0.3", bias, expected_bias)
+    expect(got[1] == correct, f"HostStep.run: {got[1]} correct, expected {correct}")
+    close("HostStep.run: the weight after one SGD step at lr 0.3", weight, expected_weight)
+    close("HostStep.run: the bias after one SGD step at lr 0.3", bias, expected_bias)
     # A NaN loss stops the run before anything changes.
     trainer = probe_trainer(rng, run_dir, batch_size=8)
     probe = trainer.model.net.layers[0]
     probe.params["bias"].value = native(np.full(as_numpy(bias).shape, np.nan))
     before = as_numpy(probe.params["weight"].value)
     try:
-        trainer.train_step(indices)
-    except TrainingDiverged:
+        trainer.train_step.run(indices, trainer.progress, 0.3)
+    except NotFiniteLoss:
         pass
     else:
-        raise CheckFailed("Trainer.train_step: a NaN loss must raise TrainingDiverged "
-                          "(self.checked_loss(loss)) before backward and the update")
-    close("Trainer.train_step: the weight after a NaN loss (it must not change)",
+        raise CheckFailed("HostStep.run: a NaN loss must raise NotFiniteLoss "
+                          "(checked_loss(loss, progress)) before backward and the update")
+    close("HostStep.run: the weight after a NaN loss (it must not change)",
           probe.params["weight"].value, before)
 
 
@@ -415,7 +423,8 @@ def check_end_epoch(rng, run_dir):
 
         def train_epoch(trainer=trainer, weight=weight):  # epoch k leaves weights equal to k
             weight.value = native(np.full(as_numpy(weight.value).shape, trainer.progress.epoch + 1))
-            trainer.progress.count_batch(0.5, 1, 10, 0.01)
+            trainer.progress.count_batch(10, 0.01)
+            trainer.progress.count_result(0.5, 1, 10)
 
         trainer.train_epoch = train_epoch
         trainer.evaluate = lambda split, losses=losses: (next(losses), 0.5, None)
@@ -559,7 +568,7 @@ CHECKS = {  # name: (week, the tasks it grades, function, what it takes: "" / "r
     "models": (9, ["perceptron", "mlp", "lenet5"], check_models, ""),
     "optimizer": (9, ["Optimizer.step"], check_optimizer, ""),
     "train_epoch": (9, ["Trainer.train_epoch"], check_train_epoch, "run_dir"),
-    "train_step": (9, ["Trainer.train_step"], check_train_step, "run_dir"),
+    "train_step": (9, ["HostStep.run"], check_train_step, "run_dir"),
     "evaluate": (9, ["Trainer.evaluate"], check_evaluate, "run_dir"),
     "end_epoch": (9, ["Trainer.end_epoch"], check_end_epoch, "run_dir"),
     "train_xor": (9, None, check_train_xor, "impl"),

@@ -14,7 +14,7 @@ from conftest import load_tier
 
 from nn import exits, predict, train
 from nn.checkpoint import read_checkpoint
-from nn.trainer import Trainer
+from nn.steps import HostStep
 
 pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer
 
@@ -167,14 +167,14 @@ def test_ctrl_c_saves_its_step_and_resume_ends_where_an_uninterrupted_run_does(
     assert run_train(capsys, *args, "--run-dir", str(tmp_path / "straight"))[0] == 0
     straight = read_checkpoint(tmp_path / "straight" / "last.npz")[1]
 
-    original = Trainer.train_step
+    original = HostStep.run
 
-    def train_step(trainer, indices):  # Ctrl-C in the middle of step 40 (epoch 2)
-        if trainer.progress.step == 40:
+    def run(step, indices, progress, lr):  # Ctrl-C in the middle of step 40 (epoch 2)
+        if progress.step == 40:
             os.kill(os.getpid(), signal.SIGINT)
-        return original(trainer, indices)
+        return original(step, indices, progress, lr)
 
-    monkeypatch.setattr(Trainer, "train_step", train_step)
+    monkeypatch.setattr(HostStep, "run", run)
     run_dir = tmp_path / "interrupted"
     status, _, err = run_train(capsys, *args, "--run-dir", str(run_dir))
     assert status == 130

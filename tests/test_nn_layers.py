@@ -27,6 +27,8 @@ from nn.layers import (
     Sigmoid,
     Tanh,
 )
+from nn.layers.fusion import MaxPoolReLU, fuse_pool_relu
+from nn.models import build_model
 from nn.seeds import derive_seed
 
 pytestmark = pytest.mark.week09  # week 9 teaches nn/: layers, models, the trainer
@@ -238,13 +240,26 @@ def test_a_maxpool_followed_by_a_relu_runs_fused_where_the_tier_can(rng):
     results = {}
     for name, tier in (("fused", fused_tier), ("plain", load_tier("numpy"))):
         net = pool_relu_net()
+        fuse_pool_relu(net, tier)
         net.build(tier, (2, 10, 10), (derive_seed(0, i) for i in range(10)))
         results[name] = (net.forward(x), net.backward(upstream),
                          net.layers[0].params["weight"].grad)  # fmt: skip
-        fused = [layer.relu_fused for layer in net.layers[1::2]]
-        assert fused == ([True, False] if name == "fused" else [False, False])
-        assert net.layers[2].fused_into_previous == (name == "fused")
-        assert not hasattr(net.layers[4], "fused_into_previous")  # a LeakyReLU: its own op
+        kinds = [type(layer) for layer in net.children().values()]
+        if name == "fused":  # the pair became one layer, named as the pool; the rest unchanged
+            assert list(net.children()) == ["0", "1", "3", "4"]
+            assert kinds == [Conv2d, MaxPoolReLU, MaxPool2d, LeakyReLU]
+        else:
+            assert kinds == [Conv2d, MaxPool2d, ReLU, MaxPool2d, LeakyReLU]
     assert fused_tier.fused_calls == 2  # the forward and the backward, once each
     for fused, plain in zip(results["fused"], results["plain"], strict=True):
         np.testing.assert_array_equal(fused, plain)
+
+
+def test_a_model_is_fused_when_built_and_keeps_its_parameter_names():
+    # The Fashion-MNIST CNN's pairs (MaxPool2d, ReLU) fuse: the layers after them keep their
+    # names, so a checkpoint written on one tier loads on any other.
+    plain = build_model("fashion_cnn", (1, 28, 28), 10).build(load_tier("numpy"), seed=0)
+    fused = build_model("fashion_cnn", (1, 28, 28), 10).build(PoolReluFused(), seed=0)
+    assert list(fused.parameters()) == list(plain.parameters())
+    assert sum(type(layer) is MaxPoolReLU for layer in fused.net.layers) == 2
+    assert not any(type(layer) is MaxPoolReLU for layer in plain.net.layers)

@@ -1,4 +1,4 @@
-"""nn's recorded steps (nn/recorded_steps.py) on stage 4's numba variant, under numba's CUDA
+"""nn's recorded steps (nn/steps/recorded.py) on stage 4's numba variant, under numba's CUDA
 simulator: a step recorded once and launched again trains exactly as the same steps run op by op
 (the same kernels on the same batches: equal weights, bit for bit). The nvcc variant's recordings
 and CUDA graphs get the same test on a GPU (tests/test_stage4_nvcc.py)."""
@@ -10,6 +10,7 @@ from nn.backend import load_tier
 from nn.data import load_data
 from nn.models import build_model
 from nn.recipes import Recipe
+from nn.steps import DeviceStep, RecordedStep
 from nn.trainer import Trainer
 
 
@@ -41,9 +42,12 @@ def test_recorded_steps_train_exactly_as_op_by_op(numba_tier):
     recipe = Recipe(epochs=1, batch_size=4, optimizer="nesterov", lr=0.1, schedule="cosine",
                     val_size=0, seed=3)  # fmt: skip
     data = load_data("blobs", val_size=0, synthetic_size=10)
-    _, expected = train(numba_tier, data, recipe, recorded=False)
+    op_by_op, expected = train(numba_tier, data, recipe, recorded=False)
     trainer, received = train(numba_tier, data, recipe)
-    assert sorted(trainer.recorded.launchers) == [2, 4]
+    assert type(op_by_op.train_step) is DeviceStep
+    assert type(trainer.train_step) is RecordedStep
+    assert sorted(trainer.train_step.launchers) == [2, 4]
+    assert op_by_op.optimizer.steps == 3
     assert trainer.optimizer.steps == 3
     for name, value in expected.items():
         np.testing.assert_array_equal(received[name], value, err_msg=name)
@@ -54,7 +58,7 @@ def test_recorded_steps_train_exactly_as_op_by_op(numba_tier):
 def test_a_recipe_a_recording_cannot_follow_trains_op_by_op(numba_tier, capsys):
     recipe = Recipe(epochs=1, batch_size=50, optimizer="adam", val_size=0)
     data = load_data("blobs", val_size=0, synthetic_size=100)
-    assert trainer_for(numba_tier, data, recipe).recorded is None
+    assert type(trainer_for(numba_tier, data, recipe).train_step) is DeviceStep
     assert "training op by op: adam changes its scalars at every step" in capsys.readouterr().out
 
 

@@ -135,14 +135,14 @@ def test_mismatched_checkpoints_are_clear_errors(tmp_path):
 def test_nan_loss_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path):
     trainer = make_trainer(tmp_path)
     poison_at = trainer.steps_per_epoch + 2  # the third step of epoch 2
-    original = trainer.train_step
+    original = trainer.train_step.run
 
-    def train_step(indices):
-        if trainer.progress.step == poison_at:
+    def run(indices, progress, lr):
+        if progress.step == poison_at:
             trainer.data.train.inputs[:] = np.nan
-        return original(indices)
+        return original(indices, progress, lr)
 
-    trainer.train_step = train_step
+    trainer.train_step.run = run
     with pytest.raises(TrainingDiverged, match=f"loss became nan at step {poison_at + 1} "
                                                r"\(epoch 2, batch 3\)"):
         trainer.fit()
@@ -224,7 +224,7 @@ def straight_run(request, tmp_path_factory):
 
 
 # Every call of one training step, in order; spiral_model has 6 parameters, so 6 updates.
-STEP_CALLS = ["forward", "loss", "backward", *(f"update {i}" for i in range(6)), "schedule",
+STEP_CALLS = ["schedule", "forward", "loss", "backward", *(f"update {i}" for i in range(6)),
               "count_batch"]
 
 

@@ -1,18 +1,22 @@
 """Layers made of layers: a chain (Sequential) and a block with a skip connection (Residual)."""
 
 from nn.layers.base import Layer
-from nn.layers.fusion import fuse_pool_relu
 
 
 class Sequential(Layer):
-    """Apply layers in order; backward runs them in reverse. Children are named '0', '1', ..."""
+    """Apply layers in order; backward runs them in reverse. Children are named '0', '1', ...
+
+    `names[i]` is the name of `layers[i]`: its position as written, kept when a rewrite at build
+    time (nn/layers/fusion.py) merges two layers into one.
+    """
 
     def __init__(self, *layers):
         super().__init__()
         self.layers = list(layers)
+        self.names = [str(index) for index in range(len(self.layers))]
 
     def children(self):
-        return {str(index): layer for index, layer in enumerate(self.layers)}
+        return dict(zip(self.names, self.layers, strict=True))
 
     def build(self, tier, in_shape, seeds):
         self.tier = tier
@@ -23,7 +27,6 @@ class Sequential(Layer):
             except ValueError as error:
                 raise ValueError(f"layer {index}: {error}") from None
             layer.output_shape = shape
-        fuse_pool_relu(self.layers, tier)
         return shape
 
     def forward(self, x):

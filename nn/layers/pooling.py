@@ -34,22 +34,12 @@ class _Pool2d(Layer):
 class MaxPool2d(_Pool2d):
     """The largest value of each window; the gradient flows only to that element."""
 
-    relu_fused = False  # also the ReLU after it, in one op (nn/layers/fusion.py)
-
     def forward(self, x):
         self.x_shape = shape_of(x)
-        if self.relu_fused:
-            self.y, self.argmax = self.tier.maxpool2d_relu_forward(x, self.kernel_size,
-                                                                   self.stride)
-            return self.y
         y, self.argmax = self.tier.maxpool2d_forward(x, self.kernel_size, self.stride)
         return y
 
     def backward(self, dout):
-        if self.relu_fused:
-            return self.tier.maxpool2d_relu_backward(
-                dout, self.argmax, self.y, self.x_shape, self.kernel_size, self.stride
-            )
         return self.tier.maxpool2d_backward(
             dout, self.argmax, self.x_shape, self.kernel_size, self.stride
         )

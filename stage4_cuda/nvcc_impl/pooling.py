@@ -4,7 +4,7 @@ thread per output; backwards: a thread per input element, gathering (no atomics)
 
 An extra of this variant, not an op of the contract: max pooling fused with the ReLU after it
 (maxpool2d_relu_forward and _backward), one pass each way where the two ops take two. nn's
-Sequential takes it for a MaxPool2d followed by a ReLU where the tier has it
+MaxPoolReLU layer calls it: a MaxPool2d followed by a ReLU becomes one where the tier has it
 (nn/layers/fusion.py)."""
 
 import numpy as np

@@ -1,7 +1,7 @@
 """A step recorded once and launched again: the kernel launches of one run of a function, made
 again from the host on the same buffers (stage 4's recording hooks, CONTRACT.md "Recorded steps").
 
-nn's trainer uses it (nn/recorded_steps.py): a training step makes the same launches on arrays of
+nn's trainer uses it (nn/steps/recorded.py): a training step makes the same launches on arrays of
 the same shapes at every step, so after one real step the Python work (checks, allocation, the
 layers' bookkeeping) is done. `record_step(step)` runs `step()` once, for real, and keeps every
 launch it made (the kernel with its grid, its arguments, their names) together with the

@@ -1,4 +1,4 @@
-"""Training steps recorded once and launched again, on a tier that records them (stage 4: the hooks
+"""Device steps recorded once and launched again, on a tier that records them (stage 4: the hooks
 record_step and copy_into, and in the nvcc variant capture_graph; CONTRACT.md, "Recorded steps").
 
 With the training set on the device (nn/device_data.py), every step makes the same op calls on
@@ -9,14 +9,17 @@ allocated once), without the Python work between them. Before each launch, the b
 step replaces the recorded one by name. With `graph` (the nvcc variant), the recording is
 captured as a CUDA graph and each step is one launch (stage4_cuda/csrc/graph.cu).
 
-What a recording cannot follow makes the trainer train op by op instead, saying why
+What a recording cannot follow makes the trainer take device steps op by op instead, saying why
 (`why_not_recorded`): a step that changes other scalars at every step (Adam's bias corrections,
 dropout's seeds).
 """
 
+import math
+
 import numpy as np
 
 from nn.layers.dropout import Dropout
+from nn.steps.step import Step
 
 HOOKS = ("record_step", "copy_into")
 RECORDABLE_OPTIMIZERS = ("sgd", "momentum", "nesterov", "rmsprop")
@@ -46,28 +49,31 @@ def _layers(layer):
         yield from _layers(child)
 
 
-class RecordedSteps:
-    """Steps of `trainer` (whose training set is on the device) launched from recordings."""
+class RecordedStep(Step):
+    """A DeviceStep (`device_step`) recorded once per batch size and launched again, each launch
+    as one CUDA graph with `graph`."""
 
-    def __init__(self, trainer, graph=False):
-        self.trainer, self.graph = trainer, graph
-        self.tier = trainer.tier
+    def __init__(self, device_step, graph=False):
+        self.device_step, self.graph = device_step, graph
+        self.tier, self.data = device_step.tier, device_step.data
         self.launchers = {}  # batch size -> (Recording or Graph, loss, correct count)
         self.buffers = {}  # batch size -> the arrays a recording reads its batch from
         self.history = self.on_host = None  # {"loss", "correct": [steps of the epoch]}
 
-    def start_epoch(self, steps):
-        """Per-step losses and correct counts of the coming epoch stay on the device."""
+    def start_epoch(self, epoch, order):
+        """The epoch's order on the device; its per-step losses and correct counts stay there."""
+        self.device_step.start_epoch(epoch, order)
+        steps = math.ceil(len(order) / self.data.recipe.batch_size)
         self.history = {name: self.tier.from_numpy(np.zeros(steps, np.float32))
                         for name in ("loss", "correct")}  # fmt: skip
         self.on_host = None
 
-    def step(self, index, lr):
-        """Batch `index` of this epoch, at learning rate lr: (loss, correct count) on the device."""
-        trainer, tier = self.trainer, self.tier
-        data = trainer.device_data
-        start = index * trainer.recipe.batch_size
-        count = min(trainer.recipe.batch_size, data.size - start)
+    def run(self, indices, progress, lr):
+        """Batch `progress.batch` of this epoch at learning rate `lr`: (loss, correct count),
+        read from the device when first asked for."""
+        tier, data, index = self.tier, self.data, progress.batch
+        start = index * data.recipe.batch_size
+        count = min(data.recipe.batch_size, data.size - start)
         buffers = self._buffers(count)
         tier.copy_into(buffers[0], data.order, start=start, count=count)
         for buffer, offsets in zip(buffers[1:], data.offsets or (), strict=True):
@@ -75,10 +81,10 @@ class RecordedSteps:
         if count in self.launchers:
             launcher, loss, correct = self.launchers[count]
             launcher.launch(lr=lr)
-            trainer.optimizer.steps += 1  # as the recorded step's optimizer.step counted
+            self.device_step.optimizer.count_step()  # the launch replayed its step's update
         else:  # the first step of this size: run it through the layers, recorded
             (loss, correct), recording = tier.record_step(
-                lambda: trainer.device_step_on(*data.gather(*buffers), lr))
+                lambda: self.device_step.on(*data.gather(*buffers), lr))
             launcher = tier.capture_graph(recording) if self.graph else recording
             self.launchers[count] = launcher, loss, correct
         tier.copy_into(self.history["loss"], loss.array, at=index)
@@ -96,7 +102,7 @@ class RecordedSteps:
     def _buffers(self, count):
         """(indices, [shift rows, shift cols]) for batches of `count`, allocated once."""
         if count not in self.buffers:
-            shifted = self.trainer.device_data.offsets is not None
+            shifted = self.data.offsets is not None
             self.buffers[count] = tuple(
                 self.tier.from_numpy(np.zeros(count, np.int64)) for _ in range(3 if shifted else 1)
             )
