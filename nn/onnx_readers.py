@@ -116,6 +116,12 @@ def zero_pads(values):
     return all(v == 0 for v in values)
 
 
+def decimal(value):
+    """The shortest decimal of a float32 attribute (0.1, not 0.10000000149011612): the number
+    that was written."""
+    return float(str(np.float32(value)))
+
+
 NODE_READERS = {}  # {op type: reader(node, graph) -> ReadLayer, or None for the identity}
 
 
@@ -189,7 +195,7 @@ def read_batchnorm(node, graph):
     if any(array.shape != (channels,) for array in (beta, mean, var)):
         raise OnnxFileError(f"{describe(node)}: scale, bias, mean and var must all be "
                             f"[{channels}]")
-    layer = BatchNorm(channels, eps=float(found.get("epsilon", 1e-5)))
+    layer = BatchNorm(channels, eps=decimal(found.get("epsilon", 1e-5)))
     return ReadLayer(layer, node.name, {"gamma": gamma, "beta": beta},
                      {"running_mean": mean, "running_var": var})
 
@@ -221,7 +227,7 @@ def read_activation(node, graph):
 @reads("LeakyRelu")
 def read_leaky_relu(node, graph):
     found = attributes(node, {"alpha": None})
-    return ReadLayer(LeakyReLU(float(found.get("alpha", 0.01))), node.name)
+    return ReadLayer(LeakyReLU(decimal(found.get("alpha", 0.01))), node.name)
 
 
 @reads("Flatten")
