@@ -141,7 +141,10 @@ def import_model(path, tier):
     """The Imported model of ONNX file `path`, built on `tier` with the file's weights."""
     proto = load_onnx(path)
     metadata = {entry.key: entry.value for entry in proto.metadata_props}
-    read = read_graph(proto.graph)
+    try:
+        read = read_graph(proto.graph)
+    except OnnxFileError as error:  # the same kind, naming the file
+        raise type(error)(f"ONNX file {path}: {error}") from None
     try:
         output_shape = read.net.build(tier, read.input_shape, iter(range(1 << 30)))
     except ValueError as error:

@@ -321,9 +321,6 @@ def read_chain(graph, tensor, join, read_layers):
             return layers, tensor
         if len(users) == 1:
             node = users[0]
-            if node.op_type in STRUCTURAL_OPS:
-                raise unsupported(node, "only a residual join (Add), the output's Softmax and "
-                                  "the input's normalization (Sub, Div) are supported")
             read = read_node(node, graph)
             if read is not None:
                 read_layers.append(read)
@@ -341,6 +338,9 @@ def read_chain(graph, tensor, join, read_layers):
 
 def read_node(node, graph):
     """The ReadLayer of `node` (None for an identity), by the reader of its op type."""
+    if node.op_type in STRUCTURAL_OPS:
+        raise unsupported(node, "nn reads this op only as a residual join (Add), the output's "
+                          "Softmax or the input's normalization (Sub, Div)")
     if node.op_type not in NODE_READERS:
         raise unsupported(node, "nn has no layer for this op")
     return NODE_READERS[node.op_type](node, graph)
