@@ -132,6 +132,8 @@ def run(args):
         "model": reference.name,
         "data": meta["data"],
         "checkpoint": str(args.checkpoint),
+        "trained_epochs": (meta.get("progress") or {}).get("epoch"),
+        "recipe": meta.get("recipe"),
         "onnx_file": str(args.onnx) if args.onnx else None,
         "command": "python -m bench.onnx_parity " + " ".join(sys.argv[1:]),
         "opset": opsets.get("", opsets.get("ai.onnx", OPSET)),
@@ -140,8 +142,10 @@ def run(args):
         "provider": PROVIDER,
         "onnxruntime_seconds": runtime_seconds,
         "test_examples": len(test),
-        "bound": "per logit, bench/logit_bound.py: 2 * (SUM_DRIFT * sqrt(n) + 1) * u * "
-                 "(|W| m + |b|) per sum of n products, propagated through |W|",
+        "bound": "per logit, SUM_DRIFT (8) standard deviations of the difference of two "
+                 "float32 runs (bench/logit_bound.py): each sum of n products adds the variance "
+                 "2 ((sqrt(n) + 1) u a)^2, a the sum of its products' magnitudes, and carries "
+                 "the variance before it through W^2",
         "machine": machine(),
         "tiers": tiers,
         "passed": all(row["passed"] for row in tiers),
@@ -155,8 +159,12 @@ def markdown(record):
         "",
         f"{record['test_examples']:,} test images; ONNX Runtime {record['onnxruntime']} "
         f"({record['provider']}), opset {record['opset']}; "
-        f"{record['machine']['processor']}"
+        f"{record['machine']['processor']} ({record['machine']['cpu_count']} CPUs)"
         + (f", {record['machine']['gpu']}" if record["machine"].get("gpu") else "") + ".",
+        f"Checkpoint: `{record['checkpoint']}`, trained for {record['trained_epochs']} "
+        f"epoch{'' if record['trained_epochs'] == 1 else 's'}."
+        if record.get("onnx_file") is None else
+        f"ONNX file: `{record['onnx_file']}`, exported from `{record['checkpoint']}`.",
         "Bound: " + record["bound"] + ".",
         "",
         "| stage | tier | max abs logit diff | max bound | max diff / bound | logits outside "
