@@ -26,7 +26,7 @@ from bench.logit_bound import logit_bound
 from nn.backend import STAGES, VARIANTS, load_tier, refuse_simulated
 from nn.data import Normalizer
 from nn.evaluate import logits_of, test_split
-from nn.exits import REPORTED, exit_status
+from nn.exits import reporting
 from nn.export import export_model
 from nn.import_onnx import load_onnx
 from nn.onnx_format import INPUT, LOGITS, OPSET
@@ -186,11 +186,12 @@ def markdown(record):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        record = run(args)
-    except REPORTED as error:
-        print(f"error: {error}", file=sys.stderr)
-        return exit_status(error)
+    return reporting(lambda: measure(args))
+
+
+def measure(args):
+    """Run the comparison, write its record and table; 0 when every tier agrees, else 1."""
+    record = run(args)
     output = args.output or Path("runs") / f"onnx-parity-{record['model']}"
     output.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{output}.json").write_text(json.dumps(record, indent=2) + "\n")

@@ -15,7 +15,7 @@ import numpy as np
 
 from nn.backend import STAGES, VARIANTS, load_tier, refuse_simulated
 from nn.data import Normalizer, load_data
-from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
+from nn.exits import EPILOG, reporting
 from nn.predict import load_model
 from nn.recipes import Recipe
 
@@ -27,9 +27,9 @@ SIMULATED_INSTEAD = (
 )
 
 
-def parse_args(argv=None, prog="python -m nn.evaluate", description=None):
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(
-        prog=prog, description=description or __doc__.split("\n")[0], epilog=EPILOG
+        prog="python -m nn.evaluate", description=__doc__.split("\n")[0], epilog=EPILOG
     )
     parser.add_argument("--checkpoint", type=Path, required=True)
     add_tier_arguments(parser)
@@ -80,18 +80,15 @@ def report_accuracy(model, normalizer, test, title):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        tier = tier_for_evaluation(args)
-        model, meta = load_model(args.checkpoint, tier)
-        test = test_split(meta, args.data_dir)
-        title = f"{model.name} on {meta['data']}, stage {args.stage} ({tier.NAME})"
-        report_accuracy(model, Normalizer.from_json(meta["normalizer"]), test, title)
-    except REPORTED as error:
-        print(f"error: {error}", file=sys.stderr)
-        return exit_status(error)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return INTERRUPTED
+    return reporting(lambda: evaluate(args))
+
+
+def evaluate(args):
+    tier = tier_for_evaluation(args)
+    model, meta = load_model(args.checkpoint, tier)
+    test = test_split(meta, args.data_dir)
+    title = f"{model.name} on {meta['data']}, stage {args.stage} ({tier.NAME})"
+    report_accuracy(model, Normalizer.from_json(meta["normalizer"]), test, title)
     return 0
 
 

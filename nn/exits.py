@@ -6,6 +6,8 @@ Scripts can tell a bad command (fix the arguments) from missing data (fetch it),
 that diverged and one that was interrupted.
 """
 
+import sys
+
 from datasets import DatasetError
 from nn.backend import TierError
 from nn.checkpoint import CheckpointError
@@ -46,3 +48,16 @@ REPORTED = tuple(kind for kind, _ in STATUS_OF)  # what the commands catch and p
 def exit_status(error):
     """The exit status for `error`, an instance of one of REPORTED."""
     return next(status for kind, status in STATUS_OF if isinstance(error, kind))
+
+
+def reporting(command):
+    """`command()` (a command's body, returning its exit status), with a REPORTED error or Ctrl-C
+    turned into one line on stderr and the exit status of its kind."""
+    try:
+        return command()
+    except REPORTED as error:
+        print(f"error: {error}", file=sys.stderr)
+        return exit_status(error)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return INTERRUPTED

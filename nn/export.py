@@ -23,7 +23,7 @@ from onnx import TensorProto, helper
 from nn.backend import load_tier
 from nn.checkpoint import CheckpointError, write_atomically
 from nn.data import Normalizer
-from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
+from nn.exits import EPILOG, reporting
 from nn.onnx_format import INPUT, INPUT_LAYOUT, IR_VERSION, LOGITS, OPSET, PROBABILITIES
 from nn.onnx_writers import NODE_WRITERS, GraphWriter, write_layer
 from nn.predict import load_model
@@ -102,23 +102,20 @@ def save_onnx(proto, path):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        if args.out.resolve() == args.checkpoint.resolve():
-            raise ValueError(f"--out {args.out} is the checkpoint itself: choose another file")
-        if args.out.is_dir():
-            raise ValueError(f"--out must be a file, got the folder {args.out}")
-        model, meta = load_model(args.checkpoint, load_tier(2))
-        if model.input_shape != tuple(meta["input_shape"]):
-            raise CheckpointError(f"checkpoint {args.checkpoint}: input_shape "
-                                  f"{meta['input_shape']} does not fit model {model.name}")
-        proto = export_model(model, meta)
-        save_onnx(proto, args.out)
-    except REPORTED as error:
-        print(f"error: {error}", file=sys.stderr)
-        return exit_status(error)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return INTERRUPTED
+    return reporting(lambda: export(args))
+
+
+def export(args):
+    if args.out.resolve() == args.checkpoint.resolve():
+        raise ValueError(f"--out {args.out} is the checkpoint itself: choose another file")
+    if args.out.is_dir():
+        raise ValueError(f"--out must be a file, got the folder {args.out}")
+    model, meta = load_model(args.checkpoint, load_tier(2))
+    if model.input_shape != tuple(meta["input_shape"]):
+        raise CheckpointError(f"checkpoint {args.checkpoint}: input_shape "
+                              f"{meta['input_shape']} does not fit model {model.name}")
+    proto = export_model(model, meta)
+    save_onnx(proto, args.out)
     print(f"{model.name} ({model.parameter_count():,} parameters, {len(proto.graph.node)} nodes, "
           f"opset {OPSET}) passed onnx.checker's full check")
     print(f"wrote {args.out}: input {INPUT} [N, {', '.join(map(str, model.input_shape))}], "

@@ -28,7 +28,7 @@ from onnx import TensorProto
 
 from nn.data import DATA_NAMES, Normalizer
 from nn.evaluate import add_tier_arguments, report_accuracy, test_split, tier_for_evaluation
-from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
+from nn.exits import EPILOG, reporting
 from nn.losses import LOSSES
 from nn.network import Model
 from nn.onnx_format import MAX_FILE_BYTES, MIN_READ_OPSET, OnnxFileError, UnsupportedNodeError
@@ -189,27 +189,24 @@ def native(tier, value, like):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        tier = tier_for_evaluation(args)
-        imported = import_model(args.onnx_file, tier)
-        model, metadata = imported.model, imported.metadata
-        print(model.summary())
-        data = args.data or metadata.get("data")
-        if data is None:
-            print("the file names no data set: give --data to evaluate it")
-            return 0
-        if data not in DATA_NAMES:
-            raise ValueError(f"the file's data set {data!r} is not one of {list(DATA_NAMES)}: "
-                             "give --data")
-        test = test_split({"data": data}, args.data_dir)
-        title = f"{args.onnx_file} ({model.name}) on {data}, stage {args.stage} ({tier.NAME})"
-        report_accuracy(model, imported.normalizer, test, title)
-    except REPORTED as error:
-        print(f"error: {error}", file=sys.stderr)
-        return exit_status(error)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return INTERRUPTED
+    return reporting(lambda: import_and_evaluate(args))
+
+
+def import_and_evaluate(args):
+    tier = tier_for_evaluation(args)
+    imported = import_model(args.onnx_file, tier)
+    model, metadata = imported.model, imported.metadata
+    print(model.summary())
+    data = args.data or metadata.get("data")
+    if data is None:
+        print("the file names no data set: give --data to evaluate it")
+        return 0
+    if data not in DATA_NAMES:
+        raise ValueError(f"the file's data set {data!r} is not one of {list(DATA_NAMES)}: "
+                         "give --data")
+    test = test_split({"data": data}, args.data_dir)
+    title = f"{args.onnx_file} ({model.name}) on {data}, stage {args.stage} ({tier.NAME})"
+    report_accuracy(model, imported.normalizer, test, title)
     return 0
 
 
