@@ -184,3 +184,35 @@ def test_export_then_evaluate_and_import_report_the_same_accuracy(
     assert evaluated.startswith("test_accuracy=0.") and imported == evaluated
     loaded, _ = load_model(checkpoint, numpy_tier)
     assert loaded.parameter_count() == model.parameter_count()
+
+
+def test_a_graph_written_elsewhere_in_the_op_set_is_read(numpy_tier, tmp_path, rng):
+    """MatMul, Gemm without transB, Identity, a scalar normalization and only a Softmax output: the
+    forms other exporters write, read into the same layers."""
+    first, second = rng.normal(size=(4, 5)), rng.normal(size=(5, 3))
+    bias = rng.normal(size=3)
+    graph = onnx.helper.make_graph(
+        [
+            onnx.helper.make_node("Div", ["x", "scale"], ["scaled"], name="scale"),
+            onnx.helper.make_node("MatMul", ["scaled", "first"], ["hidden"], name="mm"),
+            onnx.helper.make_node("Tanh", ["hidden"], ["squashed"], name="tanh"),
+            onnx.helper.make_node("Identity", ["squashed"], ["same"], name="id"),
+            onnx.helper.make_node("Gemm", ["same", "second", "bias"], ["scores"], name="gemm"),
+            onnx.helper.make_node("Softmax", ["scores"], ["p"], name="softmax", axis=-1),
+        ],
+        "elsewhere",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["batch", 4])],
+        [onnx.helper.make_tensor_value_info("p", onnx.TensorProto.FLOAT, ["batch", 3])],
+        [onnx.numpy_helper.from_array(np.float32(value), name) for name, value in
+         (("scale", 2.0), ("first", first), ("second", second), ("bias", bias))],
+    )
+    proto = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 18)])
+    save_onnx(proto, tmp_path / "elsewhere.onnx")
+    imported = import_model(tmp_path / "elsewhere.onnx", numpy_tier)
+    assert [layer.describe() for layer in imported.model.net.layers] == [
+        "Linear(4->5)", "Tanh()", "Linear(5->3)"]
+    points = rng.normal(size=(7, 4)).astype(np.float32)
+    expected = np.tanh(points.astype(np.float64) / 2 @ np.float32(first)) @ np.float32(second) \
+        + np.float32(bias)
+    np.testing.assert_allclose(logits_of(imported.model, imported.normalizer, points), expected,
+                               rtol=1e-4, atol=1e-5)
