@@ -42,7 +42,7 @@ BUILD_STAGE = $(BUILD_STALE) --stage $(STAGE) $(VARIANT_ARG)
 # PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
 
-.PHONY: help setup build data test portability grade results bench train race speedrun exercises exercises-index progress notebooks asan sanitize lint clean
+.PHONY: help setup build data test portability grade results bench train export race speedrun exercises exercises-index progress notebooks asan sanitize lint clean
 
 help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
@@ -50,6 +50,7 @@ help: ## list the targets
 	@echo
 	@echo "variables: STAGE=1..4  WEEK=k  VARIANT=numba|nvcc  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
 	@echo "           AGAINST=DIR (make grade: also against your own earlier stage in DIR, e.g. AGAINST=workspace)"
+	@echo "           CKPT=FILE OUT=FILE (make export: the checkpoint, the ONNX file to write)"
 	@echo "           S2C_ARCH_FLAGS='-march=x86-64-v2' (the C tier's target; default -march=native)"
 
 $(STAMP): requirements.txt
@@ -134,6 +135,13 @@ train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=
 	$(NO_AGAINST)
 	@$(BUILD_STAGE) --no-references
 	S2C_NN=$(NN_IMPL) $(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+
+# make export: the checkpoint to export (required) and the ONNX file to write (default: beside it)
+CKPT ?=
+OUT ?= $(if $(CKPT),$(dir $(CKPT))model.onnx)
+export: setup ## write a trained checkpoint as an ONNX graph (nn/export.py), checked: make export CKPT=runs/lenet5-mnist-stage2/best.npz [OUT=lenet5.onnx]
+	@if [ -z "$(CKPT)" ]; then echo "make export: give the checkpoint, e.g. make export CKPT=runs/lenet5-mnist-stage2/best.npz"; exit 2; fi
+	$(PY) -m nn.export --checkpoint $(CKPT) --out $(OUT) $(ARGS)
 
 race: setup ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (bench/race.py); runs/race.{json,md}
 	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references

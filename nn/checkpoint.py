@@ -55,12 +55,18 @@ def save_checkpoint(path, model, optimizer, record):
     if not_finite:
         raise NotFiniteError(path, not_finite)
     arrays["meta"] = np.array(json.dumps(meta))
+    write_atomically(path, lambda file: np.savez(file, **arrays))
+
+
+def write_atomically(path, write):
+    """Call `write(file)` on a temporary file beside `path`, then rename it to `path`: a crash or
+    Ctrl-C mid-write leaves whatever `path` held before, never a half-written file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
-            np.savez(file, **arrays)
+            write(file)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)
