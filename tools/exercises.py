@@ -355,8 +355,13 @@ def main(argv=None):
     write_workspace(args.out, plans, args.root, args.force)
     write_given_packages(args.out, args.root, args.force)
     for tier in tiers.TIERS.values():
-        if tier.build and tier.package in plans:
-            build_tier(args.out, tier.build)
+        if not tier.build or tier.package not in plans:
+            continue
+        if tier.gpu_needed:  # built by the first command that can run it, on a GPU
+            print(f"not building {args.out}/{tier.package} for the {tier.name} tier: {tier.name} "
+                  "needs a GPU (the CUDA simulator runs only the numba variant)")
+            continue
+        build_tier(args.out, tier.build)
     print_summary(args.out, plans)
 
 
