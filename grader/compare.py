@@ -62,10 +62,15 @@ def mismatch(op, name, received, expected, tol=None, how="", never_written=None)
 def dtype_problem(op, name, array, float_bits):
     """A message when an output's dtype breaks the contract, else None.
 
-    Integer outputs (argmax) must be int64 in every tier, as labels are; float outputs float32
+    Integer outputs (argmax) must be int64 in every tier, as labels are, and int8 codes (q) int8
+    in a float32 tier (stage 1's Python ints come back int64); float outputs float32
     from a float32 tier and float64 from stage 1. Values are compared separately.
     """
     kind = array.dtype.kind
+    if name == "q":  # quantize_int8's codes: int8, or stage 1's Python ints
+        wanted = np.int8 if float_bits == 32 else np.int64
+        problem = f"{op}: {name} must be {wanted.__name__}, got {array.dtype}"
+        return None if array.dtype == wanted else problem
     if name == "argmax":
         return None if array.dtype == np.int64 else f"{op}: {name} must be int64, got {array.dtype}"
     if kind != "f":
