@@ -59,7 +59,9 @@ int s2c_quantize_int8(const float *x, int8_t *q, int64_t size, float scale, int 
     #pragma omp parallel for num_threads(s2c_get_num_threads()) if (size >= S2C_PARALLEL_MIN)
     for (int64_t i = 0; i < size; i++) {
         float ratio = x[i] / scale;
-        ratio = ratio != ratio ? 0.0f : fminf(fmaxf(ratio, -256.0f), 256.0f); /* NaN: the zero */
+        ratio = ratio > 256.0f ? 256.0f : ratio; /* comparisons, not fminf: they vectorize */
+        ratio = ratio < -256.0f ? -256.0f : ratio;
+        ratio = ratio == ratio ? ratio : 0.0f; /* NaN: the zero point */
         /* Adding 1.5 * 2^23 leaves no bits below the units: float addition rounds to the nearest
          * integer, ties to even, as rint would, in one instruction the compiler vectorizes. */
         int code = (int)((ratio + ROUNDING_SHIFT) - ROUNDING_SHIFT) + zero_point;
@@ -144,10 +146,21 @@ struct output {
     const int32_t *correction;
 };
 
-static inline void write_out(const struct output *out, int64_t i, int64_t j, int32_t acc)
+/* Where row i's channel 0 goes; channel j is j * group further. */
+static inline float *row_start(const struct output *out, int64_t i)
 {
-    const int64_t at = (i / out->group) * out->m * out->group + i % out->group + j * out->group;
-    out->y[at] = out->scale[j] * (float)(acc - out->correction[j]) + out->b[j];
+    return out->y + (i / out->group) * out->m * out->group + i % out->group;
+}
+
+/* Row i's sums for channels j0 .. j0 + count - 1, rescaled into y. */
+static inline void write_row(const struct output *out, int64_t i, int64_t j0, int64_t count,
+                             const int32_t *sums)
+{
+    float *row = row_start(out, i);
+    for (int64_t jj = 0; jj < count; jj++) {
+        const int64_t j = j0 + jj;
+        row[j * out->group] = out->scale[j] * (float)(sums[jj] - out->correction[j]) + out->b[j];
+    }
 }
 
 /* ---- the rungs: rows [rows][k4] of u8, packed weights, one tile of rows x all channels ---- */
@@ -162,7 +175,7 @@ static void tile_scalar(const uint8_t *u, int64_t first, int64_t rows, int64_t k
             int32_t acc = 0;
             for (int64_t p = 0; p < k4; p++)
                 acc += (int32_t)row[p] * block[(p / 4) * nb * 4 + p % 4];
-            write_out(out, first + r, j, acc);
+            write_row(out, first + r, j, 1, &acc);
         }
     }
 }
@@ -192,12 +205,23 @@ rows_avx512_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4,
                 acc[r] = _mm512_dpbusd_epi32(acc[r], x4, weights);
             }
         }
-        const int64_t channels = s2c_min(16, out->m - j0);
+        /* The epilogue in vectors too: (sum - correction) * scale + b for 16 channels at once,
+         * stored where each channel's plane has this row (masked to the channels there are). */
+        const __mmask16 valid = (__mmask16)((1u << s2c_min(16, out->m - j0)) - 1);
+        const __m512i correction = _mm512_maskz_loadu_epi32(valid, out->correction + j0);
+        const __m512 scale = _mm512_maskz_loadu_ps(valid, out->scale + j0);
+        const __m512 bias = _mm512_maskz_loadu_ps(valid, out->b + j0);
+        const __m512i planes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                  10, 11, 12, 13, 14, 15),
+                                                  _mm512_set1_epi32((int32_t)out->group));
         for (int r = 0; r < rows; r++) {
-            int32_t sums[16];
-            _mm512_storeu_si512(sums, acc[r]);
-            for (int64_t jj = 0; jj < channels; jj++)
-                write_out(out, first + r, j0 + jj, sums[jj]);
+            const __m512 sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r], correction));
+            const __m512 y = _mm512_fmadd_ps(scale, sums, bias);
+            float *row = row_start(out, first + r) + j0 * out->group;
+            if (out->group == 1)
+                _mm512_mask_storeu_ps(row, valid, y);
+            else
+                _mm512_mask_i32scatter_ps(row, valid, planes, y, 4);
         }
     }
 }
@@ -234,8 +258,7 @@ rows_avx_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4, const
         for (int r = 0; r < rows; r++) {
             int32_t sums[8];
             _mm256_storeu_si256((__m256i *)sums, acc[r]);
-            for (int64_t jj = 0; jj < channels; jj++)
-                write_out(out, first + r, j0 + jj, sums[jj]);
+            write_row(out, first + r, j0, channels, sums);
         }
     }
 }
@@ -277,11 +300,12 @@ rows_avx2(const uint8_t *u, int64_t first, const int rows, int64_t k4, const int
         }
         const int64_t channels = s2c_min(8, out->m - j0);
         for (int r = 0; r < rows; r++) {
-            int32_t halves[16];
+            int32_t halves[16], sums[8];
             _mm256_storeu_si256((__m256i *)halves, low_acc[r]);
             _mm256_storeu_si256((__m256i *)(halves + 8), high_acc[r]);
-            for (int64_t jj = 0; jj < channels; jj++)
-                write_out(out, first + r, j0 + jj, halves[2 * jj] + halves[2 * jj + 1]);
+            for (int64_t jj = 0; jj < 8; jj++)
+                sums[jj] = halves[2 * jj] + halves[2 * jj + 1];
+            write_row(out, first + r, j0, channels, sums);
         }
     }
 }
@@ -380,6 +404,22 @@ int s2c_int8_linear(const int8_t *x, int x_zero, const int8_t *w, const float *s
     return int8_gemm(kernel, u, n, k, k4, w, x_zero, &out);
 }
 
+/* dst[0 .. s-1] = src[0 .. s-1]; a constant length for the usual kernel widths lets the compiler
+ * copy them in one or two moves instead of a loop. */
+static inline void copy_codes(uint8_t *dst, const uint8_t *src, int64_t s)
+{
+    switch (s) {
+    case 3:
+        memcpy(dst, src, 3);
+        break;
+    case 5:
+        memcpy(dst, src, 5);
+        break;
+    default:
+        memcpy(dst, src, (size_t)s);
+    }
+}
+
 /* x [n, c, h, w], w [m, c, r, s] -> y [n, m, oh, ow]: the rows are the output pixels, each the
  * receptive field's c * r * s codes (x_zero, the code of 0.0, in the padding). */
 int s2c_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
@@ -393,28 +433,35 @@ int s2c_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *s
                                                                               padding);
     S2C_REQUIRE(oh >= 1 && ow >= 1);
     const int64_t k = c * r * s, k4 = (k + 3) / 4 * 4, rows = n * oh * ow;
-    const uint8_t padding_code = (uint8_t)x_zero ^ 0x80;
+    const int64_t ph = h + 2 * padding, pw = width + 2 * padding;
+    uint8_t *padded = alloc_bytes((size_t)(n * c * ph * pw)); /* x + 128, bordered by x_zero's */
     uint8_t *u = alloc_bytes((size_t)(rows * k4));
-    if (u) {
+    if (padded && u) {
+        memset(padded, (uint8_t)x_zero ^ 0x80, (size_t)(n * c * ph * pw));
+        for (int64_t plane = 0; plane < n * c; plane++)
+            for (int64_t iy = 0; iy < h; iy++) {
+                const int8_t *line = x + (plane * h + iy) * width;
+                uint8_t *inside = padded + (plane * ph + iy + padding) * pw + padding;
+                for (int64_t ix = 0; ix < width; ix++)
+                    inside[ix] = (uint8_t)line[ix] ^ 0x80;
+            }
+        /* Each field is c * r rows of s codes of the padded image: copies without a branch. */
         #pragma omp parallel for num_threads(s2c_get_num_threads()) if (rows * k4 >= S2C_PARALLEL_MIN)
-        for (int64_t row = 0; row < rows; row++) {
-            const int64_t image = row / (oh * ow), oy = row / ow % oh, ox = row % ow;
-            uint8_t *field = u + row * k4;
-            for (int64_t ch = 0; ch < c; ch++)
-                for (int64_t i = 0; i < r; i++) {
-                    const int64_t iy = oy * stride - padding + i;
-                    for (int64_t j = 0; j < s; j++) {
-                        const int64_t ix = ox * stride - padding + j;
-                        const int inside = iy >= 0 && iy < h && ix >= 0 && ix < width;
-                        field[(ch * r + i) * s + j] = inside
-                            ? (uint8_t)x[((image * c + ch) * h + iy) * width + ix] ^ 0x80
-                            : padding_code;
-                    }
+        for (int64_t image_row = 0; image_row < n * oh; image_row++) { /* one row of outputs */
+            const int64_t image = image_row / oh, oy = image_row % oh;
+            for (int64_t ox = 0; ox < ow; ox++) {
+                uint8_t *field = u + (image_row * ow + ox) * k4;
+                for (int64_t ch = 0; ch < c; ch++) {
+                    const uint8_t *corner =
+                        padded + ((image * c + ch) * ph + oy * stride) * pw + ox * stride;
+                    for (int64_t i = 0; i < r; i++, field += s)
+                        copy_codes(field, corner + i * pw, s);
                 }
-            for (int64_t p = k; p < k4; p++)
-                field[p] = 0;
+                memset(field, 0, (size_t)(k4 - k));
+            }
         }
     }
+    free(padded);
     struct output out = {y, m, oh * ow, scale, b, NULL};
     return int8_gemm(kernel, u, rows, k, k4, w, x_zero, &out);
 }
