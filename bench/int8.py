@@ -25,7 +25,6 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import stage3_c
-
 from nn.backend import load_tier
 from nn.data import Normalizer, load_data
 from nn.predict import load_model
