@@ -45,7 +45,8 @@
 
 #include "internal.h"
 
-#define ROWS_PER_TILE 8
+#define ROWS_PER_TILE 16 /* rows a tile of the GEMM holds: AVX-512 keeps 16 sums in registers */
+#define HALF_TILE 8      /* the 256-bit rungs: 16 registers hold 8 rows' sums */
 #define ROUNDING_SHIFT 12582912.0f /* 1.5 * 2^23 */
 #define INT8_PARALLEL_MIN 1048576 /* multiply-adds below which the GEMM runs on one thread */
 
@@ -214,14 +215,30 @@ rows_avx512_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4,
         const __m512i planes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
                                                   10, 11, 12, 13, 14, 15),
                                                   _mm512_set1_epi32((int32_t)out->group));
+        /* A convolution's 16 rows are 16 neighbouring pixels of one image: transposed through
+         * a small buffer, each channel's 16 outputs are one contiguous store into its plane
+         * (16 scattered stores a row would touch 16 cache lines each). */
+        const int transpose = rows == 16 && out->group > 1 &&
+                              first / out->group == (first + 15) / out->group;
+        float tile[16][16];
         for (int r = 0; r < rows; r++) {
             const __m512 sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r], correction));
             const __m512 y = _mm512_fmadd_ps(scale, sums, bias);
             float *row = row_start(out, first + r) + j0 * out->group;
-            if (out->group == 1)
+            if (transpose)
+                _mm512_storeu_ps(tile[r], y);
+            else if (out->group == 1)
                 _mm512_mask_storeu_ps(row, valid, y);
             else
                 _mm512_mask_i32scatter_ps(row, valid, planes, y, 4);
+        }
+        if (transpose) {
+            float *plane = row_start(out, first) + j0 * out->group;
+            const __m512i down = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                    10, 11, 12, 13, 14, 15), _mm512_set1_epi32(16));
+            for (int64_t jj = 0; jj < s2c_min(16, out->m - j0); jj++)
+                _mm512_storeu_ps(plane + jj * out->group,
+                                 _mm512_i32gather_ps(down, &tile[0][jj], 4));
         }
     }
 }
@@ -244,7 +261,7 @@ rows_avx_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4, const
 {
     for (int64_t j0 = 0; j0 < out->m; j0 += 8) {
         const int8_t *block = packed + j0 * k4;
-        __m256i acc[ROWS_PER_TILE];
+        __m256i acc[HALF_TILE];
         for (int r = 0; r < rows; r++)
             acc[r] = _mm256_setzero_si256();
         for (int64_t p = 0; p < k4; p += 4) {
@@ -266,9 +283,10 @@ rows_avx_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4, const
 static void tile_avx_vnni(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
                           const int8_t *packed, const struct output *out)
 {
-    if (rows == ROWS_PER_TILE)
-        rows_avx_vnni(u, first, ROWS_PER_TILE, k4, packed, out);
-    else
+    if (rows == ROWS_PER_TILE) {
+        rows_avx_vnni(u, first, HALF_TILE, k4, packed, out);
+        rows_avx_vnni(u, first + HALF_TILE, HALF_TILE, k4, packed, out);
+    } else
         for (int64_t r = 0; r < rows; r++)
             rows_avx_vnni(u, first + r, 1, k4, packed, out);
 }
@@ -284,7 +302,7 @@ rows_avx2(const uint8_t *u, int64_t first, const int rows, int64_t k4, const int
 {
     for (int64_t j0 = 0; j0 < out->m; j0 += 8) {
         const int8_t *block = packed + j0 * k4;
-        __m256i low_acc[ROWS_PER_TILE], high_acc[ROWS_PER_TILE];
+        __m256i low_acc[HALF_TILE], high_acc[HALF_TILE];
         for (int r = 0; r < rows; r++)
             low_acc[r] = high_acc[r] = _mm256_setzero_si256();
         for (int64_t p = 0; p < k4; p += 4) {
@@ -313,9 +331,10 @@ rows_avx2(const uint8_t *u, int64_t first, const int rows, int64_t k4, const int
 static void tile_avx2(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
                       const int8_t *packed, const struct output *out)
 {
-    if (rows == ROWS_PER_TILE)
-        rows_avx2(u, first, ROWS_PER_TILE, k4, packed, out);
-    else
+    if (rows == ROWS_PER_TILE) {
+        rows_avx2(u, first, HALF_TILE, k4, packed, out);
+        rows_avx2(u, first + HALF_TILE, HALF_TILE, k4, packed, out);
+    } else
         for (int64_t r = 0; r < rows; r++)
             rows_avx2(u, first + r, 1, k4, packed, out);
 }
