@@ -20,7 +20,8 @@ def format_value(value):
 def mismatch(op, name, received, expected, tol=None, how="", never_written=None):
     """None when `received` matches `expected`, else a message naming the first bad element.
 
-    `tol` None means exact equality (integer outputs such as argmax). `how` ends the message,
+    `tol` None or zero means exact equality (integer outputs such as argmax; the int8 ops' floats,
+    exact by construction). `how` ends the message,
     e.g. '(central difference, h=1e-6)'. Shapes must match; float outputs of a float32 tier must
     be float32 and integer outputs integers (the caller checks dtypes, see `dtype_problem`).
     `never_written`, a boolean array, marks elements the op never wrote (grader/poison.py): the
@@ -29,7 +30,7 @@ def mismatch(op, name, received, expected, tol=None, how="", never_written=None)
     received, expected = np.asarray(received), np.asarray(expected)
     if received.shape != expected.shape:
         return f"{op}: {name} has shape {list(received.shape)}, expected {list(expected.shape)}"
-    if tol is None:
+    if tol is None or tol.atol == tol.rtol == 0:  # integers, or floats exact by construction
         bad = received != expected
         rule = "(exact match required)"
     else:
