@@ -22,7 +22,7 @@ import functools
 import numbers
 import types
 
-from . import arrays
+from . import arrays, quantized
 from .errors import fail, fail_type, type_name
 from .limits import check_elements
 from .metadata import interface_of
@@ -424,6 +424,7 @@ SIGNATURES = {
     "xavier_uniform": functools.partial(_init, op="xavier_uniform"),
     "he_normal": functools.partial(_init, op="he_normal"),
 }  # fmt: skip
+SIGNATURES.update(quantized.SIGNATURES)  # the int8 inference ops
 
 
 def bind(tier):

@@ -6,6 +6,8 @@ sizes, grader/ladders.py its speed sizes). Every float array is fresh float32 (g
 
 import math
 
+import numpy as np
+
 from . import inputs
 
 EXTREME = 1e3  # a scale this large asks for inputs.extremes: values up to +-1000, both ends exact
@@ -278,3 +280,64 @@ def build_optimizer(name):
 
 def build_init(rng, size):
     return {"shape": tuple(size), "seed": inputs.seed(rng)}
+
+
+# --- int8 inference (quantize_int8, int8_linear, int8_conv2d) ----------------------------------
+# Their results are exact in every tier: the sums are integers, and the float rescaling is made
+# exact by the inputs (scales powers of two, biases multiples of them, sums below 2^24), so a
+# result either matches stage 1's to the last bit or has a bug (ops.py gives them tol=0).
+CONTRACT_DEFAULTS["int8_conv2d"] = {"stride": 1, "padding": 0}
+
+
+def int8_codes(rng, shape):
+    """int8 codes spread over the whole range [-128, 127]."""
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def exact_rescale(rng, m):
+    """scale [M] (powers of two, 2^-10 to 2^-6) and b [M] (multiples of them): float32 arrays
+    with which scale * acc + b is exact in float32 for any |acc| < 2^23."""
+    scale = np.exp2(-rng.integers(6, 11, m)).astype(np.float32)
+    return scale, (scale * rng.integers(-1000, 1001, m)).astype(np.float32)
+
+
+def build_quantize(rng, size):
+    """size = (shape, zero_point, ties): values a code's width beyond [-128, 127] on both sides;
+    `ties` puts exact halves (x / scale = k + 0.5 under a power-of-two scale: round half to
+    even), else a random scale and fractions at least 0.02 from a half, so that float32 and
+    float64 round alike."""
+    shape, zero_point, ties = size
+    whole = rng.integers(-200, 201, shape)
+    if ties:
+        scale = float(2.0 ** -int(rng.integers(2, 8)))
+        fraction = rng.choice([0.0, 0.25, 0.5, 0.5, 0.75], shape)
+    else:
+        scale = inputs.real(rng, 0.01, 0.1)
+        fraction = rng.uniform(0.02, 0.48, shape) + 0.5 * rng.integers(0, 2, shape)
+    x = ((whole + fraction) * scale).astype(np.float32)
+    return {"x": x, "scale": scale, "zero_point": zero_point}
+
+
+def build_int8_linear(rng, size):
+    """size = (n, k, m, x_zero)."""
+    n, k, m, x_zero = size
+    scale, b = exact_rescale(rng, m)
+    return {"x": int8_codes(rng, (n, k)), "x_zero": x_zero, "w": int8_codes(rng, (m, k)),
+            "scale": scale, "b": b}  # fmt: skip
+
+
+def build_int8_conv2d(rng, size):
+    """size = (n, c, h, w, m, r, s, stride, padding[, x_zero]): stride and padding may be
+    DEFAULT; x_zero is drawn when not given (the speed ladders' conv layers)."""
+    n, c, h, w, m, r, s, stride, padding, *x_zero = size
+    scale, b = exact_rescale(rng, m)
+    args = {
+        "x": int8_codes(rng, (n, c, h, w)),
+        "x_zero": x_zero[0] if x_zero else int(rng.integers(-128, 128)),
+        "w": int8_codes(rng, (m, c, r, s)),
+        "scale": scale,
+        "b": b,
+        "stride": stride,
+        "padding": padding,
+    }
+    return with_defaults(args, "int8_conv2d")

@@ -20,7 +20,8 @@ def format_value(value):
 def mismatch(op, name, received, expected, tol=None, how="", never_written=None):
     """None when `received` matches `expected`, else a message naming the first bad element.
 
-    `tol` None means exact equality (integer outputs such as argmax). `how` ends the message,
+    `tol` None or zero means exact equality (integer outputs such as argmax; the int8 ops' floats,
+    exact by construction). `how` ends the message,
     e.g. '(central difference, h=1e-6)'. Shapes must match; float outputs of a float32 tier must
     be float32 and integer outputs integers (the caller checks dtypes, see `dtype_problem`).
     `never_written`, a boolean array, marks elements the op never wrote (grader/poison.py): the
@@ -29,7 +30,7 @@ def mismatch(op, name, received, expected, tol=None, how="", never_written=None)
     received, expected = np.asarray(received), np.asarray(expected)
     if received.shape != expected.shape:
         return f"{op}: {name} has shape {list(received.shape)}, expected {list(expected.shape)}"
-    if tol is None:
+    if tol is None or tol.atol == tol.rtol == 0:  # integers, or floats exact by construction
         bad = received != expected
         rule = "(exact match required)"
     else:
@@ -62,10 +63,15 @@ def mismatch(op, name, received, expected, tol=None, how="", never_written=None)
 def dtype_problem(op, name, array, float_bits):
     """A message when an output's dtype breaks the contract, else None.
 
-    Integer outputs (argmax) must be int64 in every tier, as labels are; float outputs float32
+    Integer outputs (argmax) must be int64 in every tier, as labels are, and int8 codes (q) int8
+    in a float32 tier (stage 1's Python ints come back int64); float outputs float32
     from a float32 tier and float64 from stage 1. Values are compared separately.
     """
     kind = array.dtype.kind
+    if name == "q":  # quantize_int8's codes: int8, or stage 1's Python ints
+        wanted = np.int8 if float_bits == 32 else np.int64
+        problem = f"{op}: {name} must be {wanted.__name__}, got {array.dtype}"
+        return None if array.dtype == wanted else problem
     if name == "argmax":
         return None if array.dtype == np.int64 else f"{op}: {name} must be int64, got {array.dtype}"
     if kind != "f":

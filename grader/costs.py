@@ -79,3 +79,22 @@ def work_im2col(args):
 
 def work_maxpool(args):
     return None, 4 * args["x"].size + 12 * pooled_elements(args)  # float32 y and int64 argmax
+
+
+# --- int8 inference: int8 codes are 1 byte, scales, biases and results 4 -----------------------
+def work_int8_linear(args):
+    (n, k), m = args["x"].shape, args["w"].shape[0]
+    return 2 * n * k * m, n * k + m * k + 8 * m + 4 * n * m
+
+
+def work_int8_conv2d(args):
+    n, c, h, w = args["x"].shape
+    m, _, r, s = args["w"].shape
+    stride, padding = args["stride"], args["padding"]
+    outputs = n * m * conv_out(h, r, stride, padding) * conv_out(w, s, stride, padding)
+    return 2 * outputs * c * r * s, n * c * h * w + m * c * r * s + 8 * m + 4 * outputs
+
+
+def work_quantize(args):
+    """quantize_int8 reads float32 x and writes one byte per element."""
+    return None, 5 * args["x"].size

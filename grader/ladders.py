@@ -136,3 +136,22 @@ def timed_class(tier):
     if tier.simulated:
         return "python"
     return tier.tier_class
+
+
+# --- int8 inference: the float32 ops' sizes (linear_forward's, the conv layers), int8 codes ---
+# fmt: off
+SPEED |= {
+    "quantize_int8": _ladder((((256, 256), 3, False),), (((1024, 1024), 3, False),),
+                             (((4096, 4096), 3, False),)),
+    "int8_linear": _ladder(((8, 784, 128, -128),), ((64, 784, 128, -128), (256, 3200, 256, 5)),
+                           ((4096, 4096, 4096, 0),)),
+    "int8_conv2d": CONV,
+}
+BENCH |= {
+    "int8_linear": {"python": ((8, 784, 128, -128),),
+                    "cpu": ((8, 784, 128, -128), (64, 784, 128, -128), (256, 3200, 256, -128),
+                            (1024, 4096, 1024, 0)),
+                    "gpu": ((256, 3200, 256, -128), (4096, 4096, 4096, 0))},
+    "int8_conv2d": CONV_BENCH,
+}
+# fmt: on

@@ -32,6 +32,8 @@ from .builders import (
     build_hinge,
     build_im2col,
     build_init,
+    build_int8_conv2d,
+    build_int8_linear,
     build_linear,
     build_logits,
     build_matmul,
@@ -39,6 +41,7 @@ from .builders import (
     build_mse,
     build_optimizer,
     build_pool,
+    build_quantize,
     build_scale,
 )
 from .costs import (
@@ -47,10 +50,13 @@ from .costs import (
     work_conv,
     work_im2col,
     work_init,
+    work_int8_conv2d,
+    work_int8_linear,
     work_linear,
     work_matmul,
     work_maxpool,
     work_memory,
+    work_quantize,
     work_written,
 )
 
@@ -361,6 +367,33 @@ _OPS = [
          work=work_init),
 ]
 
+# fmt: on
+
+
+# int8 inference: results exact in every tier (builders.py, "int8 inference"), so tol=0; no
+# gradients (inference only).
+# fmt: off
+_OPS += [
+    dict(name="quantize_int8", group="quantization", params=("x", "scale", "zero_point"),
+         build=build_quantize, outputs=("q",), tol=0.0, work=work_quantize,
+         cases=(((1, 7), 0, True), ((3, 5, 7), -5, False), ((2, 3, 4, 5), 127, True),
+                ((17, 9), -128, False), ((4, 33), 40, False)),
+         tier_cases=per_tier(TAILS, lambda shape: (shape, 3, False))),
+    dict(name="int8_linear", group="quantization", params=("x", "x_zero", "w", "scale", "b"),
+         build=build_int8_linear, tol=0.0, work=work_int8_linear,
+         cases=((1, 7, 3, 0), (5, 13, 9, -128), (17, 33, 10, 127), (33, 65, 17, 7),
+                (3, 131, 21, -3)),
+         tier_cases=per_tier(INNER, lambda k: (2, k, 3, -128))),
+    dict(name="int8_conv2d", group="quantization",
+         params=("x", "x_zero", "w", "scale", "b", "stride", "padding"),
+         build=build_int8_conv2d, tol=0.0, work=work_int8_conv2d,
+         cases=tuple((*case[:9], zero) for case, zero in zip(
+             CONV2D_CASES[:3] + CONV_CASES[2:3] + CONV_CASES[4:], (0, -128, 50, 127, -7),
+             strict=True)),
+         # C*R*S = 4113: past every SIMD width and block of the int8 GEMM's K
+         tier_cases={kind: ((1, 457, 3, 4, 3, 3, 3, 1, 1, -100),)
+                     for kind in ("python", "cpu", "gpu")}),
+]
 # fmt: on
 
 

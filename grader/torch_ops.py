@@ -394,3 +394,33 @@ TORCH_OPS = {
         same_numbers=False),
 }
 # fmt: on
+
+
+# int8 inference: PyTorch's eager int8 matmul is CPU-only and its quantized ops use their own
+# rounding, so the counterparts are the expressions of the contract's definitions; the sums in
+# float64, exact for int8 products (|sum| < 2^53), as ours are in int32.
+def _quantize(torch, t, a):
+    ratio = torch.nan_to_num(t["x"] / a["scale"], nan=0.0).clamp(-256, 256)
+    return (torch.round(ratio) + a["zero_point"]).clamp(-128, 127).to(torch.int8)
+
+
+def _int8_linear(torch, t, a):
+    centred = t["x"].double() - a["x_zero"]
+    return (centred @ t["w"].double().t() * t["scale"] + t["b"]).float()
+
+
+def _int8_conv2d(torch, t, a):
+    centred = t["x"].double() - a["x_zero"]  # zero padding of x - x_zero: x_zero's of x
+    sums = _functional(torch).conv2d(centred, t["w"].double(), stride=a["stride"],
+                                     padding=a["padding"])  # fmt: skip
+    return (sums * t["scale"].view(1, -1, 1, 1) + t["b"].view(1, -1, 1, 1)).float()
+
+
+TORCH_OPS |= {
+    "quantize_int8": Counterpart("round(x / scale) + zero_point, clamped, as int8", "expression",
+                                 _one("q", _quantize)),
+    "int8_linear": Counterpart("(x - x_zero) @ w.t() * scale + b (float64 sums)", "expression",
+                               _one("y", _int8_linear)),
+    "int8_conv2d": Counterpart(f"{F}conv2d(x - x_zero, w) * scale + b (float64 sums)",
+                               "expression", _one("y", _int8_conv2d)),
+}

@@ -44,3 +44,9 @@ def ops_for_week(stage, week):
     if stage in WHOLE_STAGE_WEEKS.get(week, ()):
         return list(OPS)
     return [name for name in OPS if week_of(stage, name) == week]
+
+
+# int8 inference, taught after training (the deployment weeks): week 18 in every stage for now.
+GROUPS += ("quantization",)
+for _stage in WEEKS:
+    WEEKS[_stage]["quantization"] = 18

@@ -54,7 +54,12 @@ def save_checkpoint(path, model, optimizer, record):
     not_finite = [name for name, array in arrays.items() if not np.all(np.isfinite(array))]
     if not_finite:
         raise NotFiniteError(path, not_finite)
-    arrays["meta"] = np.array(json.dumps(meta))
+    write_arrays(path, arrays, meta)
+
+
+def write_arrays(path, arrays, meta):
+    """Write {name: array} and the JSON `meta` to `path` as a checkpoint's .npz, atomically."""
+    arrays = {**arrays, "meta": np.array(json.dumps(meta))}
     write_atomically(path, lambda file: np.savez(file, **arrays))
 
 

@@ -20,6 +20,7 @@ from nn.checkpoint import CheckpointError, meta_field, read_checkpoint, restore
 from nn.data import DATA_NAMES, Normalizer, load_data
 from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
 from nn.models import build_model
+from nn.quantized import restore_quantized
 from nn.recipes import Recipe
 from nn.setting_checks import is_int, is_number
 
@@ -52,7 +53,10 @@ def load_model(path, tier):
         model.build(tier, seed=0)  # initial weights are replaced by the checkpoint's
     except ValueError as error:
         raise CheckpointError(f"checkpoint {path}: its model cannot be built: {error}") from None
-    restore(path, meta, arrays, model)
+    if "quantization" in meta:  # an int8 checkpoint of nn.quantize
+        restore_quantized(path, arrays, model)
+    else:
+        restore(path, meta, arrays, model)
     model.eval()
     return model, meta
 

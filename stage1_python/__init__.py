@@ -41,6 +41,7 @@ from .losses import (
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
 from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .quantized import int8_conv2d, int8_linear, quantize_int8
 from .regularization import dropout_backward, dropout_forward
 
 NAME = "python"
@@ -94,6 +95,7 @@ __all__ = [
     "linear_forward",
     "linear_backward",
     # activations
+    "quantize_int8",
     "relu",
     "relu_backward",
     "leaky_relu",
@@ -117,6 +119,8 @@ __all__ = [
     "hinge_loss_backward",
     # convolution
     "im2col",
+    "int8_conv2d",
+    "int8_linear",
     "col2im",
     "conv2d_forward",
     "conv2d_backward",

@@ -24,6 +24,7 @@ class NestedLists:
 
     native = "nested lists"
     float_dtype = "float64"
+    int8_dtype = "int64"  # int8 codes are Python ints: their range is checked value by value
 
     @staticmethod
     def describe(op, name, x):

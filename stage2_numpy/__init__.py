@@ -40,6 +40,7 @@ from .losses import (
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
 from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .quantized import int8_conv2d, int8_linear, quantize_int8
 from .regularization import dropout_backward, dropout_forward
 
 NAME = "numpy"
@@ -48,14 +49,16 @@ NAME = "numpy"
 def from_numpy(a):
     """A NumPy array as this tier's native array (a fresh C-contiguous copy).
 
-    Floating arrays become float32, integer ones (labels, argmax) int64; a 0-d array becomes a
-    Python scalar.
+    Floating arrays become float32, int8 ones (quantized codes) stay int8, other integers (labels,
+    argmax) int64; a 0-d array becomes a Python scalar.
     """
     a = np.asarray(a)
     if a.ndim == 0:
         return a.item()
     if a.dtype.kind == "f":
         return np.array(a, dtype=np.float32, order="C")
+    if a.dtype == np.int8:  # quantized codes keep their width
+        return np.array(a, dtype=np.int8, order="C")
     if a.dtype.kind in "iu":
         return np.array(a, dtype=np.int64, order="C")
     raise ValueError(f"from_numpy: a must hold floats or integers, got {a.dtype}")
@@ -99,6 +102,8 @@ __all__ = [
     "hinge_loss",
     "hinge_loss_backward",
     "im2col",
+    "int8_conv2d",
+    "int8_linear",
     "leaky_relu",
     "leaky_relu_backward",
     "linear_backward",
@@ -112,6 +117,7 @@ __all__ = [
     "mse_loss",
     "mse_loss_backward",
     "mul",
+    "quantize_int8",
     "relu",
     "relu_backward",
     "rmsprop_step",

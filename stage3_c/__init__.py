@@ -53,6 +53,7 @@ from .losses import (
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
 from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .quantized import int8_conv2d, int8_linear, quantize_int8
 
 NAME = "c"
 
@@ -65,12 +66,15 @@ def available():
 
 def from_numpy(a):
     """A NumPy array as this tier's native array: a C-contiguous copy, float32 for floating data,
-    int64 for integers (labels, argmax); a 0-d array becomes a Python scalar."""
+    int8 for int8 codes, int64 for other integers (labels, argmax); a 0-d array becomes a Python
+    scalar."""
     a = np.asarray(a)
     if a.ndim == 0:
         return a.item()
     if a.dtype.kind == "f":
         return np.array(a, dtype=np.float32, order="C")
+    if a.dtype == np.int8:  # quantized codes keep their width
+        return np.array(a, dtype=np.int8, order="C")
     if a.dtype.kind in "iu":
         return np.array(a, dtype=np.int64, order="C")
     raise ValueError(f"from_numpy: a must hold floats or integers, got {a.dtype}")
@@ -170,5 +174,8 @@ __all__ = [
     "rmsprop_step",
     "adam_step",
     "xavier_uniform",
+    "quantize_int8",
+    "int8_linear",
+    "int8_conv2d",
     "he_normal",
 ]

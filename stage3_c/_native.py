@@ -139,11 +139,13 @@ def call_for_double(function, *args):
 
 
 def pointer(array):
-    """A C pointer to a C-contiguous float32 or int64 array's data (no copy; keep the array);
-    NULL for None (an optional output the caller skips, as conv2d_backward's dx)."""
+    """A C pointer to a C-contiguous float32, int64 or int8 array's data (no copy; keep the
+    array); NULL for None (an optional output the caller skips, as conv2d_backward's dx)."""
     if array is None:
         return extension().ffi.NULL
-    c_type = "int64_t[]" if array.dtype == np.int64 else "float[]"
+    c_type = {np.dtype(np.int64): "int64_t[]", np.dtype(np.int8): "int8_t[]"}.get(
+        array.dtype, "float[]"
+    )
     return extension().ffi.from_buffer(c_type, array)
 
 

@@ -7,6 +7,8 @@ buffer for the launch.
 """
 
 import re
+import shutil
+import subprocess
 
 LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
 DYNAMIC_SHARED = "extern __shared__ __align__(16) float shared[];"
@@ -17,3 +19,22 @@ def emulated(source):
     rewritten for the emulation."""
     text = LAUNCH.sub(r"emulate::Launch(\2).run(\1, ", source)
     return text.replace(DYNAMIC_SHARED, "float *shared = emulate::dynamic_shared();")
+
+
+def build_library(folder, csrc, emulation, sources):
+    """Compile `sources` (paths under the folder `csrc`) for the emulation, into
+    folder/libemulated.so; returns its path, or raises AssertionError with g++'s errors."""
+    for path in csrc.rglob("*.cu*"):
+        (folder / path.relative_to(csrc)).parent.mkdir(exist_ok=True)
+        (folder / path.relative_to(csrc)).write_text(emulated(path.read_text()))
+    for header in csrc.glob("*.h"):
+        shutil.copy(header, folder)
+    library = folder / "libemulated.so"
+    # math.h: CUDA declares expf, sqrtf, INFINITY ... without an include
+    command = ["g++", "-std=c++20", "-O1", "-pthread", "-fno-strict-aliasing", "-shared", "-fPIC",
+               "-I", emulation, "-I", folder, "-include", "math.h", "-include", "cuda_runtime.h",
+               "-include", "warp_shuffle.h", "-x", "c++", *[folder / name for name in sources],
+               "-o", library]  # fmt: skip
+    built = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
+    return library

@@ -7,6 +7,7 @@ run on stage 2), then every argument in turn replaced by every mutation of its k
     where floats are expected, and, in tiers whose arrays are NumPy arrays, other dtypes, 0-d
     arrays, big-endian bytes and views (strided, unaligned, read-only);
   - index arrays (labels, argmax): out of range, floats, bools, other integer dtypes;
+  - int8 codes (the int8 ops' x and w): floats, other integer dtypes; zero points out of range;
   - ints and numbers: out of range, NaN, infinities, bools, strings, None, huge values, and
     NumPy scalars (np.int16(200) must be converted before use and give the right result);
   - flags, shapes (x_shape, an init's shape) and batchnorm's saved pair.
@@ -174,6 +175,25 @@ def index_mutations(limit):
     ]  # fmt: skip
 
 
+def int8_mutations():
+    """int8 codes (the int8 ops' x and w): other dtypes refused; stage 1's ints have no dtype."""
+    out = [(f"a {type(v).__name__}", RAISES, as_is(v)) for v in NOT_ARRAYS]
+    out += [
+        ("a zero-size dimension", RAISES, through(lambda v: np.zeros((0, *v.shape[1:]), v.dtype))),
+        ("one axis less", AGREE, through(one_axis_less)),
+        ("floats", RAISES, float64_array),
+        ("a strided view", SUCCEEDS, numpy_only(non_contiguous)),
+    ]
+    return out + [(f"dtype {d}", RAISES, numpy_only(lambda v, d=d: v.astype(d)))
+                  for d in ("int64", "uint8", "int16")]  # fmt: skip
+
+
+def zero_point_mutations():
+    """A zero point: an int in [-128, 127]."""
+    out = [(repr(v), RAISES, as_is(v)) for v in (128, -129, 2**63, 1.5, np.nan, True, "2", None)]
+    return out + [("-1", AGREE, as_is(-1)), ("np.int16", SUCCEEDS, numpy_int(np.int16))]
+
+
 def int_mutations():
     out = [(repr(v), RAISES, as_is(v)) for v in (-1, 1.5, np.nan, True, np.True_, "2", None)]
     out += [("the value as a float", RAISES, lambda tier, v: float(v))]
@@ -239,6 +259,10 @@ def saved_mutations():
 def mutations(op, name, args):
     """Every mutation of argument `name` of `op`, whose valid call is `args`."""
     value = args[name]
+    if isinstance(value, np.ndarray) and value.dtype == np.int8:
+        return int8_mutations()
+    if name in ("x_zero", "zero_point"):
+        return zero_point_mutations()
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         return array_mutations(in_place=name in op.inplace)
     if isinstance(value, np.ndarray):  # labels [N] in [0, C), or argmax in [0, H*W)

@@ -178,6 +178,14 @@ TORCH = {  # op name: its PyTorch equivalent, on float64 tensors (in-place ops u
     "momentum_step": momentum_step,
     "rmsprop_step": rmsprop_step,
     "adam_step": adam_step,
+    # int8 inference: the contract's definitions (a NaN quantizes to the zero point)
+    "quantize_int8": lambda x, scale, zero: (
+        torch.round(torch.nan_to_num(x / scale, nan=0.0).clamp(-256, 256)) + zero
+    ).clamp(-128, 127).long(),
+    "int8_linear": lambda x, zero, w, scale, b: ((x - zero).double() @ w.double().T) * scale + b,
+    "int8_conv2d": lambda x, zero, w, scale, b, stride, padding: (
+        F.conv2d((x - zero).double(), w.double(), None, stride, padding) * scale.view(1, -1, 1, 1)
+        + b.view(1, -1, 1, 1)),
 }
 
 

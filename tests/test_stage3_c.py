@@ -448,5 +448,6 @@ def test_every_public_c_function_is_an_exercise_of_weeks_11_to_13():
     assert weeks == {11, 12, 13}
     header = (CSRC / "s2c.h").read_text() + (CSRC / "matmul.h").read_text()
     for name in re.findall(r"^int (s2c_\w+)\(", header, re.M):
-        if name not in ("s2c_get_num_threads", "s2c_simd_width"):
+        # the int8 kernels (int8.c) are given code until week 18's C exercise is cut from them
+        if name not in ("s2c_get_num_threads", "s2c_simd_width") and "int8" not in name:
             assert name in regions, f"{name} has no solution region"

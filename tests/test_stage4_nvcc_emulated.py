@@ -12,12 +12,11 @@ pointers (the emulation's "device" memory is the host's), called through ctypes.
 
 import ctypes
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_emulated import emulated
+from cuda_emulated import build_library
 
 import stage2_numpy as reference
 
@@ -61,21 +60,7 @@ class Geometry(ctypes.Structure):
 def lib(tmp_path_factory):
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed here")
-    folder = tmp_path_factory.mktemp("emulated")
-    for path in CSRC.rglob("*.cu*"):
-        text = emulated(path.read_text())
-        (folder / path.relative_to(CSRC)).parent.mkdir(exist_ok=True)
-        (folder / path.relative_to(CSRC)).write_text(text)
-    for header in CSRC.glob("*.h"):
-        shutil.copy(header, folder)
-    library = folder / "libemulated.so"
-    # math.h: CUDA declares expf, sqrtf, INFINITY ... without an include
-    command = ["g++", "-std=c++20", "-O1", "-pthread", "-fno-strict-aliasing", "-shared", "-fPIC",
-               "-I", EMULATION, "-I", folder, "-include", "math.h", "-include", "cuda_runtime.h",
-               "-include", "warp_shuffle.h", "-x", "c++", *[folder / name for name in SOURCES],
-               "-o", library]  # fmt: skip
-    built = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert built.returncode == 0, built.stderr
+    library = build_library(tmp_path_factory.mktemp("emulated"), CSRC, EMULATION, SOURCES)
     loaded = ctypes.CDLL(str(library))
     for name, arguments in SIGNATURES.items():
         getattr(loaded, f"s2c_cuda_{name}").argtypes = arguments

@@ -143,4 +143,19 @@ uint64_t s2c_random_bits(uint64_t seed, uint64_t i);
 double s2c_uniform(uint64_t seed, uint64_t i); /* in [0, 1), a multiple of 2^-24 */
 double s2c_normal(uint64_t seed, uint64_t i);  /* standard normal, Box-Muller */
 
+/* ---- int8 inference (int8.c): x ~ scale * (q - zero_point). quantize_int8 writes
+ * q = clamp(round_half_even(x / scale) + zero_point, -128, 127) (NaN -> zero_point). The int8
+ * ops write y = scale[j] * sum_k (x - x_zero) * w[j, k] + b[j] (the sum exact in int32):
+ * int8_linear x [n, k], w [m, k] -> y [n, m]; int8_conv2d x [n, c, h, w], w [m, c, r, s] ->
+ * y [n, m, oh, ow]. `kernel`: 0 the best rung this CPU runs, 1 scalar, 2 AVX2, 3 AVX-VNNI,
+ * 4 AVX-512 VNNI (a rung this build or CPU lacks: S2C_BAD_ARGUMENT). ---- */
+int s2c_quantize_int8(const float *x, int8_t *q, int64_t size, float scale, int zero_point);
+int s2c_int8_linear(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                    const float *b, float *y, int64_t n, int64_t k, int64_t m, int kernel);
+int s2c_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                    const float *b, float *y, int64_t n, int64_t c, int64_t h, int64_t width,
+                    int64_t m, int64_t r, int64_t s, int64_t stride, int64_t padding, int kernel);
+int s2c_int8_kernel_supported(int kernel);
+int s2c_int8_best_kernel(void);
+
 #endif

@@ -227,6 +227,23 @@ int s2c_cuda_graph_launch(void *graph_exec);
 int s2c_cuda_graph_destroy(void *graph_exec);
 int s2c_cuda_copy(void *destination, const void *source, int64_t bytes);
 
+/* int8/: int8 inference (week 18). quantize_int8: q = clamp(round_half_even(x / scale) + zero,
+ * -128, 127). int8_linear x [n, k], w [m, k] -> y [n, m] and int8_conv2d x [n, c, h, width],
+ * w [m, c, r, s] -> y [n, m, oh, ow]: y = scale[j] * sum (x - x_zero) * w[j] + b[j], the sum in
+ * int32. Scratch: rows [rows, k32] int8 (rows = n, or n * oh * ow; k32 = k, or c * r * s, rounded
+ * up to 32), packed [m, k32] int8, weight_sums [m] int32. rung: 0 the best this GPU has, 1 dp4a,
+ * 2 tensor-core MMA (int8_best_rung says which 0 picks). */
+int s2c_cuda_quantize_int8(const float *x, int8_t *q, int64_t n, float scale, int zero_point);
+int s2c_cuda_int8_linear(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                         const float *b, float *y, int8_t *rows, int8_t *packed,
+                         int32_t *weight_sums, int64_t n, int64_t k, int64_t m, int rung);
+int s2c_cuda_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                         const float *b, float *y, int8_t *rows, int8_t *packed,
+                         int32_t *weight_sums, int64_t n, int64_t c, int64_t h, int64_t width,
+                         int64_t m, int64_t r, int64_t s, int64_t stride, int64_t padding,
+                         int rung);
+int s2c_cuda_int8_best_rung(int *rung);
+
 #ifdef __cplusplus
 }
 #endif

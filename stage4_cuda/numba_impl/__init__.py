@@ -62,6 +62,7 @@ from .losses import (
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
 from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
+from .quantized import int8_conv2d, int8_linear, quantize_int8
 from .regularization import dropout_backward, dropout_forward
 
 NAME = "numba"
@@ -110,6 +111,8 @@ __all__ = [
     "hinge_loss",
     "hinge_loss_backward",
     "im2col",
+    "int8_conv2d",
+    "int8_linear",
     "leaky_relu",
     "leaky_relu_backward",
     "linear_backward",
@@ -124,6 +127,7 @@ __all__ = [
     "mse_loss_backward",
     "mul",
     "record_step",
+    "quantize_int8",
     "relu",
     "relu_backward",
     "rmsprop_step",

@@ -66,6 +66,7 @@ from .pooling import (
     maxpool2d_relu_backward,
     maxpool2d_relu_forward,
 )
+from .quantized import int8_conv2d, int8_linear, quantize_int8
 from .recording import capture_graph, copy_into, record_step
 from .regularization import dropout_backward, dropout_forward
 
@@ -124,6 +125,8 @@ __all__ = [
     "hinge_loss",
     "hinge_loss_backward",
     "im2col",
+    "int8_conv2d",
+    "int8_linear",
     "leaky_relu",
     "leaky_relu_backward",
     "linear_backward",
@@ -140,6 +143,7 @@ __all__ = [
     "mse_loss_backward",
     "mul",
     "record_step",
+    "quantize_int8",
     "relu",
     "relu_backward",
     "rmsprop_step",

@@ -86,13 +86,15 @@ class DeviceScalar:
 
 
 def from_numpy(a):
-    """A NumPy array copied to the device: floating data as float32, integers (labels, argmax)
-    as int64; a 0-d array becomes a Python scalar."""
+    """A NumPy array copied to the device: floating data as float32, int8 codes as int8, other
+    integers (labels, argmax) as int64; a 0-d array becomes a Python scalar."""
     a = np.asarray(a)
     if a.ndim == 0:
         return a.item()
     if a.dtype.kind == "f":
         return cuda.to_device(np.ascontiguousarray(a, dtype=np.float32))
+    if a.dtype == np.int8:  # quantized codes keep their width
+        return cuda.to_device(np.ascontiguousarray(a))
     if a.dtype.kind in "iu":
         return cuda.to_device(np.ascontiguousarray(a, dtype=np.int64))
     raise ValueError(f"from_numpy: a must hold floats or integers, got {a.dtype}")

@@ -217,6 +217,16 @@ template <class T> void __stcs(T *pointer, T value) { *pointer = value; }
 
 /* The hardware's fast exp (softmax rungs 4 and 5): expf here, within its error bound. */
 inline float __expf(float x) { return std::exp(x); }
+/* The int8 kernels' intrinsics: IEEE division and addition (rounded to nearest, never fused),
+ * and __dp4a, four int8 products added to an int32. */
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline int __dp4a(int a, int b, int c)
+{
+    for (int byte = 0; byte < 4; byte++)
+        c += (int)(int8_t)(a >> (8 * byte)) * (int)(int8_t)(b >> (8 * byte));
+    return c;
+}
 
 inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 inline const char *cudaGetErrorString(cudaError_t) { return "emulated error"; }

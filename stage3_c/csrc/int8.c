@@ -1,0 +1,486 @@
+/* int8.c -- INT8 inference: quantization and the int8 GEMM (int8 x int8 -> int32), rescaled to
+ * float32, for dense layers and for convolutions through im2col.
+ *
+ * The math (stage1_python/quantized.py): y[i, j] = scale[j] * acc[i, j] + b[j] with
+ *     acc[i, j] = sum_k (x[i, k] - x_zero) * w[j, k]      exact in int32.
+ *
+ * The CPU's integer dot-product instructions multiply UNSIGNED bytes by SIGNED bytes and add
+ * each group of four products into an int32 lane (AVX-512 VNNI's vpdpbusd, AVX-VNNI's 256-bit
+ * form). So the activations go in as u = x + 128 (x ^ 0x80: the same bits with the sign flipped),
+ * and the zero point comes out as one correction per output channel:
+ *     acc = sum_k u[k] * w[j, k] - (128 + x_zero) * sum_k w[j, k].
+ * A broadcast of four bytes of a row times four bytes of each of 16 channels is one vpdpbusd:
+ * the weights are packed [channel block][k / 4][channel in block][4] so that one load feeds 16
+ * (or 8) channels, and no horizontal sum is ever needed.
+ *
+ * The rungs, chosen at run time as the fp32 GEMM's micro-kernel is (matmul.c), each compiled only
+ * when the build's flags enable its instructions:
+ *   4 avx512_vnni   16 channels a vector, vpdpbusd (64 multiply-adds an instruction)
+ *   3 avx_vnni       8 channels a vector, the VEX-encoded vpdpbusd
+ *   2 avx2           8 channels; vpmaddwd on bytes widened to 16 bits. Not vpmaddubsw: it adds
+ *                    two u8 x s8 products into an int16 with saturation, and 2 * 255 * 127
+ *                    overflows 32767, so the sum would be silently clipped.
+ *   1 scalar         plain C, the same packed rows.
+ * K is padded to a multiple of 4 with zero weights, so no rung has a tail along K; the tails are
+ * along the rows (a tile of up to ROWS_PER_TILE) and the channels (a block of up to 16).
+ */
+#define _POSIX_C_SOURCE 200112L /* posix_memalign */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#define S2C_INT8_AVX512_VNNI 1
+#endif
+#if defined(__AVXVNNI__)
+#define S2C_INT8_AVX_VNNI 1
+#endif
+#if defined(__AVX2__)
+#define S2C_INT8_AVX2 1
+#endif
+#endif
+
+#include "internal.h"
+
+#define ROWS_PER_TILE 16 /* rows a tile of the GEMM holds: AVX-512 keeps 16 sums in registers */
+#define HALF_TILE 8      /* the 256-bit rungs: 16 registers hold 8 rows' sums */
+#define ROUNDING_SHIFT 12582912.0f /* 1.5 * 2^23 */
+#define INT8_PARALLEL_MIN 1048576 /* multiply-adds below which the GEMM runs on one thread */
+
+enum int8_kernel { KERNEL_BEST = 0, KERNEL_SCALAR, KERNEL_AVX2, KERNEL_AVX_VNNI, KERNEL_AVX512_VNNI };
+
+/* ---- quantization ------------------------------------------------------------------------ */
+
+int s2c_quantize_int8(const float *x, int8_t *q, int64_t size, float scale, int zero_point)
+{
+    S2C_REQUIRE(size >= 1 && scale > 0.0f && zero_point >= -128 && zero_point <= 127);
+    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (size >= S2C_PARALLEL_MIN)
+    for (int64_t i = 0; i < size; i++) {
+        float ratio = x[i] / scale;
+        ratio = ratio > 256.0f ? 256.0f : ratio; /* comparisons, not fminf: they vectorize */
+        ratio = ratio < -256.0f ? -256.0f : ratio;
+        ratio = ratio == ratio ? ratio : 0.0f; /* NaN: the zero point */
+        /* Adding 1.5 * 2^23 leaves no bits below the units: float addition rounds to the nearest
+         * integer, ties to even, as rint would, in one instruction the compiler vectorizes. */
+        int code = (int)((ratio + ROUNDING_SHIFT) - ROUNDING_SHIFT) + zero_point;
+        q[i] = (int8_t)(code < -128 ? -128 : code > 127 ? 127 : code);
+    }
+    return S2C_OK;
+}
+
+/* ---- the kernel in use ---------------------------------------------------------------------- */
+
+static int supported(int kernel)
+{
+    switch (kernel) {
+    case KERNEL_SCALAR:
+        return 1;
+#ifdef S2C_INT8_AVX2
+    case KERNEL_AVX2:
+        return __builtin_cpu_supports("avx2");
+#endif
+#ifdef S2C_INT8_AVX_VNNI
+    case KERNEL_AVX_VNNI:
+        return __builtin_cpu_supports("avxvnni");
+#endif
+#ifdef S2C_INT8_AVX512_VNNI
+    case KERNEL_AVX512_VNNI:
+        return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+#endif
+    default:
+        return 0;
+    }
+}
+
+/* The widest rung this build has and this CPU runs. */
+static int best_kernel(void)
+{
+    for (int kernel = KERNEL_AVX512_VNNI; kernel > KERNEL_SCALAR; kernel--)
+        if (supported(kernel))
+            return kernel;
+    return KERNEL_SCALAR;
+}
+
+int s2c_int8_kernel_supported(int kernel) { return kernel == KERNEL_BEST || supported(kernel); }
+
+int s2c_int8_best_kernel(void) { return best_kernel(); }
+
+/* Channels a packed weight block holds for `kernel`. */
+static int64_t block_channels(int kernel) { return kernel == KERNEL_AVX512_VNNI ? 16 : 8; }
+
+/* ---- packing -------------------------------------------------------------------------------- */
+
+/* w [m, k] -> packed [m / nb][k4 / 4][nb][4] (k4 = k rounded up to 4; zeros beyond m and k). */
+static void pack_weights(const int8_t *w, int8_t *packed, int64_t m, int64_t k, int64_t k4,
+                         int64_t nb)
+{
+    memset(packed, 0, (size_t)(((m + nb - 1) / nb) * nb * k4));
+    for (int64_t j = 0; j < m; j++) {
+        int8_t *block = packed + (j / nb) * nb * k4 + (j % nb) * 4;
+        for (int64_t p = 0; p < k; p++)
+            block[(p / 4) * nb * 4 + p % 4] = w[j * k + p];
+    }
+}
+
+/* correction[j] = (128 + x_zero) * sum_k w[j, k]: what the unsigned rows add beyond x - x_zero. */
+static void zero_corrections(const int8_t *w, int32_t *correction, int64_t m, int64_t k,
+                             int x_zero)
+{
+    for (int64_t j = 0; j < m; j++) {
+        int32_t sum = 0;
+        for (int64_t p = 0; p < k; p++)
+            sum += w[j * k + p];
+        correction[j] = (128 + x_zero) * sum;
+    }
+}
+
+/* Where the GEMM writes: row i of the product, column j goes to
+ * y[(i / group) * m * group + i % group + j * group]; group 1 is a plain [rows, m] matrix, group
+ * OH*OW the [N, M, OH, OW] image of a convolution whose rows are its output pixels. */
+struct output {
+    float *y;
+    int64_t m, group;
+    const float *scale, *b;
+    const int32_t *correction;
+};
+
+/* Where row i's channel 0 goes; channel j is j * group further. */
+static inline float *row_start(const struct output *out, int64_t i)
+{
+    return out->y + (i / out->group) * out->m * out->group + i % out->group;
+}
+
+/* Row i's sums for channels j0 .. j0 + count - 1, rescaled into y. */
+static inline void write_row(const struct output *out, int64_t i, int64_t j0, int64_t count,
+                             const int32_t *sums)
+{
+    float *row = row_start(out, i);
+    for (int64_t jj = 0; jj < count; jj++) {
+        const int64_t j = j0 + jj;
+        row[j * out->group] = out->scale[j] * (float)(sums[jj] - out->correction[j]) + out->b[j];
+    }
+}
+
+/* ---- the rungs: rows [rows][k4] of u8, packed weights, one tile of rows x all channels ---- */
+
+static void tile_scalar(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
+                        const int8_t *packed, int64_t nb, const struct output *out)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const uint8_t *row = u + (first + r) * k4;
+        for (int64_t j = 0; j < out->m; j++) {
+            const int8_t *block = packed + (j / nb) * nb * k4 + (j % nb) * 4;
+            int32_t acc = 0;
+            for (int64_t p = 0; p < k4; p++)
+                acc += (int32_t)row[p] * block[(p / 4) * nb * 4 + p % 4];
+            write_row(out, first + r, j, 1, &acc);
+        }
+    }
+}
+
+/* The four bytes of a row at p as one int32, to broadcast. */
+static inline int32_t four_bytes(const uint8_t *row, int64_t p)
+{
+    int32_t value;
+    memcpy(&value, row + p, 4);
+    return value;
+}
+
+#ifdef S2C_INT8_AVX512_VNNI
+__attribute__((always_inline)) static inline void
+rows_avx512_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4,
+                 const int8_t *packed, const struct output *out)
+{
+    for (int64_t j0 = 0; j0 < out->m; j0 += 16) {
+        const int8_t *block = packed + j0 * k4;
+        __m512i acc[ROWS_PER_TILE];
+        for (int r = 0; r < rows; r++)
+            acc[r] = _mm512_setzero_si512();
+        for (int64_t p = 0; p < k4; p += 4) {
+            const __m512i weights = _mm512_loadu_si512(block + p * 16);
+            for (int r = 0; r < rows; r++) {
+                const __m512i x4 = _mm512_set1_epi32(four_bytes(u + (first + r) * k4, p));
+                acc[r] = _mm512_dpbusd_epi32(acc[r], x4, weights);
+            }
+        }
+        /* The epilogue in vectors too: (sum - correction) * scale + b for 16 channels at once,
+         * stored where each channel's plane has this row (masked to the channels there are). */
+        const __mmask16 valid = (__mmask16)((1u << s2c_min(16, out->m - j0)) - 1);
+        const __m512i correction = _mm512_maskz_loadu_epi32(valid, out->correction + j0);
+        const __m512 scale = _mm512_maskz_loadu_ps(valid, out->scale + j0);
+        const __m512 bias = _mm512_maskz_loadu_ps(valid, out->b + j0);
+        const __m512i planes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                  10, 11, 12, 13, 14, 15),
+                                                  _mm512_set1_epi32((int32_t)out->group));
+        /* A convolution's 16 rows are 16 neighbouring pixels of one image: transposed through
+         * a small buffer, each channel's 16 outputs are one contiguous store into its plane
+         * (16 scattered stores a row would touch 16 cache lines each). */
+        const int transpose = rows == 16 && out->group > 1 &&
+                              first / out->group == (first + 15) / out->group;
+        float tile[16][16];
+        for (int r = 0; r < rows; r++) {
+            const __m512 sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r], correction));
+            const __m512 y = _mm512_fmadd_ps(scale, sums, bias);
+            float *row = row_start(out, first + r) + j0 * out->group;
+            if (transpose)
+                _mm512_storeu_ps(tile[r], y);
+            else if (out->group == 1)
+                _mm512_mask_storeu_ps(row, valid, y);
+            else
+                _mm512_mask_i32scatter_ps(row, valid, planes, y, 4);
+        }
+        if (transpose) {
+            float *plane = row_start(out, first) + j0 * out->group;
+            const __m512i down = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
+                                                    10, 11, 12, 13, 14, 15), _mm512_set1_epi32(16));
+            for (int64_t jj = 0; jj < s2c_min(16, out->m - j0); jj++)
+                _mm512_storeu_ps(plane + jj * out->group,
+                                 _mm512_i32gather_ps(down, &tile[0][jj], 4));
+        }
+    }
+}
+
+static void tile_avx512_vnni(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
+                             const int8_t *packed, const struct output *out)
+{
+    if (rows == ROWS_PER_TILE)
+        rows_avx512_vnni(u, first, ROWS_PER_TILE, k4, packed, out);
+    else
+        for (int64_t r = 0; r < rows; r++)
+            rows_avx512_vnni(u, first + r, 1, k4, packed, out);
+}
+#endif
+
+#ifdef S2C_INT8_AVX_VNNI
+__attribute__((always_inline)) static inline void
+rows_avx_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4, const int8_t *packed,
+              const struct output *out)
+{
+    for (int64_t j0 = 0; j0 < out->m; j0 += 8) {
+        const int8_t *block = packed + j0 * k4;
+        __m256i acc[HALF_TILE];
+        for (int r = 0; r < rows; r++)
+            acc[r] = _mm256_setzero_si256();
+        for (int64_t p = 0; p < k4; p += 4) {
+            const __m256i weights = _mm256_loadu_si256((const __m256i *)(block + p * 8));
+            for (int r = 0; r < rows; r++) {
+                const __m256i x4 = _mm256_set1_epi32(four_bytes(u + (first + r) * k4, p));
+                acc[r] = _mm256_dpbusd_avx_epi32(acc[r], x4, weights);
+            }
+        }
+        const int64_t channels = s2c_min(8, out->m - j0);
+        for (int r = 0; r < rows; r++) {
+            int32_t sums[8];
+            _mm256_storeu_si256((__m256i *)sums, acc[r]);
+            write_row(out, first + r, j0, channels, sums);
+        }
+    }
+}
+
+static void tile_avx_vnni(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
+                          const int8_t *packed, const struct output *out)
+{
+    if (rows == ROWS_PER_TILE) {
+        rows_avx_vnni(u, first, HALF_TILE, k4, packed, out);
+        rows_avx_vnni(u, first + HALF_TILE, HALF_TILE, k4, packed, out);
+    } else
+        for (int64_t r = 0; r < rows; r++)
+            rows_avx_vnni(u, first + r, 1, k4, packed, out);
+}
+#endif
+
+#ifdef S2C_INT8_AVX2
+/* Eight channels x four k of packed weights (32 bytes) widened to int16: channels 0-3 in `low`,
+ * 4-7 in `high`. vpmaddwd of a row's four u8 (widened, repeated) with them sums each pair of
+ * products into an int32: lanes (2c, 2c + 1) hold channel c's two halves until the end. */
+__attribute__((always_inline)) static inline void
+rows_avx2(const uint8_t *u, int64_t first, const int rows, int64_t k4, const int8_t *packed,
+          const struct output *out)
+{
+    for (int64_t j0 = 0; j0 < out->m; j0 += 8) {
+        const int8_t *block = packed + j0 * k4;
+        __m256i low_acc[HALF_TILE], high_acc[HALF_TILE];
+        for (int r = 0; r < rows; r++)
+            low_acc[r] = high_acc[r] = _mm256_setzero_si256();
+        for (int64_t p = 0; p < k4; p += 4) {
+            const __m256i bytes = _mm256_loadu_si256((const __m256i *)(block + p * 8));
+            const __m256i low = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(bytes));
+            const __m256i high = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(bytes, 1));
+            for (int r = 0; r < rows; r++) {
+                const __m128i x4 = _mm_cvtsi32_si128(four_bytes(u + (first + r) * k4, p));
+                const __m256i x16 = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(x4));
+                low_acc[r] = _mm256_add_epi32(low_acc[r], _mm256_madd_epi16(x16, low));
+                high_acc[r] = _mm256_add_epi32(high_acc[r], _mm256_madd_epi16(x16, high));
+            }
+        }
+        const int64_t channels = s2c_min(8, out->m - j0);
+        for (int r = 0; r < rows; r++) {
+            int32_t halves[16], sums[8];
+            _mm256_storeu_si256((__m256i *)halves, low_acc[r]);
+            _mm256_storeu_si256((__m256i *)(halves + 8), high_acc[r]);
+            for (int64_t jj = 0; jj < 8; jj++)
+                sums[jj] = halves[2 * jj] + halves[2 * jj + 1];
+            write_row(out, first + r, j0, channels, sums);
+        }
+    }
+}
+
+static void tile_avx2(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
+                      const int8_t *packed, const struct output *out)
+{
+    if (rows == ROWS_PER_TILE) {
+        rows_avx2(u, first, HALF_TILE, k4, packed, out);
+        rows_avx2(u, first + HALF_TILE, HALF_TILE, k4, packed, out);
+    } else
+        for (int64_t r = 0; r < rows; r++)
+            rows_avx2(u, first + r, 1, k4, packed, out);
+}
+#endif
+
+/* Every tile of rows of u [rows][k4] times the packed weights, with `kernel`'s rung. */
+static void gemm_tiles(int kernel, const uint8_t *u, int64_t rows, int64_t k4,
+                       const int8_t *packed, const struct output *out)
+{
+    const int64_t tiles = (rows + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
+    const int64_t nb = block_channels(kernel);
+    const int parallel = rows * k4 * out->m >= INT8_PARALLEL_MIN;
+    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (parallel) schedule(static)
+    for (int64_t t = 0; t < tiles; t++) {
+        const int64_t first = t * ROWS_PER_TILE;
+        const int64_t count = s2c_min(ROWS_PER_TILE, rows - first);
+        switch (kernel) {
+#ifdef S2C_INT8_AVX512_VNNI
+        case KERNEL_AVX512_VNNI:
+            tile_avx512_vnni(u, first, count, k4, packed, out);
+            break;
+#endif
+#ifdef S2C_INT8_AVX_VNNI
+        case KERNEL_AVX_VNNI:
+            tile_avx_vnni(u, first, count, k4, packed, out);
+            break;
+#endif
+#ifdef S2C_INT8_AVX2
+        case KERNEL_AVX2:
+            tile_avx2(u, first, count, k4, packed, out);
+            break;
+#endif
+        default:
+            tile_scalar(u, first, count, k4, packed, nb, out);
+        }
+    }
+}
+
+static void *alloc_bytes(size_t count)
+{
+    void *memory = NULL;
+    return posix_memalign(&memory, 64, count ? count : 1) ? NULL : memory;
+}
+
+/* The GEMM behind both ops, once the rows u [rows][k4] are laid out: packs the weights, runs
+ * the tiles, frees the scratch. Takes ownership of u. */
+static int int8_gemm(int kernel, uint8_t *u, int64_t rows, int64_t k, int64_t k4,
+                     const int8_t *w, int x_zero, struct output *out)
+{
+    if (kernel == KERNEL_BEST)
+        kernel = best_kernel();
+    const int64_t nb = block_channels(kernel);
+    int8_t *packed = alloc_bytes((size_t)(((out->m + nb - 1) / nb) * nb * k4));
+    int32_t *correction = alloc_bytes((size_t)out->m * sizeof(int32_t));
+    int status = S2C_OUT_OF_MEMORY;
+    if (u && packed && correction) {
+        pack_weights(w, packed, out->m, k, k4, nb);
+        zero_corrections(w, correction, out->m, k, x_zero);
+        out->correction = correction;
+        gemm_tiles(kernel, u, rows, k4, packed, out);
+        status = S2C_OK;
+    }
+    free(u);
+    free(packed);
+    free(correction);
+    return status;
+}
+
+/* ---- the two ops ---------------------------------------------------------------------------- */
+
+int s2c_int8_linear(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                    const float *b, float *y, int64_t n, int64_t k, int64_t m, int kernel)
+{
+    S2C_REQUIRE(n >= 1 && k >= 1 && m >= 1 && x_zero >= -128 && x_zero <= 127);
+    S2C_REQUIRE(s2c_int8_kernel_supported(kernel));
+    const int64_t k4 = (k + 3) / 4 * 4;
+    uint8_t *u = alloc_bytes((size_t)(n * k4));
+    if (u)
+        for (int64_t i = 0; i < n; i++) {
+            for (int64_t p = 0; p < k; p++)
+                u[i * k4 + p] = (uint8_t)x[i * k + p] ^ 0x80; /* x + 128 */
+            for (int64_t p = k; p < k4; p++)
+                u[i * k4 + p] = 0; /* meets zero weights */
+        }
+    struct output out = {y, m, 1, scale, b, NULL};
+    return int8_gemm(kernel, u, n, k, k4, w, x_zero, &out);
+}
+
+/* dst[0 .. s-1] = src[0 .. s-1]; a constant length for the usual kernel widths lets the compiler
+ * copy them in one or two moves instead of a loop. */
+static inline void copy_codes(uint8_t *dst, const uint8_t *src, int64_t s)
+{
+    switch (s) {
+    case 3:
+        memcpy(dst, src, 3);
+        break;
+    case 5:
+        memcpy(dst, src, 5);
+        break;
+    default:
+        memcpy(dst, src, (size_t)s);
+    }
+}
+
+/* x [n, c, h, w], w [m, c, r, s] -> y [n, m, oh, ow]: the rows are the output pixels, each the
+ * receptive field's c * r * s codes (x_zero, the code of 0.0, in the padding). */
+int s2c_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                    const float *b, float *y, int64_t n, int64_t c, int64_t h, int64_t width,
+                    int64_t m, int64_t r, int64_t s, int64_t stride, int64_t padding, int kernel)
+{
+    S2C_REQUIRE(n >= 1 && c >= 1 && h >= 1 && width >= 1 && m >= 1 && r >= 1 && s >= 1);
+    S2C_REQUIRE(stride >= 1 && padding >= 0 && x_zero >= -128 && x_zero <= 127);
+    S2C_REQUIRE(s2c_int8_kernel_supported(kernel));
+    const int64_t oh = s2c_out_size(h, r, stride, padding), ow = s2c_out_size(width, s, stride,
+                                                                              padding);
+    S2C_REQUIRE(oh >= 1 && ow >= 1);
+    const int64_t k = c * r * s, k4 = (k + 3) / 4 * 4, rows = n * oh * ow;
+    const int64_t ph = h + 2 * padding, pw = width + 2 * padding;
+    uint8_t *padded = alloc_bytes((size_t)(n * c * ph * pw)); /* x + 128, bordered by x_zero's */
+    uint8_t *u = alloc_bytes((size_t)(rows * k4));
+    if (padded && u) {
+        memset(padded, (uint8_t)x_zero ^ 0x80, (size_t)(n * c * ph * pw));
+        for (int64_t plane = 0; plane < n * c; plane++)
+            for (int64_t iy = 0; iy < h; iy++) {
+                const int8_t *line = x + (plane * h + iy) * width;
+                uint8_t *inside = padded + (plane * ph + iy + padding) * pw + padding;
+                for (int64_t ix = 0; ix < width; ix++)
+                    inside[ix] = (uint8_t)line[ix] ^ 0x80;
+            }
+        /* Each field is c * r rows of s codes of the padded image: copies without a branch. */
+        #pragma omp parallel for num_threads(s2c_get_num_threads()) if (rows * k4 >= S2C_PARALLEL_MIN)
+        for (int64_t image_row = 0; image_row < n * oh; image_row++) { /* one row of outputs */
+            const int64_t image = image_row / oh, oy = image_row % oh;
+            for (int64_t ox = 0; ox < ow; ox++) {
+                uint8_t *field = u + (image_row * ow + ox) * k4;
+                for (int64_t ch = 0; ch < c; ch++) {
+                    const uint8_t *corner =
+                        padded + ((image * c + ch) * ph + oy * stride) * pw + ox * stride;
+                    for (int64_t i = 0; i < r; i++, field += s)
+                        copy_codes(field, corner + i * pw, s);
+                }
+                memset(field, 0, (size_t)(k4 - k));
+            }
+        }
+    }
+    free(padded);
+    struct output out = {y, m, oh * ow, scale, b, NULL};
+    return int8_gemm(kernel, u, rows, k, k4, w, x_zero, &out);
+}

@@ -1,0 +1,74 @@
+"""INT8 inference in C (csrc/int8.c): quantization and the int8 GEMM on the CPU's integer
+dot-product instructions (AVX-512 VNNI, AVX-VNNI, AVX2), chosen at run time.
+
+The math is stage 1's (stage1_python/quantized.py). `INT8_KERNELS` names the rungs, slowest
+first; the ops run the best one this build and CPU have (`int8_kernel()` says which), and the
+tests and bench/int8.py call each rung through `kernel=`.
+"""
+
+import numpy as np
+
+from ._checks import checks, new_output
+from ._native import call, extension, pointer
+
+INT8_KERNELS = ("scalar", "avx2", "avx_vnni", "avx512_vnni")  # csrc/int8.c's numbers 1..4
+
+
+def int8_kernels():
+    """The rungs this build and CPU can run, slowest first."""
+    lib = extension().lib
+    return [
+        name for index, name in enumerate(INT8_KERNELS, 1) if lib.s2c_int8_kernel_supported(index)
+    ]
+
+
+def int8_kernel():
+    """The rung the ops run: the best of int8_kernels()."""
+    return INT8_KERNELS[extension().lib.s2c_int8_best_kernel() - 1]
+
+
+def _kernel_number(kernel):
+    if kernel == "best":
+        return 0
+    if kernel not in INT8_KERNELS:
+        raise ValueError(
+            f"kernel must be 'best' or one of {', '.join(INT8_KERNELS)}, got {kernel!r}"
+        )
+    if kernel not in int8_kernels():
+        raise ValueError(f"kernel {kernel!r} cannot run here: this build and CPU have "
+                         f"{', '.join(int8_kernels())}")  # fmt: skip
+    return INT8_KERNELS.index(kernel) + 1
+
+
+def quantize_int8(x, scale, zero_point):
+    """x (any shape) -> int8 q = clamp(round_half_even(x / scale) + zero_point, -128, 127)."""
+    x, scale, zero_point = checks.quantize_int8(x, scale, zero_point)
+    q = new_output("quantize_int8", x.shape, np.int8)
+    call("s2c_quantize_int8", pointer(x), pointer(q), x.size, scale, zero_point)
+    return q
+
+
+def int8_linear(x, x_zero, w, scale, b, kernel="best"):
+    """y [N, M] = scale[m] * sum_k (x[n, k] - x_zero) * w[m, k] + b[m]; x [N, K], w [M, K] int8."""
+    x, x_zero, w, scale, b = checks.int8_linear(x, x_zero, w, scale, b)
+    number = _kernel_number(kernel)
+    (n, k), m = x.shape, w.shape[0]
+    y = new_output("int8_linear", (n, m))
+    call("s2c_int8_linear", pointer(x), x_zero, pointer(w), pointer(scale), pointer(b),
+         pointer(y), n, k, m, number)  # fmt: skip
+    return y
+
+
+def int8_conv2d(x, x_zero, w, scale, b, stride=1, padding=0, kernel="best"):
+    """y [N, M, OH, OW]: int8 x [N, C, H, W] convolved with int8 w [M, C, R, S], rescaled by
+    scale[m] and shifted by b[m] (im2col into rows of codes, then the int8 GEMM)."""
+    x, x_zero, w, scale, b, stride, padding, oh, ow = checks.int8_conv2d(
+        x, x_zero, w, scale, b, stride, padding
+    )
+    number = _kernel_number(kernel)
+    n, c, h, width = x.shape
+    m, _, r, s = w.shape
+    y = new_output("int8_conv2d", (n, m, oh, ow))
+    call("s2c_int8_conv2d", pointer(x), x_zero, pointer(w), pointer(scale), pointer(b),
+         pointer(y), n, c, h, width, m, r, s, stride, padding, number)  # fmt: skip
+    return y

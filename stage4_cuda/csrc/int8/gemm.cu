@@ -1,0 +1,292 @@
+/* int8/gemm.cu -- the int8 GEMM of int8_linear and int8_conv2d (week 18):
+ *     y = scale[j] * sum_k (x[i, k] - x_zero) * w[j, k] + b[j]      (the sum exact in int32)
+ *
+ * Both ops first lay their rows out as `rows` [R, K32] int8 (K padded with zeros to a multiple of
+ * 32: the rungs below then have no tail along K) and the weights as `packed` [M, K32], with each
+ * channel's sum of weights; the GEMM multiplies the codes as they are (signed by signed) and
+ * takes the zero point out at the end: sum (x - z) w = sum x w - z * sum w.
+ *   rung 1, dp4a: __dp4a multiplies four int8 pairs and adds them to an int32 (sm_61 and later);
+ *     each thread of a 16 x 16 block computes 4 x 4 outputs of a 64 x 64 tile from shared memory.
+ *   rung 2, mma: a warp's mma.sync.m16n8k32 multiplies a 16 x 32 tile of int8 rows by a 32 x 8
+ *     tile of weights into int32 on the tensor cores (sm_80 and later); each warp computes 16
+ *     rows x 32 channels, a block of 4 warps 64 x 32. Where the instruction is missing (an older
+ *     GPU, the CPU emulation of the tests) the same fragments go through a software model of it,
+ *     made of warp shuffles: the layout of the fragments is what the tests check.
+ * Output row i goes to y[(i / group) * m * group + i % group], channel j `group` further: group 1
+ * is a [R, M] matrix, group OH*OW the [N, M, OH, OW] image of a convolution. */
+#include "../common.h"
+
+#define K_STEP 32
+#define TILE 64
+#define MMA_COLUMNS 32
+
+struct int8_output {
+    float *y;
+    const float *scale, *b;
+    const int32_t *weight_sums;
+    int64_t rows, m, group;
+    int x_zero;
+};
+
+static __device__ __forceinline__ void write_output(const int8_output out, int64_t i, int64_t j,
+                                                    int32_t sum)
+{
+    if (i >= out.rows || j >= out.m)
+        return;
+    const int64_t centred = (int64_t)sum - (int64_t)out.x_zero * out.weight_sums[j];
+    out.y[(i / out.group) * out.m * out.group + i % out.group + j * out.group] =
+        out.scale[j] * (float)centred + out.b[j];
+}
+
+__global__ void pack_weights_kernel(const int8_t *w, int8_t *packed, int32_t *sums, int64_t m,
+                                    int64_t k, int64_t k32);
+__global__ void linear_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64_t k,
+                                   int64_t k32);
+__global__ void conv_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64_t c, int64_t h,
+                                 int64_t width, int64_t r, int64_t s, int64_t stride,
+                                 int64_t padding, int64_t oh, int64_t ow, int x_zero, int64_t k32);
+__global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
+                                 int8_output out);
+__global__ void gemm_mma_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
+                                int8_output out);
+
+/* Whether the current device has int8 tensor-core MMA and this library holds code for it. */
+static bool device_has_int8_mma(void)
+{
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+        return false;
+    return major >= 8;
+}
+
+extern "C" int s2c_cuda_int8_best_rung(int *rung)
+{
+    *rung = device_has_int8_mma() ? 2 : 1;
+    return S2C_CUDA_OK;
+}
+
+/* The GEMM on laid-out rows: packs the weights, then runs `rung` (0: the best this GPU has). */
+static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_t *weight_sums,
+                     int64_t k, int64_t k32, int rung, int8_output out)
+{
+    launch_overlapped(pack_weights_kernel, dim3((unsigned)blocks_for(out.m, 128)), dim3(128), 0,
+                      w, packed, weight_sums, out.m, k, k32);
+    LAUNCH_CHECK("pack_weights_kernel");
+    out.weight_sums = weight_sums;
+    if (rung == 0)
+        rung = device_has_int8_mma() ? 2 : 1;
+    if (rung == 2) {
+        dim3 grid((unsigned)ceil_div(out.m, MMA_COLUMNS), (unsigned)ceil_div(out.rows, TILE));
+        launch_overlapped(gemm_mma_kernel, grid, dim3(128), 0, rows, (const int8_t *)packed, k32,
+                          out);
+        LAUNCH_CHECK("gemm_mma_kernel");
+    } else if (rung == 1) {
+        dim3 grid((unsigned)ceil_div(out.m, TILE), (unsigned)ceil_div(out.rows, TILE));
+        launch_overlapped(gemm_dp4a_kernel, grid, dim3(16, 16), 0, rows, (const int8_t *)packed,
+                          k32, out);
+        LAUNCH_CHECK("gemm_dp4a_kernel");
+    } else {
+        return S2C_CUDA_BAD_ARGUMENT;
+    }
+    return S2C_CUDA_OK;
+}
+
+extern "C" int s2c_cuda_int8_linear(const int8_t *x, int x_zero, const int8_t *w,
+                                    const float *scale, const float *b, float *y, int8_t *rows,
+                                    int8_t *packed, int32_t *weight_sums, int64_t n, int64_t k,
+                                    int64_t m, int rung)
+{
+    if (n < 1 || k < 1 || m < 1 || x_zero < -128 || x_zero > 127)
+        return S2C_CUDA_BAD_ARGUMENT;
+    // BEGIN SOLUTION week 18, task int8_linear
+    const int64_t k32 = ceil_div(k, K_STEP) * K_STEP;
+    launch_overlapped(linear_rows_kernel, dim3((unsigned)blocks_for(n * k32, 256)), dim3(256), 0,
+                      x, rows, n, k, k32);
+    LAUNCH_CHECK("linear_rows_kernel");
+    return int8_gemm(rows, w, packed, weight_sums, k, k32, rung,
+                     int8_output{y, scale, b, nullptr, n, m, 1, x_zero});
+    // END SOLUTION
+}
+
+extern "C" int s2c_cuda_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w,
+                                    const float *scale, const float *b, float *y, int8_t *rows,
+                                    int8_t *packed, int32_t *weight_sums, int64_t n, int64_t c,
+                                    int64_t h, int64_t width, int64_t m, int64_t r, int64_t s,
+                                    int64_t stride, int64_t padding, int rung)
+{
+    if (n < 1 || c < 1 || h < 1 || width < 1 || m < 1 || r < 1 || s < 1 || stride < 1 ||
+        padding < 0 || x_zero < -128 || x_zero > 127)
+        return S2C_CUDA_BAD_ARGUMENT;
+    const int64_t oh = (h + 2 * padding - r) / stride + 1, ow = (width + 2 * padding - s) / stride + 1;
+    if (oh < 1 || ow < 1)
+        return S2C_CUDA_BAD_ARGUMENT;
+    // BEGIN SOLUTION week 18, task int8_conv2d
+    const int64_t k = c * r * s, k32 = ceil_div(k, K_STEP) * K_STEP, count = n * oh * ow;
+    launch_overlapped(conv_rows_kernel, dim3((unsigned)blocks_for(count * k32, 256)), dim3(256), 0,
+                      x, rows, n, c, h, width, r, s, stride, padding, oh, ow, x_zero, k32);
+    LAUNCH_CHECK("conv_rows_kernel");
+    return int8_gemm(rows, w, packed, weight_sums, k, k32, rung,
+                     int8_output{y, scale, b, nullptr, count, m, oh * ow, x_zero});
+    // END SOLUTION
+}
+
+/* packed [m, k32] = w [m, k] padded with zeros; sums[j] = the sum of w's row j. */
+__global__ void pack_weights_kernel(const int8_t *w, int8_t *packed, int32_t *sums, int64_t m,
+                                    int64_t k, int64_t k32)
+{
+    wait_for_previous_kernel();
+    const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= m)
+        return;
+    int32_t sum = 0;
+    for (int64_t p = 0; p < k32; p++) {
+        const int8_t value = p < k ? w[j * k + p] : 0;
+        packed[j * k32 + p] = value;
+        sum += value;
+    }
+    sums[j] = sum;
+}
+
+/* rows [n, k32] = x [n, k] padded with zeros (which meet zero weights). */
+__global__ void linear_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64_t k,
+                                   int64_t k32)
+{
+    wait_for_previous_kernel();
+    const int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= n * k32)
+        return;
+    const int64_t i = at / k32, p = at % k32;
+    rows[at] = p < k ? x[i * k + p] : 0;
+}
+
+/* rows [n * oh * ow, k32]: output pixel i's receptive field, in w's (c, r, s) order; x_zero (the
+ * code of 0.0) in the padding, zeros past c * r * s. */
+__global__ void conv_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64_t c, int64_t h,
+                                 int64_t width, int64_t r, int64_t s, int64_t stride,
+                                 int64_t padding, int64_t oh, int64_t ow, int x_zero, int64_t k32)
+{
+    wait_for_previous_kernel();
+    const int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= n * oh * ow * k32)
+        return;
+    const int64_t i = at / k32, p = at % k32;
+    if (p >= c * r * s) {
+        rows[at] = 0;
+        return;
+    }
+    const int64_t image = i / (oh * ow), oy = i / ow % oh, ox = i % ow;
+    const int64_t ch = p / (r * s), iy = oy * stride - padding + p / s % r;
+    const int64_t ix = ox * stride - padding + p % s;
+    const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < width;
+    rows[at] = inside ? x[((image * c + ch) * h + iy) * width + ix] : (int8_t)x_zero;
+}
+
+/* Rung 1: a 64 x 64 tile of outputs per 16 x 16 block, 4 x 4 per thread, K_STEP bytes of rows
+ * and weights at a time through shared memory as ints (four codes each). */
+__global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
+                                 int8_output out)
+{
+    wait_for_previous_kernel();
+    __shared__ int row_tile[TILE][K_STEP / 4], weight_tile[TILE][K_STEP / 4];
+    const int tx = threadIdx.x, ty = threadIdx.y, thread = ty * 16 + tx;
+    const int64_t first_row = (int64_t)blockIdx.y * TILE, first_column = (int64_t)blockIdx.x * TILE;
+    int sums[4][4] = {};
+    for (int64_t k0 = 0; k0 < k32; k0 += K_STEP) {
+        for (int load = thread; load < TILE * K_STEP / 4; load += 256) { /* 2 ints each */
+            const int line = load / (K_STEP / 4), quad = load % (K_STEP / 4);
+            const int64_t i = first_row + line, j = first_column + line;
+            row_tile[line][quad] = i < out.rows ? *(const int *)(rows + i * k32 + k0 + 4 * quad) : 0;
+            weight_tile[line][quad] = j < out.m ? *(const int *)(packed + j * k32 + k0 + 4 * quad) : 0;
+        }
+        __syncthreads();
+        for (int quad = 0; quad < K_STEP / 4; quad++)
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++)
+                    sums[a][b] = __dp4a(row_tile[ty * 4 + a][quad], weight_tile[tx * 4 + b][quad],
+                                        sums[a][b]);
+        __syncthreads();
+    }
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            write_output(out, first_row + ty * 4 + a, first_column + tx * 4 + b, sums[a][b]);
+}
+
+/* d += a (16 x 32, row-major) x b (32 x 8, column-major), int8 into int32, for the warp; each
+ * lane holds its fragments as PTX lays them out (g = lane / 4, t = lane % 4):
+ *   a[0]: row g, k 4t..4t+3    a[1]: row g+8, same k    a[2], a[3]: the same rows, k + 16
+ *   b[0]: column g, k 4t..4t+3                           b[1]: k + 16
+ *   d[0], d[1]: row g, columns 2t, 2t+1                  d[2], d[3]: row g+8 */
+static __device__ __forceinline__ void mma_s8_16x8x32(int d[4], const int a[4], const int b[2])
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    /* The instruction's definition, from the same fragments: every lane gathers the rows and
+     * columns of its outputs from the lanes that hold them. */
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    int8_t row_g[32], row_g8[32], column_0[32], column_1[32];
+    for (int delta = 0; delta < 32; delta++) {
+        const int source = lane ^ delta, source_g = source / 4, source_t = source % 4;
+        int held[6];
+        for (int r = 0; r < 4; r++)
+            held[r] = __shfl_xor_sync(0xffffffffu, a[r], delta);
+        for (int r = 0; r < 2; r++)
+            held[4 + r] = __shfl_xor_sync(0xffffffffu, b[r], delta);
+        for (int byte = 0; byte < 4; byte++) {
+            const int low = 4 * source_t + byte, high = low + 16;
+            const auto code = [&](int value) { return (int8_t)(value >> (8 * byte)); };
+            if (source_g == g) {
+                row_g[low] = code(held[0]), row_g8[low] = code(held[1]);
+                row_g[high] = code(held[2]), row_g8[high] = code(held[3]);
+            }
+            if (source_g == 2 * t)
+                column_0[low] = code(held[4]), column_0[high] = code(held[5]);
+            if (source_g == 2 * t + 1)
+                column_1[low] = code(held[4]), column_1[high] = code(held[5]);
+        }
+    }
+    for (int kk = 0; kk < 32; kk++) {
+        d[0] += row_g[kk] * column_0[kk], d[1] += row_g[kk] * column_1[kk];
+        d[2] += row_g8[kk] * column_0[kk], d[3] += row_g8[kk] * column_1[kk];
+    }
+#endif
+}
+
+/* Rung 2: warp w of the block computes rows first_row + 16w .. + 15 by MMA_COLUMNS channels,
+ * four 16 x 8 MMA tiles side by side; fragments load straight from the laid-out rows and
+ * weights (4 aligned bytes a register), zero past the last row or channel. */
+__global__ void gemm_mma_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
+                                int8_output out)
+{
+    wait_for_previous_kernel();
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+    const int64_t first_row = (int64_t)blockIdx.y * TILE + 16 * warp;
+    const int64_t first_column = (int64_t)blockIdx.x * MMA_COLUMNS;
+    int sums[MMA_COLUMNS / 8][4] = {};
+    const auto quad = [&](const int8_t *base, int64_t line, int64_t lines, int64_t at) {
+        return line < lines ? *(const int *)(base + line * k32 + at) : 0;
+    };
+    for (int64_t k0 = 0; k0 < k32; k0 += K_STEP) {
+        const int64_t low = k0 + 4 * t, high = low + 16;
+        const int a[4] = {quad(rows, first_row + g, out.rows, low),
+                          quad(rows, first_row + g + 8, out.rows, low),
+                          quad(rows, first_row + g, out.rows, high),
+                          quad(rows, first_row + g + 8, out.rows, high)};
+        for (int tile = 0; tile < MMA_COLUMNS / 8; tile++) {
+            const int64_t column = first_column + 8 * tile + g;
+            const int b[2] = {quad(packed, column, out.m, low), quad(packed, column, out.m, high)};
+            mma_s8_16x8x32(sums[tile], a, b);
+        }
+    }
+    for (int tile = 0; tile < MMA_COLUMNS / 8; tile++) {
+        const int64_t column = first_column + 8 * tile + 2 * t;
+        write_output(out, first_row + g, column, sums[tile][0]);
+        write_output(out, first_row + g, column + 1, sums[tile][1]);
+        write_output(out, first_row + g + 8, column, sums[tile][2]);
+        write_output(out, first_row + g + 8, column + 1, sums[tile][3]);
+    }
+}

@@ -1,0 +1,94 @@
+"""Stage 4, nvcc variant: the int8 kernels (csrc/int8/) on the CPU emulation of CUDA, against
+stage 1's integer oracle, exactly: quantize_int8, and int8_linear and int8_conv2d on both rungs
+(dp4a, and the tensor-core MMA's fragments through its software model of mma.sync). The grader
+checks them on a GPU; this checks what they compute (tiles past the edges, K past 32, the zero
+point, the padding's code) without one."""
+
+import ctypes
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cuda_emulated import build_library
+
+import stage1_python as oracle
+from grader.builders import build_int8_conv2d, build_int8_linear, build_quantize
+
+REPO = Path(__file__).resolve().parent.parent
+CSRC = REPO / "stage4_cuda" / "csrc"
+SOURCES = ["int8/quantize.cu", "int8/gemm.cu", "errors.cu"]
+V, I64, INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+RUNGS = {"dp4a": 1, "mma": 2}
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed here")
+    folder = tmp_path_factory.mktemp("emulated-int8")
+    loaded = ctypes.CDLL(str(build_library(folder, CSRC, REPO / "tests" / "cuda_emulation",
+                                           SOURCES)))  # fmt: skip
+    loaded.s2c_cuda_quantize_int8.argtypes = [V, V, I64, ctypes.c_float, INT]
+    loaded.s2c_cuda_int8_linear.argtypes = [V, INT, V, V, V, V, V, V, V, I64, I64, I64, INT]
+    loaded.s2c_cuda_int8_conv2d.argtypes = [V, INT, V, V, V, V, V, V, V] + [I64] * 9 + [INT]
+    return loaded
+
+
+def pointers(*arrays):
+    return [a.ctypes.data_as(V) if isinstance(a, np.ndarray) else a for a in arrays]
+
+
+def on_oracle(op, args):
+    """Stage 1's result for `args` (NumPy arrays and numbers), as a NumPy array."""
+    native = [oracle.from_numpy(v) if isinstance(v, np.ndarray) else v for v in args.values()]
+    return np.array(getattr(oracle, op)(*native))
+
+
+def scratch(rows, k, m):
+    k32 = -(-k // 32) * 32
+    return (np.full((rows, k32), 99, np.int8), np.full((m, k32), 99, np.int8),
+            np.full(m, -7, np.int32))  # fmt: skip
+
+
+@pytest.mark.parametrize("size", [((3, 1037), 3, False), ((2, 3, 5), -128, True),
+                                  ((17, 9), 127, False)])  # fmt: skip
+def test_quantize(lib, size):
+    args = build_quantize(np.random.default_rng(3), size)
+    x, q = args["x"], np.full(args["x"].shape, -77, np.int8)
+    assert lib.s2c_cuda_quantize_int8(*pointers(x, q), x.size, args["scale"],
+                                      args["zero_point"]) == 0  # fmt: skip
+    np.testing.assert_array_equal(q, on_oracle("quantize_int8", args))
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+@pytest.mark.parametrize("size", [(1, 7, 3, 0), (17, 33, 10, 127), (70, 65, 37, -128)])
+def test_int8_linear(lib, rung, size):
+    """70 rows: past a 64-row tile; 37 channels: past 32; K = 65: three steps of 32."""
+    args = build_int8_linear(np.random.default_rng(4), size)
+    (n, k), m = args["x"].shape, args["w"].shape[0]
+    y = np.full((n, m), np.nan, np.float32)
+    status = lib.s2c_cuda_int8_linear(*pointers(args["x"], args["x_zero"], args["w"],
+                                                args["scale"], args["b"], y, *scratch(n, k, m)),
+                                      n, k, m, RUNGS[rung])  # fmt: skip
+    assert status == 0
+    np.testing.assert_array_equal(y, on_oracle("int8_linear", args).astype(np.float32))
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+@pytest.mark.parametrize("size", [(2, 3, 7, 6, 4, 3, 3, 1, 1, -128),
+                                  (1, 3, 6, 7, 2, 5, 5, 1, 2, 50),
+                                  (2, 2, 10, 8, 3, 3, 2, 2, 1, 127)])  # fmt: skip
+def test_int8_conv2d(lib, rung, size):
+    args = build_int8_conv2d(np.random.default_rng(5), size)
+    n, c, h, width = args["x"].shape
+    m, _, r, s = args["w"].shape
+    stride, padding = args["stride"], args["padding"]
+    oh, ow = (h + 2 * padding - r) // stride + 1, (width + 2 * padding - s) // stride + 1
+    y = np.full((n, m, oh, ow), np.nan, np.float32)
+    status = lib.s2c_cuda_int8_conv2d(
+        *pointers(args["x"], args["x_zero"], args["w"], args["scale"], args["b"], y,
+                  *scratch(n * oh * ow, c * r * s, m)),
+        n, c, h, width, m, r, s, stride, padding, RUNGS[rung])  # fmt: skip
+    assert status == 0
+    np.testing.assert_array_equal(y, on_oracle("int8_conv2d", args).astype(np.float32))
