@@ -355,6 +355,13 @@ TORCH_OPS = {
             t["x"], t["w"], t["b"], stride=a["stride"], padding=a["padding"]))),
     "conv2d_backward": Counterpart("aten.convolution_backward (cuDNN)", "backward",
                                    _conv_backward),
+    # inference: the eager sequence a PyTorch user writes (a pool of 1 is no pooling)
+    "conv2d_bias_relu_pool": Counterpart(
+        f"{F}max_pool2d({F}relu({F}conv2d(x, w, b)), pool) (cuDNN conv)", "expression",
+        _one("y", lambda torch, t, a: _functional(torch).max_pool2d(
+            _functional(torch).relu(_functional(torch).conv2d(
+                t["x"], t["w"], t["b"], stride=a["stride"], padding=a["padding"])),
+            a["pool"]))),
     # pooling
     "maxpool2d_forward": Counterpart(f"{F}max_pool2d(return_indices=True)", "op", _maxpool),
     "maxpool2d_backward": Counterpart("aten.max_pool2d_with_indices_backward", "backward",

@@ -27,6 +27,7 @@ from .activations import (
 from .conv import col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
 from .init import he_normal, xavier_uniform
+from .inference import conv2d_bias_relu_pool
 from .linalg import add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
     bce_with_logits_loss,
@@ -119,6 +120,7 @@ __all__ = [
     "im2col",
     "col2im",
     "conv2d_forward",
+    "conv2d_bias_relu_pool",
     "conv2d_backward",
     # pooling
     "maxpool2d_forward",

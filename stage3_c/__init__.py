@@ -39,6 +39,7 @@ from .conv import col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
 from .dropout import dropout_backward, dropout_forward
 from .init import he_normal, xavier_uniform
+from .inference import conv2d_bias_relu_pool
 from .linalg import MATMUL_KERNELS, add, best_kernel, matmul, mul, scale, sum_rows, transpose
 from .losses import (
     bce_with_logits_loss,
@@ -156,6 +157,7 @@ __all__ = [
     "im2col",
     "col2im",
     "conv2d_forward",
+    "conv2d_bias_relu_pool",
     "conv2d_backward",
     "maxpool2d_forward",
     "maxpool2d_backward",
