@@ -208,7 +208,7 @@ def conv2d_backward(t, x, w, dy, stride, padding, need_dx):
 def conv2d_bias_relu_pool(t, x, w, b, stride, padding, pool):
     """x [N, C, H, W], w [K, C, R, S], b [K], and a max-pooling window `pool` >= 1 over the
     convolution's [OH, OW] (stride `pool`, no padding; 1: no pooling); returns
-    (x, w, b, stride, padding, pool, ph, pw) with PH = OH // pool, PW = OW // pool."""
+    (x, w, b, stride, padding, pool, oh, ow): the output is [N, K, OH // pool, OW // pool]."""
     op = "conv2d_bias_relu_pool"
     (x, w, stride, padding, oh, ow), n, k = _conv(t, op, x, w, stride, padding)
     b = arrays.array(t, op, "b", b, "K", hint=" (K: w's output channels)", K=k)[0]
@@ -218,7 +218,7 @@ def conv2d_bias_relu_pool(t, x, w, b, stride, padding, pool):
             fail(op, f"the pooled output {axis} must be >= 1, got the convolution's {size} "
                      f"// pool {pool} = 0")  # fmt: skip
     check_elements(op, "the output [N, K, PH, PW]", (n, k, oh // pool, ow // pool))
-    return x, w, b, stride, padding, pool, oh // pool, ow // pool
+    return x, w, b, stride, padding, pool, oh, ow
 
 
 # --- pooling ------------------------------------------------------------------------------------

@@ -17,10 +17,10 @@ from .conv import conv2d_forward
 def conv2d_bias_relu_pool(x, w, b, stride=1, padding=0, pool=1):
     """relu(conv2d(x, w) + b), max-pooled over pool x pool windows: x [N, C, H, W],
     w [K, C, R, S], b [K] -> y [N, K, OH // pool, OW // pool] (pool=1: no pooling)."""
-    x, w, b, stride, padding, pool, ph, pw = checks.conv2d_bias_relu_pool(
+    x, w, b, stride, padding, pool, oh, ow = checks.conv2d_bias_relu_pool(
         x, w, b, stride, padding, pool
     )
-    n, k = tensor_shape(x)[0], tensor_shape(w)[0]
+    n, k, ph, pw = tensor_shape(x)[0], tensor_shape(w)[0], oh // pool, ow // pool
     # BEGIN SOLUTION week 5, task conv2d_bias_relu_pool
     y = _memory.empty((n, k, ph, pw))  # every element is written below
     biased = conv2d_forward(x, w, b, stride, padding)  # [N, K, OH, OW], the bias added

@@ -14,20 +14,18 @@ from .conv import batch_columns, batch_last_pays, images_of
 def conv2d_bias_relu_pool(x, w, b, stride=1, padding=0, pool=1):
     """relu(conv2d(x, w) + b), max-pooled over pool x pool windows: x [N, C, H, W],
     w [K, C, R, S], b [K] -> y [N, K, OH // pool, OW // pool] (pool=1: no pooling)."""
-    x, w, b, stride, padding, pool, ph, pw = checks.conv2d_bias_relu_pool(
+    x, w, b, stride, padding, pool, oh, ow = checks.conv2d_bias_relu_pool(
         x, w, b, stride, padding, pool
     )
     # BEGIN SOLUTION week 8, task conv2d_bias_relu_pool
-    n, k, (_, _, r, s) = x.shape[0], w.shape[0], w.shape
-    oh, ow = ph * pool, pw * pool  # only the rows and columns the windows cover
+    n, (k, _, r, s) = x.shape[0], w.shape
+    ph, pw = oh // pool, ow // pool
     batch_last = batch_last_pays(w)
-    cols = batch_columns(x, r, s, stride, padding, batch_last)  # every output position
-    out = w.reshape(k, -1) @ cols  # [K, N*OH'*OW'] with the convolution's own OH', OW'
+    cols = batch_columns(x, r, s, stride, padding, batch_last)
+    out = w.reshape(k, -1) @ cols  # [K, N*OH*OW]: conv2d_forward's one GEMM
     out += b[:, None]
-    full_oh = (x.shape[2] + 2 * padding - r) // stride + 1
-    full_ow = (x.shape[3] + 2 * padding - s) // stride + 1
-    conv = images_of(out, n, full_oh, full_ow, batch_last)[:, :, :oh, :ow]
-    np.maximum(conv, 0.0, out=conv)  # ReLU in place; np.maximum keeps NaN
-    windows = conv.reshape(n, k, ph, pool, pw, pool)
-    return np.ascontiguousarray(windows.max(axis=(3, 5)))  # max keeps NaN too
+    np.maximum(out, 0.0, out=out)  # ReLU in place (np.maximum keeps NaN)
+    # the rows and columns the windows cover, each window's pool x pool block on axes 3 and 5
+    covered = images_of(out, n, oh, ow, batch_last)[:, :, : ph * pool, : pw * pool]
+    return np.ascontiguousarray(covered.reshape(n, k, ph, pool, pw, pool).max(axis=(3, 5)))
     # END SOLUTION

@@ -44,6 +44,7 @@ from .dense import linear_backward, linear_forward
 from .device_data import correct_count, shift_images, take
 from .epilogue import bias_relu
 from .init import he_normal, xavier_uniform
+from .inference import conv2d_bias_relu_pool
 from .linalg import MATMUL_KERNELS, add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
     bce_with_logits_loss,
@@ -111,6 +112,7 @@ __all__ = [
     "col2im",
     "conv2d_backward",
     "conv2d_forward",
+    "conv2d_bias_relu_pool",
     "copy_into",
     "correct_count",
     "cross_entropy_loss",
