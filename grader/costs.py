@@ -70,12 +70,12 @@ def work_conv(passes):
 
 
 def work_conv_bias_relu_pool(args):
-    """The convolution's flops; x and w read, and only the pooled output written."""
+    """The convolution's flops; x, w and b read, and only the pooled output written."""
     n, _, h, w = args["x"].shape
     k, _, r, s = args["w"].shape
     stride, padding, pool = args["stride"], args["padding"], args["pool"]
     pooled = (conv_out(h, r, stride, padding) // pool) * (conv_out(w, s, stride, padding) // pool)
-    return conv_flops(args), 4 * (_numel(args["x"], args["w"]) + n * k * pooled)
+    return conv_flops(args), 4 * (_numel(args["x"], args["w"], args["b"]) + n * k * pooled)
 
 
 def work_im2col(args):
