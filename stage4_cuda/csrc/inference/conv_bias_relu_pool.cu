@@ -45,7 +45,7 @@ __global__ void conv_bias_relu_pool_direct_kernel(const float *x, const float *w
 
 /* The tiled kernel's plan for g, or false when its shared memory cannot hold one channel's
  * patch with the weights and the sums (the direct kernel then runs). */
-static bool plan_tiles(const conv_geometry &g, int64_t pool, fused_tile *t)
+static inline bool plan_tiles(const conv_geometry &g, int64_t pool, fused_tile *t)
 {
     int64_t ph = g.out_height / pool, pw = g.out_width / pool;
     if (pool * pool > TILE_POSITIONS || ceil_div(g.filters, FILTERS_PER_BLOCK) > 65535)
