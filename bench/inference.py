@@ -243,7 +243,10 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
         if gpu:
             torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    threadpool_limits(args.threads)  # BLAS and OpenMP (stage 3's) pools alike
+    threadpool_limits(args.threads)  # NumPy's BLAS
+    for tier in tiers.values():
+        if hasattr(tier, "set_num_threads"):  # stage 3's OpenMP, which threadpoolctl leaves alone
+            tier.set_num_threads(args.threads)
     if gpu:
         skipped.append("TensorRT: not installed on the GPU machines here")
     rows = []
