@@ -22,6 +22,7 @@
 #include "internal.h"
 
 #define DIRECT_FILTERS 16 /* the most filters a layer convolved by direct loops has */
+#define GROUP_FLOATS 131072 /* 512 KB: the most a group's convolution holds, in the L2 cache */
 
 /* Every size >= 1, the convolution's window fits the padded input, and the pooling window fits
  * the convolution's output. */
@@ -160,41 +161,55 @@ static inline int is_direct(const struct fused_layer *l)
     return l->k <= DIRECT_FILTERS;
 }
 
-/* The first scratch buffer of an image: its im2col [c * r * s, oh * ow], or for the direct loops
- * its padded copy and their slack. */
-static inline int64_t first_scratch(const struct fused_layer *l)
+/* Images a work item takes: one for the direct loops; for the GEMM, as many as keep their
+ * convolution [images, k, oh, ow] within GROUP_FLOATS (in the cache for the pooling). */
+static inline int64_t images_per_group(const struct fused_layer *l, int64_t n)
 {
     if (is_direct(l))
-        return l->c * (l->h + 2 * l->padding) * (l->w + 2 * l->padding) + LANES * l->stride;
-    return l->c * l->r * l->s * l->oh * l->ow;
+        return 1;
+    int64_t fit = GROUP_FLOATS / (l->k * l->oh * l->ow);
+    return s2c_min(n, fit > 1 ? fit : 1);
 }
 
-/* One image: out [k, oh * ow] = its convolution (direct loops for few filters, else
- * weights @ cols with cols its im2col, in `first`), then each output channel's plane of out
- * pooled into the image's y. */
-static inline int fused_image(const struct fused_layer *l, const float *image, float *y_image,
-                              float *first, float *out)
+/* A work item's scratch: for the direct loops, the padded image with the loops' slack, then the
+ * image's convolution [k, oh, ow]; for the GEMM, the group's convolution. */
+static inline int64_t group_scratch(const struct fused_layer *l, int64_t images)
+{
+    int64_t padded = l->c * (l->h + 2 * l->padding) * (l->w + 2 * l->padding) + LANES * l->stride;
+    return (is_direct(l) ? padded : 0) + images * l->k * l->oh * l->ow;
+}
+
+/* Images [first, first + images) of x: their convolution into `out` [images, k, oh, ow] (with the
+ * bias, for the GEMM: s2c_conv2d_forward, im2col + s2c_gemm over the group), then each plane of
+ * out pooled into y. */
+static inline int fused_group(const struct fused_layer *l, const float *x, float *y, int64_t first,
+                              int64_t images, float *scratch)
 {
     /* BEGIN SOLUTION week 13, task conv2d_bias_relu_pool */
     int64_t ph = l->oh / l->pool, pw = l->ow / l->pool, columns = l->oh * l->ow;
+    const float *image = x + first * l->c * l->h * l->w;
+    float *out = scratch;
     int status;
+    int bias_added = !is_direct(l);
     if (is_direct(l)) {
-        pad_image(image, first, l->c, l->h, l->w, l->padding, LANES * l->stride);
+        float *padded = scratch;
+        out = scratch + group_scratch(l, 0);
+        pad_image(image, padded, l->c, l->h, l->w, l->padding, LANES * l->stride);
         int64_t padded_h = l->h + 2 * l->padding, padded_w = l->w + 2 * l->padding;
         /* stride 1 (the usual) as a constant: the lanes' loads are then one contiguous vector */
         status = l->stride == 1
-                     ? direct_convolution(first, l->packed, out, l->c, padded_h, padded_w, l->k,
+                     ? direct_convolution(padded, l->packed, out, l->c, padded_h, padded_w, l->k,
                                           l->r, l->s, 1, l->oh, l->ow)
-                     : direct_convolution(first, l->packed, out, l->c, padded_h, padded_w, l->k,
+                     : direct_convolution(padded, l->packed, out, l->c, padded_h, padded_w, l->k,
                                           l->r, l->s, l->stride, l->oh, l->ow);
     } else {
-        status = s2c_im2col(image, first, 1, l->c, l->h, l->w, l->r, l->s, l->stride, l->padding);
-        if (status == S2C_OK)
-            status = s2c_gemm(0, 0, l->k, columns, l->c * l->r * l->s, l->weights, first, out, 0);
+        status = s2c_conv2d_forward(image, l->weights, l->bias, out, images, l->c, l->h, l->w,
+                                    l->k, l->r, l->s, l->stride, l->padding);
     }
-    for (int64_t kernel = 0; kernel < l->k && status == S2C_OK; kernel++)
-        status = pool_bias_relu(out + kernel * columns, l->ow, l->bias[kernel], l->pool,
-                                y_image + kernel * ph * pw, ph, pw);
+    for (int64_t plane = 0; plane < images * l->k && status == S2C_OK; plane++)
+        status = pool_bias_relu(out + plane * columns, l->ow,
+                                bias_added ? 0.0f : l->bias[plane % l->k], l->pool,
+                                y + (first * l->k + plane) * ph * pw, ph, pw);
     return status;
     /* END SOLUTION */
 }
@@ -205,15 +220,16 @@ int s2c_conv2d_bias_relu_pool(const float *x, const float *weights, const float 
 {
     S2C_REQUIRE(fused_sizes_ok(n, c, h, w, k, r, s, stride, padding, pool));
     /* BEGIN SOLUTION week 13, task conv2d_bias_relu_pool */
-    /* The threads split the images, each with its own scratch (s2c_gemm called inside the
-     * parallel loop runs on its caller's thread); a single image leaves the threads to s2c_gemm. */
+    /* The threads split the groups of images, each with its own scratch (s2c_conv2d_forward and
+     * s2c_gemm called inside the parallel loop run on their caller's thread); a single group
+     * leaves the threads to them. */
     struct fused_layer l = {c, h, w, k, r, s, stride, padding, pool,
                             s2c_out_size(h, r, stride, padding), s2c_out_size(w, s, stride, padding),
                             weights, bias, NULL};
-    int64_t columns = l.oh * l.ow, y_size = k * (l.oh / pool) * (l.ow / pool);
+    int64_t group = images_per_group(&l, n), groups = (n + group - 1) / group;
     int64_t packed_size = is_direct(&l) ? (k + FILTER_BLOCK - 1) / FILTER_BLOCK * FILTER_BLOCK * c * r * s : 0;
-    size_t per_thread = (size_t)(first_scratch(&l) + k * columns);
-    int threads = n > 1 ? s2c_get_num_threads() : 1;
+    size_t per_thread = (size_t)group_scratch(&l, group);
+    int threads = groups > 1 ? s2c_get_num_threads() : 1;
     float *scratch = malloc(((size_t)packed_size + (size_t)threads * per_thread) * sizeof(float));
     if (scratch == NULL)
         return S2C_OUT_OF_MEMORY;
@@ -223,13 +239,13 @@ int s2c_conv2d_bias_relu_pool(const float *x, const float *weights, const float 
     }
     int status = S2C_OK;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (int64_t image = 0; image < n; image++) {
-        float *first = scratch + packed_size + (size_t)omp_get_thread_num() * per_thread;
-        int image_status = fused_image(&l, x + image * c * h * w, y + image * y_size, first,
-                                       first + first_scratch(&l));
-        if (image_status != S2C_OK) {
+    for (int64_t index = 0; index < groups; index++) {
+        float *mine = scratch + packed_size + (size_t)omp_get_thread_num() * per_thread;
+        int64_t first = index * group;
+        int group_status = fused_group(&l, x, y, first, s2c_min(group, n - first), mine);
+        if (group_status != S2C_OK) {
             #pragma omp atomic write
-            status = image_status;
+            status = group_status;
         }
     }
     free(scratch);
