@@ -311,7 +311,8 @@ def markdown(record):
     """The record's table: per model and batch, each side's time and its ratio to the fastest
     production runtime of the run (ONNX Runtime on the CPU, PyTorch's CUDA graph on a GPU)."""
     where = record["machine"].get("gpu") if 4 in record["stages"] else None
-    device = where or f"{record['machine']['processor']}, {record['threads']} thread(s)"
+    threads = f"{record['threads']} thread" + ("s" if record["threads"] > 1 else "")
+    device = where or f"{record['machine']['processor']}, {threads}"
     lines = [
         f"# Inference: latency at batch 1, throughput at batch 256 ({device})",
         "",
@@ -326,7 +327,8 @@ def markdown(record):
         "",
     ]
     lines += [f"Not measured: {reason}." for reason in record["skipped"]]
-    lines += ["", "| model | batch | side | ms per batch | images/s | vs runtime | difference |",
+    lines += [""] if record["skipped"] else []
+    lines += ["| model | batch | side | ms per batch | images/s | vs runtime | difference |",
               "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for row in record["results"]:
         runtime = _runtime_seconds(record, row["model"], row["batch"])

@@ -401,3 +401,14 @@ TORCH_OPS = {
         same_numbers=False),
 }
 # fmt: on
+
+# PyTorch's fused paths beside an op's eager counterpart, timed as a second PyTorch column by
+# bench.ops_vs_pytorch: cuDNN's fused convolution + bias + ReLU (cudnnConvolutionBiasActivation-
+# Forward, aten.cudnn_convolution_relu: CUDA only), then the max-pooling, which cuDNN does not fuse.
+FUSED_TORCH_OPS = {
+    "conv2d_bias_relu_pool": Counterpart(
+        f"torch.cudnn_convolution_relu + {F}max_pool2d (cuDNN's fused conv-bias-ReLU)", "op",
+        _one("y", lambda torch, t, a: _functional(torch).max_pool2d(torch.cudnn_convolution_relu(
+            t["x"], t["w"], t["b"], (a["stride"],) * 2, (a["padding"],) * 2, (1, 1), 1),
+            a["pool"]))),
+}  # fmt: skip

@@ -2,7 +2,8 @@
 
 Nothing is kept for a backward (no argmax, no copy of x): only the pooled activations leave.
 PH = OH // pool, PW = OW // pool (pool x pool windows at stride pool; rows and columns a window
-would overhang are dropped, as F.max_pool2d drops them).
+would overhang are dropped, as F.max_pool2d drops them). ReLU is applied after the max: it
+commutes with it (it never lowers a value's rank, and keeps NaN, which the max picks).
 """
 
 import numpy as np
@@ -24,8 +25,10 @@ def conv2d_bias_relu_pool(x, w, b, stride=1, padding=0, pool=1):
     cols = batch_columns(x, r, s, stride, padding, batch_last)
     out = w.reshape(k, -1) @ cols  # [K, N*OH*OW]: conv2d_forward's one GEMM
     out += b[:, None]
-    np.maximum(out, 0.0, out=out)  # ReLU in place (np.maximum keeps NaN)
-    # the rows and columns the windows cover, each window's pool x pool block on axes 3 and 5
-    covered = images_of(out, n, oh, ow, batch_last)[:, :, : ph * pool, : pw * pool]
-    return np.ascontiguousarray(covered.reshape(n, k, ph, pool, pw, pool).max(axis=(3, 5)))
+    conv = np.ascontiguousarray(images_of(out, n, oh, ow, batch_last))  # [N, K, OH, OW]
+    # the max over each window's rows, then over its columns: reshapes that split an axis are
+    # views, so only the maxima are computed and copied
+    rows = conv[:, :, : ph * pool].reshape(n, k, ph, pool, ow).max(axis=3)
+    pooled = rows[..., : pw * pool].reshape(n, k, ph, pw, pool).max(axis=4)
+    return np.maximum(pooled, 0.0)  # ReLU after the max: the same numbers; np.maximum keeps NaN
     # END SOLUTION
