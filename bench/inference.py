@@ -26,7 +26,8 @@ largest difference is recorded). Each side on the CPU uses the same number of th
 `--seconds` and gives the mean time per call, by the process's CPU time on the CPU with one
 thread (every side then runs on the calling thread, and a shared machine's other work does not
 lengthen it, as in the grader's speed checks), else by the wall clock; each side keeps the
-fastest of `--repeats` measurements, taken in turns with the other sides. Writes OUTPUT.json and OUTPUT.md (the table, generated from the JSON).
+fastest of `--repeats` measurements, taken in turns with the other sides. Writes OUTPUT.json and
+OUTPUT.md (the table, generated from the JSON).
 """
 
 import argparse
@@ -65,7 +66,8 @@ def onnx_graph(model):
         params = {key: np.asarray(model.tier.to_numpy(p.value), np.float32)
                   for key, p in layer.params.items()}  # fmt: skip
         inputs = [previous] + [f"{name}.{key}" for key in params]
-        weights += [numpy_helper.from_array(value, f"{name}.{key}") for key, value in params.items()]
+        weights += [numpy_helper.from_array(value, f"{name}.{key}")
+                    for key, value in params.items()]  # fmt: skip
         if type(layer) is Conv2d:
             pads = [layer.padding] * 4
             node = helper.make_node("Conv", inputs, [name], pads=pads,
@@ -92,8 +94,9 @@ def onnx_graph(model):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", *INPUT])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", model.num_classes])],
         weights)  # fmt: skip
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              ir_version=IR_VERSION)
+    proto = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION
+    )
     onnx.checker.check_model(proto, full_check=True)
     return proto
 
@@ -143,10 +146,18 @@ def tier_sides(stage, tier, model, images):
         return lambda: np.asarray(tier.to_numpy(run()))
 
     sides = [
-        Side(f"stage {stage} ({tier.NAME}), training-mode forward", training, to_numpy(training),
-             tier.synchronize),
-        Side(f"stage {stage} ({tier.NAME}), inference mode", lambda: inference.forward(x),
-             to_numpy(lambda: inference.forward(x)), tier.synchronize),
+        Side(
+            f"stage {stage} ({tier.NAME}), training-mode forward",
+            training,
+            to_numpy(training),
+            tier.synchronize,
+        ),
+        Side(
+            f"stage {stage} ({tier.NAME}), inference mode",
+            lambda: inference.forward(x),
+            to_numpy(lambda: inference.forward(x)),
+            tier.synchronize,
+        ),
     ]
     if all(hasattr(tier, hook) for hook in ("record_step", "capture_graph")):
         logits, recording = tier.record_step(lambda: inference.forward(x))
@@ -194,8 +205,14 @@ def torch_sides(torch, model, images, device):
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph), torch.inference_mode():
             captured = net(x)
-        sides.append(Side("PyTorch CUDA graph (GPU)", graph.replay,
-                          as_numpy(lambda: (graph.replay(), captured)[1]), synchronize))
+        sides.append(
+            Side(
+                "PyTorch CUDA graph (GPU)",
+                graph.replay,
+                as_numpy(lambda: (graph.replay(), captured)[1]),
+                synchronize,
+            )
+        )
         compiled = torch.compile(net)
 
         def compiled_call():
@@ -219,22 +236,36 @@ def measure(sides, repeats, minimum, clock):
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m bench.inference",
                                      description=__doc__.split("\n")[0])  # fmt: skip
-    parser.add_argument("--stage", type=int, nargs="+", default=[2, 3], choices=(2, 3, 4),
-                        help="the tiers to time (4: on a GPU, against PyTorch on it)")
+    parser.add_argument(
+        "--stage",
+        type=int,
+        nargs="+",
+        default=[2, 3],
+        choices=(2, 3, 4),
+        help="the tiers to time (4: on a GPU, against PyTorch on it)",
+    )
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of every side")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per side")
     parser.add_argument("--seconds", type=float, default=0.3, help="least time of a measurement")
     parser.add_argument("--onnx", type=Path, help="also write each model's ONNX graph, PATH-MODEL")
-    parser.add_argument("--output", type=Path, default=Path("runs/inference/inference"),
-                        help="write OUTPUT.json and OUTPUT.md")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=Path("runs/inference/inference"),
+        help="write OUTPUT.json and OUTPUT.md",
+    )
     args = parser.parse_args(argv)
     gpu = any(runs_on_gpu(stage) for stage in args.stage)
     try:
         if gpu and args.stage != [4]:
             raise TierError("--stage 4 runs alone (the GPU side); the CPU tiers run without it")
-        refuse_simulated(args.stage[-1], None, "bench.inference",
-                         "Time the CPU tiers here; stage 4 on a machine with an NVIDIA GPU.")
+        refuse_simulated(
+            args.stage[-1],
+            None,
+            "bench.inference",
+            "Time the CPU tiers here; stage 4 on a machine with an NVIDIA GPU.",
+        )
         tiers = {stage: load_tier(stage) for stage in args.stage}
     except TierError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -286,8 +317,11 @@ def main(argv=None):
                              "seconds": seconds, "seconds_all": times[side.name],
                              "images_per_second": batch / seconds,
                              "max_abs_difference": differences[side.name]})  # fmt: skip
-                print(f"{name}, batch {batch}: {side.name}: {seconds * 1e3:.3f} ms, "
-                      f"{batch / seconds:,.0f} images/s", flush=True)
+                print(
+                    f"{name}, batch {batch}: {side.name}: {seconds * 1e3:.3f} ms, "
+                    f"{batch / seconds:,.0f} images/s",
+                    flush=True,
+                )
     record = {
         "command": "python -m bench.inference " + " ".join(sys.argv[1:] if argv is None else argv),
         "stages": args.stage,

@@ -226,7 +226,7 @@ def _steps(layers, tier):
             if type(layer) is Linear:
                 steps.append(LinearStep(tier, weight, bias, norm is not None))
                 continue
-            relu, pool, taken = _relu_and_pool(layers[index:index + 2])
+            relu, pool, taken = _relu_and_pool(layers[index : index + 2])
             steps.append(ConvStep(tier, layer, weight, bias, relu, pool, norm is not None))
             index += taken
         elif type(layer) is Residual:

@@ -26,8 +26,8 @@ from .activations import (
 )
 from .conv import col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
-from .init import he_normal, xavier_uniform
 from .inference import conv2d_bias_relu_pool
+from .init import he_normal, xavier_uniform
 from .linalg import add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
     bce_with_logits_loss,

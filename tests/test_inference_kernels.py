@@ -34,8 +34,12 @@ V = ctypes.c_void_p
 
 
 class Geometry(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_int64) for name in (
-        "n channels height width filters kh kw stride padding out_height out_width".split())]
+    _fields_ = [
+        (name, ctypes.c_int64)
+        for name in (
+            "n channels height width filters kh kw stride padding out_height out_width".split()
+        )
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +85,8 @@ def test_the_kernel_matches_stage_2_on_a_cpu_emulation(lib, shape):
     y = np.full((n, k, oh // pool, ow // pool), np.nan, np.float32)
     geometry = Geometry(n, c, h, w, k, r, s, stride, padding, oh, ow)
     status = lib.s2c_cuda_conv2d_bias_relu_pool(
-        *(a.ctypes.data_as(V) for a in (x, weights, b, y)), ctypes.byref(geometry), pool)
+        *(a.ctypes.data_as(V) for a in (x, weights, b, y)), ctypes.byref(geometry), pool
+    )
     assert status == 0
     expected = reference.conv2d_bias_relu_pool(x, weights, b, stride, padding, pool)
     assert np.array_equal(np.isnan(y), np.isnan(expected)), "NaN where stage 2 has none, or none"
@@ -92,7 +97,8 @@ def test_a_pool_larger_than_the_output_is_refused(lib):
     x, weights, b, y = (np.zeros(size, np.float32) for size in (16, 1, 1, 1))
     geometry = Geometry(1, 1, 4, 4, 1, 1, 1, 1, 0, 4, 4)
     status = lib.s2c_cuda_conv2d_bias_relu_pool(
-        *(a.ctypes.data_as(V) for a in (x, weights, b, y)), ctypes.byref(geometry), 5)
+        *(a.ctypes.data_as(V) for a in (x, weights, b, y)), ctypes.byref(geometry), 5
+    )
     assert status == 2  # S2C_CUDA_BAD_ARGUMENT
 
 

@@ -38,8 +38,15 @@ def every_rule():
         BatchNorm(5, eps=0.1),
         ReLU(),
         MaxPool2d(2),  # conv + BN + ReLU + pool: one fused step
-        Residual(Sequential(Conv2d(5, 5, 3, padding=1), BatchNorm(5, eps=1e-3), ReLU(),
-                            Conv2d(5, 5, 1), BatchNorm(5))),  # fmt: skip
+        Residual(
+            Sequential(
+                Conv2d(5, 5, 3, padding=1),
+                BatchNorm(5, eps=1e-3),
+                ReLU(),
+                Conv2d(5, 5, 1),
+                BatchNorm(5),
+            )
+        ),  # fmt: skip
         Conv2d(5, 4, 2),
         MaxPool2d(2),
         ReLU(),  # pool before ReLU: the same fused step

@@ -43,8 +43,8 @@ from .conv import CONV_KERNELS, col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
 from .device_data import correct_count, shift_images, take
 from .epilogue import bias_relu
-from .init import he_normal, xavier_uniform
 from .inference import conv2d_bias_relu_pool
+from .init import he_normal, xavier_uniform
 from .linalg import MATMUL_KERNELS, add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
     bce_with_logits_loss,
