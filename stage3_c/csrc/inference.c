@@ -84,8 +84,8 @@ static inline void pack_filters(const float *weights, int64_t k, int64_t taps, f
 }
 
 /* out [k, oh, ow] = the convolution of one image [c, h, w] by direct loops over `padded` (the image
- * with its zero border, and LANES * stride floats of slack after it: a tile's lanes past the row
- * read there and are not stored), every tap multiplied, padding included (a NaN weight gives NaN
+ * with its zero border, and LANES floats of slack after it: at stride 1 a tile's lanes past the
+ * row read there, and are not stored), every tap multiplied, padding included (a NaN weight gives NaN
  * there, as in PyTorch and the im2col path). `packed`: pack_filters' weights. */
 static inline __attribute__((always_inline)) int direct_convolution(const float *padded, const float *packed, float *out,
                                      int64_t c, int64_t padded_h, int64_t padded_w, int64_t k,
@@ -98,6 +98,7 @@ static inline __attribute__((always_inline)) int direct_convolution(const float 
         const int64_t filters = s2c_min(FILTER_BLOCK, k - k0);
         for (int64_t oy = 0; oy < oh; oy++)
             for (int64_t ox0 = 0; ox0 < ow; ox0 += LANES) {
+                const int64_t lanes_left = s2c_min(LANES, ow - ox0);
                 lanes sums[FILTER_BLOCK];
                 for (int f = 0; f < FILTER_BLOCK; f++)
                     sums[f] = (lanes){0.0f};
@@ -110,15 +111,14 @@ static inline __attribute__((always_inline)) int direct_convolution(const float 
                             lanes pixels;
                             if (stride == 1) {
                                 memcpy(&pixels, in_row + j, sizeof pixels); /* an unaligned load */
-                            } else {
+                            } else { /* a gather, lanes past the row left at zero */
                                 for (int l = 0; l < LANES; l++)
-                                    pixels[l] = in_row[l * stride + j];
+                                    pixels[l] = l < lanes_left ? in_row[l * stride + j] : 0.0f;
                             }
                             for (int f = 0; f < FILTER_BLOCK; f++)
                                 sums[f] += tap_weights[f] * pixels;
                         }
                     }
-                const int64_t lanes_left = s2c_min(LANES, ow - ox0);
                 for (int64_t f = 0; f < filters; f++) {
                     float *out_row = out + ((k0 + f) * oh + oy) * ow + ox0;
                     if (lanes_left == LANES) {
@@ -175,7 +175,7 @@ static inline int64_t images_per_group(const struct fused_layer *l, int64_t n)
  * image's convolution [k, oh, ow]; for the GEMM, the group's convolution. */
 static inline int64_t group_scratch(const struct fused_layer *l, int64_t images)
 {
-    int64_t padded = l->c * (l->h + 2 * l->padding) * (l->w + 2 * l->padding) + LANES * l->stride;
+    int64_t padded = l->c * (l->h + 2 * l->padding) * (l->w + 2 * l->padding) + LANES;
     return (is_direct(l) ? padded : 0) + images * l->k * l->oh * l->ow;
 }
 
@@ -194,7 +194,7 @@ static inline int fused_group(const struct fused_layer *l, const float *x, float
     if (is_direct(l)) {
         float *padded = scratch;
         out = scratch + group_scratch(l, 0);
-        pad_image(image, padded, l->c, l->h, l->w, l->padding, LANES * l->stride);
+        pad_image(image, padded, l->c, l->h, l->w, l->padding, LANES);
         int64_t padded_h = l->h + 2 * l->padding, padded_w = l->w + 2 * l->padding;
         /* stride 1 (the usual) as a constant: the lanes' loads are then one contiguous vector */
         status = l->stride == 1
