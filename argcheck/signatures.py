@@ -205,6 +205,22 @@ def conv2d_backward(t, x, w, dy, stride, padding, need_dx):
     return x, w, dy, stride, padding, flag(op, "need_dx", need_dx), oh, ow
 
 
+def conv2d_bias_relu_pool(t, x, w, b, stride, padding, pool):
+    """x [N, C, H, W], w [K, C, R, S], b [K], and a max-pooling window `pool` >= 1 over the
+    convolution's [OH, OW] (stride `pool`, no padding; 1: no pooling); returns
+    (x, w, b, stride, padding, pool, oh, ow): the output is [N, K, OH // pool, OW // pool]."""
+    op = "conv2d_bias_relu_pool"
+    (x, w, stride, padding, oh, ow), n, k = _conv(t, op, x, w, stride, padding)
+    b = arrays.array(t, op, "b", b, "K", hint=" (K: w's output channels)", K=k)[0]
+    pool = integer(op, "pool", pool, 1)
+    for axis, size in (("height", oh), ("width", ow)):
+        if size // pool < 1:
+            fail(op, f"the pooled output {axis} must be >= 1, got the convolution's {size} "
+                     f"// pool {pool} = 0")  # fmt: skip
+    check_elements(op, "the output [N, K, PH, PW]", (n, k, oh // pool, ow // pool))
+    return x, w, b, stride, padding, pool, oh, ow
+
+
 # --- pooling ------------------------------------------------------------------------------------
 
 
@@ -409,6 +425,7 @@ SIGNATURES = {
     "col2im": col2im,
     "conv2d_forward": conv2d_forward,
     "conv2d_backward": conv2d_backward,
+    "conv2d_bias_relu_pool": conv2d_bias_relu_pool,
     "maxpool2d_forward": functools.partial(_pool, op="maxpool2d_forward"),
     "maxpool2d_backward": maxpool2d_backward,
     "avgpool2d_forward": functools.partial(_pool, op="avgpool2d_forward"),

@@ -33,7 +33,7 @@ import numpy as np
 import tiers
 from grader import report
 from grader.correctness import compare_outputs
-from grader.ladders import CONV_LAYERS, Named, conv_layers, size_label
+from grader.ladders import CONV_LAYERS, Named, conv_layers, fused_layers, size_label
 from grader.ops import OPS
 from grader.ownership import Ownership
 from grader.records import Setup, TierError
@@ -41,7 +41,7 @@ from grader.run import RESULTS, RUNS
 from grader.session import Session
 from grader.speed import BoundCall
 from grader.tolerance import tolerance
-from grader.torch_ops import TORCH_OPS, outputs_to_numpy, tensors
+from grader.torch_ops import FUSED_TORCH_OPS, TORCH_OPS, outputs_to_numpy, tensors
 from tiers.machine import machine_info
 
 from . import ops_vs_pytorch_report
@@ -103,6 +103,11 @@ WEIGHTS = (Case("LeNet-5 fc1 weight", (120, 400), False),
            Case("Fashion-CNN conv2 weight", (128, 64, 3, 3), False),
            Case("Fashion-CNN fc1 weight", (256, 3200), False)) + large((4096, 4096))
 LINEAR = per_batch(FC1) + large((4096, 4096, 4096))
+# inference's fused conv + bias + ReLU + max-pool of 2 at every conv layer: latency (batch 1) too
+FUSED_CONV = tuple(Case(named.label, named.size, False) for batch in (1, *BATCHES)
+                   for named in fused_layers(batch, list(CONV_LAYERS))) \
+    + (Case("Tiny-ImageNet CNN conv2 + ReLU + pool 2, batch 256",
+            (256, 32, 32, 32, 64, 3, 3, 1, 1, 2), True),)
 
 # A backward op is timed at its forward's shapes: its arguments are built from the forward's.
 BY_GROUP = {  # the shapes of a group of grader/ops.py
@@ -121,7 +126,7 @@ BY_OP = {  # forward ops whose shapes are not their group's
                            ("Fashion-CNN fc1 bias gradient", lambda b: (b, 256))))
     + large((16384, 4096)),
     "mse_loss": LOSS, "bce_with_logits_loss": LOSS, "cross_entropy_loss": CROSS_ENTROPY,
-    "hinge_loss": HINGE,
+    "hinge_loss": HINGE, "conv2d_bias_relu_pool": FUSED_CONV,
 }
 # fmt: on
 
@@ -212,9 +217,10 @@ class Bench:
         session = next(iter(self.sessions.values()))
         return session.call(self.stage2, op, args, "reference"), "stage 2 (NumPy)"
 
-    def time_pytorch(self, op, args):
-        """{"timing": ...} of PyTorch's counterpart on fresh tensors, or {"problem": ...}."""
-        counterpart = TORCH_OPS[op.name]
+    def time_pytorch(self, op, args, counterpart=None):
+        """{"timing": ...} of PyTorch's counterpart (default: TORCH_OPS') on fresh tensors, or
+        {"problem": ...}."""
+        counterpart = counterpart or TORCH_OPS[op.name]
         try:
             t = tensors(self.torch, args, self.device)
             timing, _ = self.timer(counterpart.call(self.torch, t, args, self.device))
@@ -267,6 +273,10 @@ def run_case(bench, op, case, index):
     expected, row["checked_against"] = bench.expected(op, args)
     if bench.torch is not None:
         row["pytorch"].update(bench.time_pytorch(op, args))
+        fused = FUSED_TORCH_OPS.get(op.name)
+        if fused is not None and bench.device == "cuda":
+            row["pytorch_fused"] = {"expression": fused.expression, "how": fused.how,
+                                    **bench.time_pytorch(op, args, fused)}  # fmt: skip
     library = (row["pytorch"].get("timing") or {}).get("median")
     for variant, session in bench.ready().items():
         ours = bench.time_ours(session, op, args, expected)

@@ -37,6 +37,8 @@ def _time(side):
 def row_line(row):
     """One line of the running output."""
     parts = [f"{row['op']:<30} {row['size'][:60]:<60}", f"PyTorch {_time(row['pytorch']):>9}"]
+    if "pytorch_fused" in row:
+        parts.append(f"PyTorch fused {_time(row['pytorch_fused']):>9}")
     for variant, ours in row["ours"].items():
         ratio = f" ({format_ratio(ours['ratio'])})" if ours.get("ratio") else ""
         parts.append(f"{variant} {_time(ours)[:70]}{ratio}")
@@ -143,7 +145,14 @@ def markdown(record):
             ours = row["ours"].get(variant, {})
             cells += [_time(ours), format_ratio(ours["ratio"]) if ours.get("ratio") else ""]
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
+    fused = [row for row in record["rows"] if "pytorch_fused" in row]
+    if fused:
+        lines += ["## PyTorch's fused paths", "",
+                  "| op | shape | PyTorch's fused side | time | PyTorch's eager side |",
+                  "| --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines += [f"| {row['op']} | {row['size']} | `{row['pytorch_fused']['expression']}` | "
+                  f"{_time(row['pytorch_fused'])} | {_time(row['pytorch'])} |" for row in fused]
+        lines.append("")
     return "\n".join(lines)
 
 

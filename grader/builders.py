@@ -19,6 +19,7 @@ CONTRACT_DEFAULTS = {
     "hinge_loss_backward": {"margin": 1.0},
     "conv2d_forward": {"stride": 1, "padding": 0},
     "conv2d_backward": {"stride": 1, "padding": 0, "need_dx": True},
+    "conv2d_bias_relu_pool": {"stride": 1, "padding": 0, "pool": 1},
     "batchnorm_forward": {"momentum": 0.1, "eps": 1e-5},
     "sgd_step": {"weight_decay": 0.0},
     "momentum_step": {"nesterov": False, "weight_decay": 0.0},
@@ -181,6 +182,22 @@ def build_conv(rng, size):
         "need_dx": (need_dx or [DEFAULT])[0],
     }
     return with_defaults(args, "conv2d_backward")
+
+
+def build_conv_bias_relu_pool(rng, size):
+    """size = (n, c, h, w, k, r, s, stride, padding, pool); stride, padding and pool may be
+    DEFAULT. The bias spreads as widely as the convolution's sums, so that many outputs change
+    sign with it (ReLU applied before the bias differs from the right order)."""
+    n, c, h, w, k, r, s, stride, padding, pool = size
+    args = {
+        "x": inputs.normal(rng, (n, c, h, w)),
+        "w": inputs.normal(rng, (k, c, r, s), scale=1 / math.sqrt(c * r * s)),
+        "b": inputs.normal(rng, k),
+        "stride": stride,
+        "padding": padding,
+        "pool": pool,
+    }
+    return with_defaults(args, "conv2d_bias_relu_pool")
 
 
 def build_pool(kind):

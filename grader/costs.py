@@ -69,6 +69,15 @@ def work_conv(passes):
     return lambda args: (passes * conv_flops(args), 4 * _numel(args["x"], args["w"]))
 
 
+def work_conv_bias_relu_pool(args):
+    """The convolution's flops; x, w and b read, and only the pooled output written."""
+    n, _, h, w = args["x"].shape
+    k, _, r, s = args["w"].shape
+    stride, padding, pool = args["stride"], args["padding"], args["pool"]
+    pooled = (conv_out(h, r, stride, padding) // pool) * (conv_out(w, s, stride, padding) // pool)
+    return conv_flops(args), 4 * (_numel(args["x"], args["w"], args["b"]) + n * k * pooled)
+
+
 def work_im2col(args):
     """im2col reads x once and writes its columns: [n, c * kh * kw, out_h * out_w]."""
     n, c, h, w = args["x"].shape

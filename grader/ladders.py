@@ -39,6 +39,20 @@ CONV_BENCH = {
     + conv_layers(64, list(CONV_LAYERS)),
     "gpu": conv_layers(64, list(CONV_LAYERS)) + conv_layers(256, list(CONV_LAYERS)),
 }
+# Inference's fused conv + bias + ReLU + max-pool of 2 (every conv of LeNet-5 and the Fashion
+# CNN is followed by one), at a batch of 1 (latency) and of 256 (throughput).
+def fused_layers(batch, names):
+    """conv_layers' sizes, each with the pooling window of 2 that follows the layer."""
+    return tuple(Named(f"{label} + ReLU + pool 2", (*size, 2))
+                 for label, size in conv_layers(batch, names))  # fmt: skip
+
+
+CONV_BIAS_RELU_POOL = {
+    "python": fused_layers(1, ["LeNet-5 conv1"]),
+    "cpu": fused_layers(1, ["LeNet-5 conv1"]) + fused_layers(256, ["LeNet-5 conv2"])
+    + fused_layers(64, ["Fashion-CNN conv2"]),
+    "gpu": fused_layers(1, ["Fashion-CNN conv2"]) + fused_layers(256, list(CONV_LAYERS)),
+}
 
 
 def _cube(*sizes):
@@ -97,6 +111,7 @@ SPEED = {
     "sgd_step": OPTIMIZER, "momentum_step": OPTIMIZER, "rmsprop_step": OPTIMIZER,
     "adam_step": OPTIMIZER,
     "xavier_uniform": INIT, "he_normal": INIT,
+    "conv2d_bias_relu_pool": CONV_BIAS_RELU_POOL,
 }
 BENCH = {
     "matmul": {"python": _cube(64, 128), "cpu": _cube(64, 256, 512, 1024, 2048),

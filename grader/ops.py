@@ -26,6 +26,7 @@ from .builders import (
     build_bce,
     build_broadcast,
     build_conv,
+    build_conv_bias_relu_pool,
     build_cross_entropy,
     build_dropout,
     build_elementwise,
@@ -48,6 +49,7 @@ from .costs import (
     pooled_elements,
     work_arrays,
     work_conv,
+    work_conv_bias_relu_pool,
     work_im2col,
     work_init,
     work_int8_conv2d,
@@ -182,6 +184,23 @@ CONV2D_CASES = (
     (*CONV_CASES[2], False),
     CONV_CASES[4],
 )
+# Inference's fused conv + bias + ReLU + max-pool: (n, c, h, w, k, r, s, stride, padding, pool).
+# Every optional argument left at its default once; convolutions whose OH or OW leave a row or a
+# column no pooling window covers (7 // 2, 7 // 3); a stride of 2 under the pool; LeNet-5's
+# second layer; output channels past any multiple of 8 or 16 (a SIMD width).
+CONV_BIAS_RELU_POOL_CASES = (
+    (1, 1, 5, 5, 1, 3, 3, DEFAULT, DEFAULT, DEFAULT),
+    (2, 3, 7, 6, 4, 3, 3, 1, 1, 2),
+    (2, 2, 10, 8, 3, 3, 2, 2, 1, 2),
+    (1, 3, 6, 7, 2, 5, 5, DEFAULT, 2, 3),
+    (1, 16, 4, 3, 16, 3, 3, 1, 1, 1),
+    (1, 6, 14, 14, 16, 5, 5, 1, 0, 2),
+    (1, 5, 13, 11, 19, 3, 3, 1, 1, 2),
+)
+# Past the tiles and channel chunks of a GPU's kernel (and C's SIMD rows): LeNet-5's first layer
+# (several tiles down the plane, the last one partial) and the Fashion CNN's second with 130
+# filters (a partial last group). Too slow for stage 1 and for numba's simulator.
+CONV_BIAS_RELU_POOL_LAYERS = ((2, 1, 28, 28, 6, 5, 5, 1, 2, 2), (2, 64, 13, 13, 130, 3, 3, 1, 0, 2))
 CONV_GRAD_CASES = ((2, 2, 5, 6, 3, 3, 3, 1, 1), (1, 2, 8, 6, 2, 3, 2, 2, 2))
 POOL_CASES = (  # (n, c, h, w, k, stride, ties)
     (1, 1, 4, 4, 2, 2, False),
@@ -316,6 +335,12 @@ _OPS = [
                  accum=lambda a: max(a["dy"].shape[0] * a["dy"].shape[2] * a["dy"].shape[3],
                                      a["dy"].shape[1] * a["w"].shape[2] * a["w"].shape[3]),
                  work=work_conv(2)),
+    # inference: conv + bias + ReLU + max-pool in one op, nothing kept for a backward
+    dict(name="conv2d_bias_relu_pool", group="conv",
+         params=("x", "w", "b", "stride", "padding", "pool"), build=build_conv_bias_relu_pool,
+         cases=CONV_BIAS_RELU_POOL_CASES, accum=lambda a: int(np.prod(a["w"].shape[1:])),
+         tier_cases={"cpu": CONV_BIAS_RELU_POOL_LAYERS, "gpu": CONV_BIAS_RELU_POOL_LAYERS},
+         work=work_conv_bias_relu_pool),
     # pooling
     dict(name="maxpool2d_forward", group="pooling", params=("x", "k", "stride"),
          build=build_pool("max"), outputs=("y", "argmax"), cases=MAXPOOL_CASES, note=tie_note,

@@ -42,6 +42,7 @@ STAGE2_OVER_STAGE1 = {
     "avgpool2d_backward": 2.6, "batchnorm_forward": 15, "batchnorm_backward": 27,
     "dropout_forward": 13, "dropout_backward": 130, "sgd_step": 66, "momentum_step": 60,
     "rmsprop_step": 41, "adam_step": 38, "xavier_uniform": 5.1, "he_normal": 2.9,
+    "conv2d_bias_relu_pool": 13,  # 274x and 315x in two runs (load 10-14)
 }
 # fmt: on
 
@@ -76,6 +77,7 @@ STAGE3_OVER_STAGE2 = {
     "batchnorm_backward": 0.07, "dropout_forward": 0.02, "dropout_backward": 0.03,
     "sgd_step": 0.04, "momentum_step": 0.04, "rmsprop_step": 0.04, "adam_step": 0.03,
     "xavier_uniform": 0.09, "he_normal": 0.04,
+    "conv2d_bias_relu_pool": 0.08,  # least 1.67x over two runs (load 10-14)
 }
 # fmt: on
 SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1, (3, 2): STAGE3_OVER_STAGE2}

@@ -355,6 +355,13 @@ TORCH_OPS = {
             t["x"], t["w"], t["b"], stride=a["stride"], padding=a["padding"]))),
     "conv2d_backward": Counterpart("aten.convolution_backward (cuDNN)", "backward",
                                    _conv_backward),
+    # inference: the eager sequence a PyTorch user writes (a pool of 1 is no pooling)
+    "conv2d_bias_relu_pool": Counterpart(
+        f"{F}max_pool2d({F}relu({F}conv2d(x, w, b)), pool) (cuDNN conv)", "expression",
+        _one("y", lambda torch, t, a: _functional(torch).max_pool2d(
+            _functional(torch).relu(_functional(torch).conv2d(
+                t["x"], t["w"], t["b"], stride=a["stride"], padding=a["padding"])),
+            a["pool"]))),
     # pooling
     "maxpool2d_forward": Counterpart(f"{F}max_pool2d(return_indices=True)", "op", _maxpool),
     "maxpool2d_backward": Counterpart("aten.max_pool2d_with_indices_backward", "backward",
@@ -424,3 +431,15 @@ TORCH_OPS |= {
     "int8_conv2d": Counterpart(f"{F}conv2d(x - x_zero, w) * scale + b (float64 sums)",
                                "expression", _one("y", _int8_conv2d)),
 }
+
+
+# PyTorch's fused paths beside an op's eager counterpart, timed as a second PyTorch column by
+# bench.ops_vs_pytorch: cuDNN's fused convolution + bias + ReLU (cudnnConvolutionBiasActivation-
+# Forward, aten.cudnn_convolution_relu: CUDA only), then the max-pooling, which cuDNN does not fuse.
+FUSED_TORCH_OPS = {
+    "conv2d_bias_relu_pool": Counterpart(
+        f"torch.cudnn_convolution_relu + {F}max_pool2d (cuDNN's fused conv-bias-ReLU)", "op",
+        _one("y", lambda torch, t, a: _functional(torch).max_pool2d(torch.cudnn_convolution_relu(
+            t["x"], t["w"], t["b"], (a["stride"],) * 2, (a["padding"],) * 2, (1, 1), 1),
+            a["pool"]))),
+}  # fmt: skip

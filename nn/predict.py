@@ -5,8 +5,9 @@
 
 An image file is converted to the model's channels and size (MNIST digits are white on black:
 use --invert for a dark digit on a light background). --index takes example i of the test split of
-the data set the model was trained on. Any failure is one line on stderr and an exit status of its
-kind (nn/exits.py, listed by --help).
+the data set the model was trained on. The model runs in inference mode (nn/inference.py: its
+BatchNorms folded, each conv + ReLU + max-pool one op). Any failure is one line on stderr and an
+exit status of its kind (nn/exits.py, listed by --help).
 """
 
 import argparse
@@ -19,6 +20,7 @@ from nn.backend import STAGES, load_tier
 from nn.checkpoint import CheckpointError, meta_field, read_checkpoint, restore
 from nn.data import DATA_NAMES, Normalizer, load_data
 from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
+from nn.inference import prepare_for_inference
 from nn.models import build_model
 from nn.quantized import restore_quantized
 from nn.recipes import Recipe
@@ -127,7 +129,7 @@ def main(argv=None):
         print("\ninterrupted", file=sys.stderr)
         return INTERRUPTED
     normalized = Normalizer.from_json(meta["normalizer"])(inputs)
-    logits = model.forward(tier.from_numpy(normalized))
+    logits = prepare_for_inference(model).forward(tier.from_numpy(normalized))
     probabilities = model.loss.probabilities(tier, logits)[0]
     for rank, label in enumerate(np.argsort(-probabilities)[: args.top_k], start=1):
         print(f"{rank}. {meta['class_names'][label]:<12} {probabilities[label]:.4f}")

@@ -25,6 +25,7 @@ from .activations import (
 )
 from .conv import col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
+from .inference import conv2d_bias_relu_pool
 from .init import he_normal, xavier_uniform
 from .linalg import add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
@@ -93,6 +94,7 @@ __all__ = [
     "col2im",
     "conv2d_backward",
     "conv2d_forward",
+    "conv2d_bias_relu_pool",
     "cross_entropy_loss",
     "cross_entropy_loss_backward",
     "dropout_backward",

@@ -38,6 +38,7 @@ from .activations import (
 from .conv import col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
 from .dropout import dropout_backward, dropout_forward
+from .inference import conv2d_bias_relu_pool
 from .init import he_normal, xavier_uniform
 from .linalg import MATMUL_KERNELS, add, best_kernel, matmul, mul, scale, sum_rows, transpose
 from .losses import (
@@ -160,6 +161,7 @@ __all__ = [
     "im2col",
     "col2im",
     "conv2d_forward",
+    "conv2d_bias_relu_pool",
     "conv2d_backward",
     "maxpool2d_forward",
     "maxpool2d_backward",

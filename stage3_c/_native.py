@@ -61,6 +61,7 @@ EXERCISES = {
     "s2c_conv2d_backward": (13, "conv2d_backward", "conv.c"),
     "s2c_conv2d_forward_direct": (13, "conv2d_forward_direct", "conv.c"),
     "s2c_conv2d_backward_direct": (13, "conv2d_backward_direct", "conv.c"),
+    "s2c_conv2d_bias_relu_pool": (13, "conv2d_bias_relu_pool", "inference.c"),
     "s2c_maxpool2d_forward": (13, "maxpool2d_forward", "pooling.c"),
     "s2c_maxpool2d_backward": (13, "maxpool2d_backward", "pooling.c"),
     "s2c_avgpool2d_forward": (13, "avgpool2d_forward", "pooling.c"),

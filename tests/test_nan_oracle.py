@@ -166,6 +166,8 @@ TORCH = {  # op name: its PyTorch equivalent, on float64 tensors (in-place ops u
         dy, x_shape[2:], (kh, kw), padding=padding, stride=stride),
     "conv2d_forward": lambda x, w, b, stride, padding: F.conv2d(x, w, b, stride, padding),
     "conv2d_backward": conv2d_backward,
+    "conv2d_bias_relu_pool": lambda x, w, b, stride, padding, pool: F.max_pool2d(
+        F.relu(F.conv2d(x, w, b, stride, padding)), pool),
     "maxpool2d_forward": lambda x, k, stride: F.max_pool2d(x, k, stride, return_indices=True),
     "maxpool2d_backward": maxpool2d_backward,
     "avgpool2d_forward": F.avg_pool2d,

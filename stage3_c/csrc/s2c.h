@@ -97,6 +97,13 @@ int s2c_conv2d_backward_direct(const float *x, const float *weights, const float
                                int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
                                int64_t r, int64_t s, int64_t stride, int64_t padding);
 
+/* ---- inference (week 13, inference.c): relu(conv2d(x, weights) + bias) max-pooled over
+ * pool x pool windows at stride pool, y [n, k, oh / pool, ow / pool] (pool 1: no pooling);
+ * nothing is kept for a backward ---- */
+int s2c_conv2d_bias_relu_pool(const float *x, const float *weights, const float *bias, float *y,
+                              int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r,
+                              int64_t s, int64_t stride, int64_t padding, int64_t pool);
+
 /* ---- pooling (week 13, pooling.c): x [n, c, h, w] -> y [n, c, oh, ow], no padding,
  * oh = (h - k) / stride + 1; argmax holds the flat index ih * w + iw within each [h, w]
  * plane ---- */

@@ -191,6 +191,12 @@ int s2c_cuda_load_cufft(const char *path);
 int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, float *dx, float *dw,
                              float *db, float *scratch, const struct s2c_conv_geometry *g);
 
+/* inference/conv_bias_relu_pool.cu: relu(conv2d(x, w) + b) max-pooled over pool x pool windows
+ * at stride pool, y [n, filters, out_height / pool, out_width / pool] (pool 1: no pooling), in one
+ * kernel that keeps nothing for a backward; g as the conv ladder's. */
+int s2c_cuda_conv2d_bias_relu_pool(const float *x, const float *w, const float *b, float *y,
+                                   const struct s2c_conv_geometry *g, int64_t pool);
+
 /* norm.cu: x seen as [n, channels, length] (length = H*W, or 1 for [N, C]); per channel mean and
  * invstd (saved for the backward) and, in training, the running statistics updated in place.
  * `partials` is scratch for 2 * S2C_CUDA_BATCHNORM_BLOCKS * channels doubles (the per-block sums

@@ -43,6 +43,7 @@ from .conv import CONV_KERNELS, col2im, conv2d_backward, conv2d_forward, im2col
 from .dense import linear_backward, linear_forward
 from .device_data import correct_count, shift_images, take
 from .epilogue import bias_relu
+from .inference import conv2d_bias_relu_pool
 from .init import he_normal, xavier_uniform
 from .linalg import MATMUL_KERNELS, add, matmul, mul, scale, sum_rows, transpose
 from .losses import (
@@ -112,6 +113,7 @@ __all__ = [
     "col2im",
     "conv2d_backward",
     "conv2d_forward",
+    "conv2d_bias_relu_pool",
     "copy_into",
     "correct_count",
     "cross_entropy_loss",

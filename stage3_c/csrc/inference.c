@@ -1,0 +1,254 @@
+/* inference.c -- inference's fused convolution (week 13): conv + bias + ReLU, then max-pooling
+ * over pool x pool windows at stride pool, in one call that keeps nothing for a backward (no
+ * argmax, no copy of x, no [n, k, oh, ow] activation in memory: only the pooled output leaves).
+ * x [n, c, h, w]; weights [k, c, r, s]; bias [k]; y [n, k, oh / pool, ow / pool], where
+ * oh = (h + 2 * padding - r) / stride + 1 (likewise ow); pool = 1 is no pooling.
+ *
+ * Each image is convolved into a scratch plane per output channel that stays in the cache, and
+ * the epilogue reads it once: the max of each window, plus the bias, through ReLU. The
+ * convolution goes through im2col and s2c_gemm (whose micro-kernel is the widest SIMD the CPU
+ * runs, chosen at run time: MATMUL.md), except for layers of few filters (K <= DIRECT_FILTERS,
+ * LeNet-5's 6 and 16), whose GEMM tiles of 12 filters would be half empty and whose im2col copies
+ * cost as much as their products: these run as direct loops over a zero-padded copy of the image,
+ * a register tile of 8 filters x 16 outputs of a row taking every tap of the window in turn
+ * (measured on one core of the AMD EPYC CI machine, 256 images: LeNet-5's conv1 3.4 -> 1.7 ms,
+ * conv2 4.1 -> 1.8 ms; the Fashion CNN's 64 and 128 filters are 10-15% faster through the GEMM). Adding the bias and ReLU after the max gives the same numbers as before it: rounding
+ * v + b is monotone in v, as ReLU is, so both commute with the max, and a NaN wins the max and
+ * stays NaN through both; the epilogue then does them once per window, not once per element. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define DIRECT_FILTERS 16 /* the most filters a layer convolved by direct loops has */
+#define GROUP_FLOATS 131072 /* 512 KB: the most a group's convolution holds, in the L2 cache */
+
+/* Every size >= 1, the convolution's window fits the padded input, and the pooling window fits
+ * the convolution's output. */
+static inline int fused_sizes_ok(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k,
+                                 int64_t r, int64_t s, int64_t stride, int64_t padding,
+                                 int64_t pool)
+{
+    return n >= 1 && c >= 1 && h >= 1 && w >= 1 && k >= 1 && r >= 1 && s >= 1 && stride >= 1 &&
+           padding >= 0 && pool >= 1 && h + 2 * padding >= r && w + 2 * padding >= s &&
+           s2c_out_size(h, r, stride, padding) >= pool && s2c_out_size(w, s, stride, padding) >= pool;
+}
+
+/* y_plane [ph, pw] = relu(max over each pool x pool window of plane [oh, ow] + bias). Window
+ * offsets (i, j) challenge the window's first element in row-major order along a whole output
+ * row (a loop the compiler vectorizes); a NaN wins and then stays. Returns S2C_OK. */
+static inline int pool_bias_relu(const float *plane, int64_t ow, float bias, int64_t pool,
+                                  float *y_plane, int64_t ph, int64_t pw)
+{
+    /* BEGIN SOLUTION week 13, task conv2d_bias_relu_pool */
+    for (int64_t py = 0; py < ph; py++) {
+        float *y_row = y_plane + py * pw;
+        const float *top = plane + py * pool * ow;
+        for (int64_t px = 0; px < pw; px++)
+            y_row[px] = top[px * pool];
+        for (int64_t i = 0; i < pool; i++)
+            for (int64_t j = (i == 0); j < pool; j++)
+                for (int64_t px = 0; px < pw; px++) {
+                    float value = top[i * ow + px * pool + j], best = y_row[px];
+                    /* best == best: best is not NaN; !(value <= best): value is greater or NaN */
+                    y_row[px] = best == best && !(value <= best) ? value : best;
+                }
+        for (int64_t px = 0; px < pw; px++) {
+            float value = y_row[px] + bias;
+            y_row[px] = value <= 0.0f ? 0.0f : value; /* ReLU; NaN <= 0 is false: NaN stays */
+        }
+    }
+    return S2C_OK;
+    /* END SOLUTION */
+}
+
+/* The direct loops' register tile: FILTER_BLOCK filters x LANES outputs of a row, whose sums stay
+ * in registers while every tap of the window is added. `lanes` is GCC's vector type of LANES
+ * floats (also clang's): arithmetic on it compiles to the widest SIMD the build targets (one
+ * AVX-512 register, two AVX2 ones, four SSE ones), as the flags that choose the matmul ladder's
+ * micro-kernel (matmul.c) do; a tile is 8 registers of sums on AVX-512. */
+#define FILTER_BLOCK 8
+#define LANES 16
+typedef float lanes __attribute__((vector_size(LANES * sizeof(float))));
+
+/* packed [ceil(k / FILTER_BLOCK)][taps][FILTER_BLOCK]: each block's weights tap by tap, a
+ * missing filter of the last block as zeros (computed, never stored). */
+static inline void pack_filters(const float *weights, int64_t k, int64_t taps, float *packed)
+{
+    for (int64_t k0 = 0; k0 < k; k0 += FILTER_BLOCK)
+        for (int64_t tap = 0; tap < taps; tap++)
+            for (int64_t f = 0; f < FILTER_BLOCK; f++)
+                packed[(k0 * taps) + tap * FILTER_BLOCK + f] =
+                    k0 + f < k ? weights[(k0 + f) * taps + tap] : 0.0f;
+}
+
+/* out [k, oh, ow] = the convolution of one image [c, h, w] by direct loops over `padded` (the image
+ * with its zero border, and LANES floats of slack after it: at stride 1 a tile's lanes past the
+ * row read there, and are not stored), every tap multiplied, padding included (a NaN weight gives NaN
+ * there, as in PyTorch and the im2col path). `packed`: pack_filters' weights. */
+static inline __attribute__((always_inline)) int direct_convolution(const float *padded, const float *packed, float *out,
+                                     int64_t c, int64_t padded_h, int64_t padded_w, int64_t k,
+                                     int64_t r, int64_t s, int64_t stride, int64_t oh, int64_t ow)
+{
+    /* BEGIN SOLUTION week 13, task conv2d_bias_relu_pool */
+    const int64_t taps = c * r * s;
+    for (int64_t k0 = 0; k0 < k; k0 += FILTER_BLOCK) {
+        const float *block = packed + k0 * taps;
+        const int64_t filters = s2c_min(FILTER_BLOCK, k - k0);
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox0 = 0; ox0 < ow; ox0 += LANES) {
+                const int64_t lanes_left = s2c_min(LANES, ow - ox0);
+                lanes sums[FILTER_BLOCK];
+                for (int f = 0; f < FILTER_BLOCK; f++)
+                    sums[f] = (lanes){0.0f};
+                const float *tap_weights = block;
+                for (int64_t channel = 0; channel < c; channel++)
+                    for (int64_t i = 0; i < r; i++) {
+                        const float *in_row =
+                            padded + (channel * padded_h + oy * stride + i) * padded_w + ox0 * stride;
+                        for (int64_t j = 0; j < s; j++, tap_weights += FILTER_BLOCK) {
+                            lanes pixels;
+                            if (stride == 1) {
+                                memcpy(&pixels, in_row + j, sizeof pixels); /* an unaligned load */
+                            } else { /* a gather, lanes past the row left at zero */
+                                for (int l = 0; l < LANES; l++)
+                                    pixels[l] = l < lanes_left ? in_row[l * stride + j] : 0.0f;
+                            }
+                            for (int f = 0; f < FILTER_BLOCK; f++)
+                                sums[f] += tap_weights[f] * pixels;
+                        }
+                    }
+                for (int64_t f = 0; f < filters; f++) {
+                    float *out_row = out + ((k0 + f) * oh + oy) * ow + ox0;
+                    if (lanes_left == LANES) {
+                        memcpy(out_row, &sums[f], sizeof sums[f]); /* one unaligned store */
+                    } else {
+                        for (int64_t l = 0; l < lanes_left; l++)
+                            out_row[l] = sums[f][l];
+                    }
+                }
+            }
+    }
+    return S2C_OK;
+    /* END SOLUTION */
+}
+
+/* image [c, h, w] -> padded [c, h + 2 * padding, w + 2 * padding] with zeros around it, and
+ * `slack` zeros after it. */
+static inline void pad_image(const float *image, float *padded, int64_t c, int64_t h, int64_t w,
+                             int64_t padding, int64_t slack)
+{
+    int64_t padded_h = h + 2 * padding, padded_w = w + 2 * padding;
+    for (int64_t f = 0; f < c * padded_h * padded_w + slack; f++)
+        padded[f] = 0.0f;
+    for (int64_t channel = 0; channel < c; channel++)
+        for (int64_t y = 0; y < h; y++)
+            for (int64_t x = 0; x < w; x++)
+                padded[(channel * padded_h + y + padding) * padded_w + x + padding] =
+                    image[(channel * h + y) * w + x];
+}
+
+/* What the images of one call share: the sizes, and the weights packed for the direct loops
+ * (NULL when the layer goes through the GEMM). */
+struct fused_layer {
+    int64_t c, h, w, k, r, s, stride, padding, pool, oh, ow;
+    const float *weights, *bias, *packed;
+};
+
+static inline int is_direct(const struct fused_layer *l)
+{
+    return l->k <= DIRECT_FILTERS;
+}
+
+/* Images a work item takes: one for the direct loops; for the GEMM, as many as keep their
+ * convolution [images, k, oh, ow] within GROUP_FLOATS (in the cache for the pooling). */
+static inline int64_t images_per_group(const struct fused_layer *l, int64_t n)
+{
+    if (is_direct(l))
+        return 1;
+    int64_t fit = GROUP_FLOATS / (l->k * l->oh * l->ow);
+    return s2c_min(n, fit > 1 ? fit : 1);
+}
+
+/* A work item's scratch: for the direct loops, the padded image with the loops' slack, then the
+ * image's convolution [k, oh, ow]; for the GEMM, the group's convolution. */
+static inline int64_t group_scratch(const struct fused_layer *l, int64_t images)
+{
+    int64_t padded = l->c * (l->h + 2 * l->padding) * (l->w + 2 * l->padding) + LANES;
+    return (is_direct(l) ? padded : 0) + images * l->k * l->oh * l->ow;
+}
+
+/* Images [first, first + images) of x: their convolution into `out` [images, k, oh, ow] (with the
+ * bias, for the GEMM: s2c_conv2d_forward, im2col + s2c_gemm over the group), then each plane of
+ * out pooled into y. */
+static inline int fused_group(const struct fused_layer *l, const float *x, float *y, int64_t first,
+                              int64_t images, float *scratch)
+{
+    /* BEGIN SOLUTION week 13, task conv2d_bias_relu_pool */
+    int64_t ph = l->oh / l->pool, pw = l->ow / l->pool, columns = l->oh * l->ow;
+    const float *image = x + first * l->c * l->h * l->w;
+    float *out = scratch;
+    int status;
+    int bias_added = !is_direct(l);
+    if (is_direct(l)) {
+        float *padded = scratch;
+        out = scratch + group_scratch(l, 0);
+        pad_image(image, padded, l->c, l->h, l->w, l->padding, LANES);
+        int64_t padded_h = l->h + 2 * l->padding, padded_w = l->w + 2 * l->padding;
+        /* stride 1 (the usual) as a constant: the lanes' loads are then one contiguous vector */
+        status = l->stride == 1
+                     ? direct_convolution(padded, l->packed, out, l->c, padded_h, padded_w, l->k,
+                                          l->r, l->s, 1, l->oh, l->ow)
+                     : direct_convolution(padded, l->packed, out, l->c, padded_h, padded_w, l->k,
+                                          l->r, l->s, l->stride, l->oh, l->ow);
+    } else {
+        status = s2c_conv2d_forward(image, l->weights, l->bias, out, images, l->c, l->h, l->w,
+                                    l->k, l->r, l->s, l->stride, l->padding);
+    }
+    for (int64_t plane = 0; plane < images * l->k && status == S2C_OK; plane++)
+        status = pool_bias_relu(out + plane * columns, l->ow,
+                                bias_added ? 0.0f : l->bias[plane % l->k], l->pool,
+                                y + (first * l->k + plane) * ph * pw, ph, pw);
+    return status;
+    /* END SOLUTION */
+}
+
+int s2c_conv2d_bias_relu_pool(const float *x, const float *weights, const float *bias, float *y,
+                              int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t r,
+                              int64_t s, int64_t stride, int64_t padding, int64_t pool)
+{
+    S2C_REQUIRE(fused_sizes_ok(n, c, h, w, k, r, s, stride, padding, pool));
+    /* BEGIN SOLUTION week 13, task conv2d_bias_relu_pool */
+    /* The threads split the groups of images, each with its own scratch (s2c_conv2d_forward and
+     * s2c_gemm called inside the parallel loop run on their caller's thread); a single group
+     * leaves the threads to them. */
+    struct fused_layer l = {c, h, w, k, r, s, stride, padding, pool,
+                            s2c_out_size(h, r, stride, padding), s2c_out_size(w, s, stride, padding),
+                            weights, bias, NULL};
+    int64_t group = images_per_group(&l, n), groups = (n + group - 1) / group;
+    int64_t packed_size = is_direct(&l) ? (k + FILTER_BLOCK - 1) / FILTER_BLOCK * FILTER_BLOCK * c * r * s : 0;
+    size_t per_thread = (size_t)group_scratch(&l, group);
+    int threads = groups > 1 ? s2c_get_num_threads() : 1;
+    float *scratch = malloc(((size_t)packed_size + (size_t)threads * per_thread) * sizeof(float));
+    if (scratch == NULL)
+        return S2C_OUT_OF_MEMORY;
+    if (is_direct(&l)) {
+        pack_filters(weights, k, c * r * s, scratch);
+        l.packed = scratch;
+    }
+    int status = S2C_OK;
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (int64_t index = 0; index < groups; index++) {
+        float *mine = scratch + packed_size + (size_t)omp_get_thread_num() * per_thread;
+        int64_t first = index * group;
+        int group_status = fused_group(&l, x, y, first, s2c_min(group, n - first), mine);
+        if (group_status != S2C_OK) {
+            #pragma omp atomic write
+            status = group_status;
+        }
+    }
+    free(scratch);
+    return status;
+    /* END SOLUTION */
+}
