@@ -6,24 +6,11 @@ sizes, grader/ladders.py its speed sizes). Every float array is fresh float32 (g
 
 import math
 
+import contract
+
 from . import inputs
 
 EXTREME = 1e3  # a scale this large asks for inputs.extremes: values up to +-1000, both ends exact
-
-# The contract's optional arguments and their defaults (CONTRACT.md), per op (a weight decay as
-# the float a caller passes; the signatures write 0).
-CONTRACT_DEFAULTS = {
-    "hinge_loss": {"margin": 1.0},
-    "hinge_loss_backward": {"margin": 1.0},
-    "conv2d_forward": {"stride": 1, "padding": 0},
-    "conv2d_backward": {"stride": 1, "padding": 0, "need_dx": True},
-    "batchnorm_forward": {"momentum": 0.1, "eps": 1e-5},
-    "sgd_step": {"weight_decay": 0.0},
-    "momentum_step": {"nesterov": False, "weight_decay": 0.0},
-    "rmsprop_step": {"alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0},
-    "adam_step": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0},
-}
-
 
 class _Default:
     """The value DEFAULT of a case's size: leave this optional argument out of the call."""
@@ -55,7 +42,7 @@ def with_defaults(args, *ops):
     in `defaulted`."""
     defaults = {}
     for op in ops:
-        defaults |= CONTRACT_DEFAULTS[op]
+        defaults |= contract.OPS[op].defaults
     resolved = Args({name: defaults[name] if value is DEFAULT else value
                      for name, value in args.items()})  # fmt: skip
     resolved.defaulted = frozenset(name for name, value in args.items() if value is DEFAULT)

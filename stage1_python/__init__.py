@@ -1,4 +1,4 @@
-"""Stage 1: every op of the contract (grader/CONTRACT.md) in pure Python, weeks 1-6.
+"""Stage 1: every op of the contract (contract/CONTRACT.md) in pure Python, weeks 1-6.
 
 Tensors are nested lists of Python floats: a [N, C, H, W] tensor is a list of N lists of C lists
 of H lists of W floats; labels and argmax are nested lists of Python ints. Python floats are
@@ -8,40 +8,9 @@ float64, so at small sizes this tier is the precise oracle the later tiers are c
 import numpy as np
 
 import argcheck
+from contract import export_ops
 
-from ._memory import empty
-from .activations import (
-    leaky_relu,
-    leaky_relu_backward,
-    log_softmax,
-    log_softmax_backward,
-    relu,
-    relu_backward,
-    sigmoid,
-    sigmoid_backward,
-    softmax,
-    softmax_backward,
-    tanh,
-    tanh_backward,
-)
-from .conv import col2im, conv2d_backward, conv2d_forward, im2col
-from .dense import linear_backward, linear_forward
-from .init import he_normal, xavier_uniform
-from .linalg import add, matmul, mul, scale, sum_rows, transpose
-from .losses import (
-    bce_with_logits_loss,
-    bce_with_logits_loss_backward,
-    cross_entropy_loss,
-    cross_entropy_loss_backward,
-    hinge_loss,
-    hinge_loss_backward,
-    mse_loss,
-    mse_loss_backward,
-)
-from .norm import batchnorm_backward, batchnorm_forward
-from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
-from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
-from .regularization import dropout_backward, dropout_forward
+from ._memory import empty  # noqa: F401 (the interface, which export_ops exports)
 
 NAME = "python"
 
@@ -76,67 +45,8 @@ def available():
     return True, ""
 
 
+# Every op of the contract, each from the module that holds it (contract/ops.py), and the
+# interface; then this tier's own extras.
 __all__ = [
-    "NAME",
-    "from_numpy",
-    "to_numpy",
-    "synchronize",
-    "available",
-    "empty",
-    # linear algebra
-    "matmul",
-    "transpose",
-    "add",
-    "mul",
-    "scale",
-    "sum_rows",
-    # dense
-    "linear_forward",
-    "linear_backward",
-    # activations
-    "relu",
-    "relu_backward",
-    "leaky_relu",
-    "leaky_relu_backward",
-    "sigmoid",
-    "sigmoid_backward",
-    "tanh",
-    "tanh_backward",
-    "softmax",
-    "softmax_backward",
-    "log_softmax",
-    "log_softmax_backward",
-    # losses
-    "mse_loss",
-    "mse_loss_backward",
-    "cross_entropy_loss",
-    "cross_entropy_loss_backward",
-    "bce_with_logits_loss",
-    "bce_with_logits_loss_backward",
-    "hinge_loss",
-    "hinge_loss_backward",
-    # convolution
-    "im2col",
-    "col2im",
-    "conv2d_forward",
-    "conv2d_backward",
-    # pooling
-    "maxpool2d_forward",
-    "maxpool2d_backward",
-    "avgpool2d_forward",
-    "avgpool2d_backward",
-    # normalization
-    "batchnorm_forward",
-    "batchnorm_backward",
-    # regularization
-    "dropout_forward",
-    "dropout_backward",
-    # optimizers
-    "sgd_step",
-    "momentum_step",
-    "rmsprop_step",
-    "adam_step",
-    # initialization
-    "xavier_uniform",
-    "he_normal",
+    *export_ops(globals()),
 ]

@@ -11,10 +11,10 @@ import pytest
 
 import stage1_python
 import stage2_numpy
+from contract import GROUPS, WEEKS, ops_for_week, week_of
 from grader.costs import conv_flops, work_matmul
 from grader.ops import OPS, correctness_cases
 from grader.tolerance import tolerance
-from grader.weeks import GROUPS, WEEKS, ops_for_week, week_of
 
 # Ops whose cost counts FLOPs (a GEMM, a convolution): their roofline is set by arithmetic.
 FLOP_OPS = {"matmul", "linear_forward", "linear_backward", "conv2d_forward", "conv2d_backward"}

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import stage1_python as s1
+from contract import week_of
 from grader.ops import OPS
-from grader.weeks import week_of
 
 # Which week teaches which op in stage 1: the contract's table (grader/CONTRACT.md).
 WEEK_OF_OP = {name: week_of(1, name) for name in OPS}

@@ -23,8 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import tiers
-from grader.ops import OPS
-from grader.weeks import ops_for_week, week_of
+from contract import OPS, ops_for_week, week_of
 
 from .exercises import LANGUAGE_OF_SUFFIX, REPO_ROOT, available_tiers, plan_tier
 

@@ -1,20 +1,6 @@
 """Which week teaches which op in each stage (CONTRACT.md's table of weeks)."""
 
-from .ops import OPS
-
-GROUPS = (
-    "linear algebra",
-    "dense",
-    "activations",
-    "softmax",
-    "losses",
-    "optimizers",
-    "init",
-    "conv",
-    "pooling",
-    "normalization",
-    "regularization",
-)
+from .ops import GROUPS, OPS
 
 
 def _weeks(*weeks):
@@ -33,6 +19,7 @@ WEEKS = {
 WEEK_EXCEPTIONS = {(4, "matmul"): 15}
 # Weeks that grade every op of a stage: 17 (training end to end on the GPU), 18 (the capstone).
 WHOLE_STAGE_WEEKS = {17: (4,), 18: (1, 2, 3, 4)}
+
 
 def week_of(stage, op_name):
     """The week that teaches `op_name` in `stage`."""
