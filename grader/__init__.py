@@ -1,4 +1,4 @@
-"""The grader of scratch2cuda: one set of checks for every tier (see grader/CONTRACT.md).
+"""The grader of scratch2cuda: one set of checks for every tier (see contract/CONTRACT.md).
 
     python -m grader --stage N [--variant numba|nvcc] [--week K] [--ops a,b] [--impl DIR]
                      [--against M] [--against-impl DIR] [--quick] [--isolate] [--timeout S]

@@ -19,7 +19,7 @@ from grader.tolerance import tolerance
 # Ops whose cost counts FLOPs (a GEMM, a convolution): their roofline is set by arithmetic.
 FLOP_OPS = {"matmul", "linear_forward", "linear_backward", "conv2d_forward", "conv2d_backward"}
 
-CONTRACT_MD = Path(__file__).parent.parent / "grader" / "CONTRACT.md"
+CONTRACT_MD = Path(__file__).parent.parent / "contract" / "CONTRACT.md"
 
 
 def all_cases(op):

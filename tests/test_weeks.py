@@ -95,7 +95,7 @@ def test_week_op(runners, stage, variant, op, check):
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [
     ROOT / "README.md",
-    ROOT / "grader" / "CONTRACT.md",
+    ROOT / "contract" / "CONTRACT.md",
     *sorted((ROOT / "curriculum").glob("*.md")),
     *sorted(ROOT.glob("stage*/README.md")),
 ]
