@@ -109,7 +109,7 @@ _OPS = (
              (("dscores", "scores"),), defaults={"margin": 1.0}),
     # convolution
     Op("im2col", "conv", ("x", "kh", "kw", "stride", "padding"), ("cols",)),
-    backward("col2im", "conv", "im2col", ("dy", "x_shape", "kh", "kw", "stride", "padding"),
+    backward("col2im", "conv", "im2col", ("cols", "x_shape", "kh", "kw", "stride", "padding"),
              DX),  # im2col's adjoint
     Op("conv2d_forward", "conv", ("x", "w", "b", "stride", "padding"), defaults=CONV),
     backward("conv2d_backward", "conv", "conv2d_forward",

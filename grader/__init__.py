@@ -6,8 +6,8 @@
     python -m grader bench --stage N [--quick]
 
 From Python: `grade(Options(stage=2, quick=True))` returns (exit status, JSON record).
-Modules: the contract as data: ops (the table), builders (arguments), inputs (random values),
-costs, ladders (speed sizes), tolerance, weeks; records (Setup, Task, Result), session (calling
+Modules: how the contract's ops (contract/) are checked: ops (the table of checks), builders
+(arguments), inputs (random values), costs, ladders (speed sizes), tolerance; records (Setup, Task, Result), session (calling
 tiers), crossing (values into a tier and back, as NumPy arrays), the checks: correctness,
 agreement (with the learner's own earlier tier), gradients, propagation (NaN and Inf in, out where
 PyTorch has them), ownership (results that share memory), speed (with timing, policy), poison

@@ -262,7 +262,10 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
     "hinge_loss_backward": dict(),
     # convolution
     "im2col": dict(build=build_im2col, cases=CONV_CASES, work=work_im2col),
-    "col2im": dict(accum=lambda a: a["kh"] * a["kw"]),
+    # col2im's cols is an upstream gradient of im2col's output, not that output: named by its
+    # source (SOURCES), as the other backward ops' dy
+    "col2im": dict(params=("dy", "x_shape", "kh", "kw", "stride", "padding"),
+                   accum=lambda a: a["kh"] * a["kw"]),
     "conv2d_forward": dict(build=build_conv, cases=CONV2D_CASES,
                            accum=lambda a: int(np.prod(a["w"].shape[1:])), work=work_conv(1)),
     "conv2d_backward": dict(
@@ -309,18 +312,19 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
 
 
 def _table(checks):
-    """{name: Op} in the contract's order: each op of the contract with its checks. A backward op
-    without cases of its own takes its forward's (listed before it), and its tier cases too."""
+    """{name: Op} in the contract's order: each op of the contract with its checks (which may name
+    an argument by its source instead, as col2im's). A backward op without cases of its own takes
+    its forward's (listed before it), and its tier cases too."""
     missing = [name for name in contract.OPS if name not in checks]
     if missing:
-        raise KeyError(f"grader/ops.py CHECKS has no entry for the contract's ops {missing}")
+        raise ValueError(f"grader/ops.py: CHECKS has no entry for the contract's ops {missing}")
     ops = {}
     for name, spec in contract.OPS.items():
         check = checks[name]
         if spec.forward and not check.get("cases"):
             forward = ops[spec.forward]
             check = {"tier_cases": forward.tier_cases, **check, "cases": forward.cases}
-        ops[name] = Op(**{f.name: getattr(spec, f.name) for f in fields(spec)}, **check)
+        ops[name] = Op(**{f.name: getattr(spec, f.name) for f in fields(spec)} | check)
     return ops
 
 
