@@ -12,6 +12,7 @@ from . import inputs
 
 EXTREME = 1e3  # a scale this large asks for inputs.extremes: values up to +-1000, both ends exact
 
+
 class _Default:
     """The value DEFAULT of a case's size: leave this optional argument out of the call."""
 
