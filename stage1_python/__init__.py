@@ -45,8 +45,5 @@ def available():
     return True, ""
 
 
-# Every op of the contract, each from the module that holds it (contract/ops.py), and the
-# interface; then this tier's own extras.
-__all__ = [
-    *export_ops(globals()),
-]
+# The interface and every op of the contract, each from the module that holds it (contract/ops.py).
+__all__ = export_ops(globals())

@@ -83,8 +83,8 @@ def build_info():
     }
 
 
-# Every op of the contract, each from the module that holds it (contract/ops.py), and the
-# interface; then this tier's own extras.
+# The interface and every op of the contract, each from the module that holds it (contract/ops.py),
+# then this tier's own extras.
 __all__ = [
     *export_ops(globals()),
     "MATMUL_KERNELS",

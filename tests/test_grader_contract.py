@@ -90,6 +90,13 @@ def test_an_op_missing_from_its_module_names_the_file_and_the_op(tmp_path):
     assert f"{folder / 'activations.py'} defines no leaky_relu_backward" in loaded.reason
 
 
+def test_an_interface_name_missing_from_a_tier_is_named(tmp_path):
+    init = copied_numpy_tier(tmp_path) / "__init__.py"
+    init.write_text(init.read_text().replace("def synchronize():", "def wait():"))
+    loaded = tiers.load(tiers.get("numpy"), impl=tmp_path)
+    assert loaded.broken and f"{init} defines no synchronize" in loaded.reason, loaded.reason
+
+
 def test_a_module_missing_from_a_tier_names_it(tmp_path):
     folder = copied_numpy_tier(tmp_path)
     (folder / "regularization.py").unlink()

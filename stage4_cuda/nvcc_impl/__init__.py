@@ -58,8 +58,8 @@ def available():
     return True, ""
 
 
-# Every op of the contract, each from the module that holds it (contract/ops.py), and the
-# interface; then this tier's own extras.
+# The interface and every op of the contract, each from the module that holds it (contract/ops.py),
+# then this tier's own extras.
 __all__ = [
     *export_ops(globals()),
     "CONV_KERNELS",
