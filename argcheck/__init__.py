@@ -1,4 +1,4 @@
-"""argcheck: the argument checks of every tier, written once (grader/CONTRACT.md, "Bad input").
+"""argcheck: the argument checks of every tier, written once (contract/CONTRACT.md, "Bad input").
 
 Every tier (stage1_python, stage2_numpy, stage3_c, stage4_cuda) imports this package and nothing
 else of the project. A tier describes its arrays through a small adapter (signatures.py says

@@ -1,4 +1,4 @@
-"""What every op of the contract accepts (grader/CONTRACT.md), written once for every tier.
+"""What every op of the contract accepts (contract/CONTRACT.md), written once for every tier.
 
 Each function below checks one op's arguments and returns them converted, in the op's argument
 order (arrays as the tier's adapter converts them, scalars as Python ints, floats and bools),

@@ -17,11 +17,11 @@ import shlex
 import sys
 
 import tiers
+from contract import WEEKS, ops_for_week
 
 from .isolation import MOST_LIMITS, YARDSTICK_MULTIPLE
 from .ops import OPS
 from .run import CHECKS, SIMULATOR_TIME_FACTOR, SPEED_TIME_FACTOR, Options, grade
-from .weeks import WEEKS, ops_for_week
 
 
 def parse(argv):

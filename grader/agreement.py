@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 import tiers
+from contract import week_of
 
 from .compare import describe_args
 from .correctness import compare_outputs
 from .ops import OPS
 from .records import FAILED, PASSED, SKIPPED, Result, TierError
 from .tolerance import tolerance
-from .weeks import week_of
 
 
 def check_agree(session, task):

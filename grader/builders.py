@@ -8,24 +8,11 @@ import math
 
 import numpy as np
 
+import contract
+
 from . import inputs
 
 EXTREME = 1e3  # a scale this large asks for inputs.extremes: values up to +-1000, both ends exact
-
-# The contract's optional arguments and their defaults (CONTRACT.md), per op (a weight decay as
-# the float a caller passes; the signatures write 0).
-CONTRACT_DEFAULTS = {
-    "hinge_loss": {"margin": 1.0},
-    "hinge_loss_backward": {"margin": 1.0},
-    "conv2d_forward": {"stride": 1, "padding": 0},
-    "conv2d_backward": {"stride": 1, "padding": 0, "need_dx": True},
-    "conv2d_bias_relu_pool": {"stride": 1, "padding": 0, "pool": 1},
-    "batchnorm_forward": {"momentum": 0.1, "eps": 1e-5},
-    "sgd_step": {"weight_decay": 0.0},
-    "momentum_step": {"nesterov": False, "weight_decay": 0.0},
-    "rmsprop_step": {"alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0},
-    "adam_step": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0},
-}
 
 
 class _Default:
@@ -58,7 +45,7 @@ def with_defaults(args, *ops):
     in `defaulted`."""
     defaults = {}
     for op in ops:
-        defaults |= CONTRACT_DEFAULTS[op]
+        defaults |= contract.OPS[op].defaults
     resolved = Args({name: defaults[name] if value is DEFAULT else value
                      for name, value in args.items()})  # fmt: skip
     resolved.defaulted = frozenset(name for name, value in args.items() if value is DEFAULT)
@@ -303,7 +290,6 @@ def build_init(rng, size):
 # Their results are exact in every tier: the sums are integers, and the float rescaling is made
 # exact by the inputs (scales powers of two, biases multiples of them, sums below 2^24), so a
 # result either matches stage 1's to the last bit or has a bug (ops.py gives them tol=0).
-CONTRACT_DEFAULTS["int8_conv2d"] = {"stride": 1, "padding": 0}
 
 
 def int8_codes(rng, shape):

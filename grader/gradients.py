@@ -11,8 +11,10 @@ import time
 
 import numpy as np
 
+from contract import output_names
+
 from .compare import describe_args, mismatch
-from .ops import OPS, output_names
+from .ops import OPS
 from .records import FAILED, PASSED, SKIPPED, Result
 from .tolerance import FINITE_DIFFERENCE_STEP, FINITE_DIFFERENCE_TOLERANCE, tolerance
 

@@ -1,27 +1,27 @@
-"""The op contract (CONTRACT.md) as data: every op, its arguments, outputs and correctness sizes.
+"""How the grader checks each op of the contract (contract/ops.py): inputs, sizes, costs.
 
-One row of `OPS` per op. A forward op (or any op with no gradient to check) has a `build`
-function `(rng, size) -> {argument name: value}` (grader/builders.py) and `cases`, the sizes its
-correctness is checked at. A backward op names its `forward` instead; its arguments come from the
-forward's (see `SOURCES`), and `grads` pairs each gradient it returns with the forward input it
-differentiates. The cases include batch 1, odd sizes and sizes that are not multiples of any tile
-size (8, 16, 32, ...), every argument across its domain and every optional argument both passed
-and left at its default (`defaults`, builders.DEFAULT); `tier_cases` adds, per kind of tier,
-lengths past any block or warp. The speed sizes are in grader/ladders.py, the costs in
-grader/costs.py.
+The contract says what an op is (its arguments, outputs, defaults, and for a backward op its
+forward); this table says how the grader checks it, one entry per op of the contract, keyed by
+its name. A forward op (or any op with no gradient to check) has a `build` function
+`(rng, size) -> {argument name: value}` (grader/builders.py) and `cases`, the sizes its
+correctness is checked at. A backward op's arguments come from its forward's (see `SOURCES`);
+without cases of its own it takes its forward's. The cases include batch 1, odd sizes and sizes
+that are not multiples of any tile size (8, 16, 32, ...), every argument across its domain and
+every optional argument both passed and left at its default (builders.DEFAULT); `tier_cases`
+adds, per kind of tier, lengths past any block or warp. The speed sizes are in grader/ladders.py,
+the costs in grader/costs.py. `OPS` joins the two: a grader `Op` is the contract's with its checks.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+import contract
+
 from .builders import (
-    CONTRACT_DEFAULTS,
     DEFAULT,
     EXTREME,
-    OPTIMIZER_STATE,
-    OPTIMIZER_VARIANTS,
     build_batchnorm,
     build_bce,
     build_broadcast,
@@ -64,23 +64,15 @@ from .costs import (
 
 
 @dataclass(frozen=True)
-class Op:
-    """One op of the contract: how to call it, check it and time it."""
+class Op(contract.Op):
+    """One op of the contract (its name, params, outputs, ...) with how the grader checks it."""
 
-    name: str
-    group: str
-    params: tuple  # argument names in call order
-    outputs: tuple = ("y",)  # the result's structure: a name, or (name, (subnames...)) for a tuple
     build: Callable | None = None  # (rng, size) -> args; None for ops derived from a forward
     cases: tuple = ()  # correctness sizes (for a derived op: sizes given to the forward's builder)
     # Correctness sizes added per kind of tier ("python", "cpu", "simulated", "gpu", see
     # `correctness_cases`): lengths past any block or warp, too slow for every tier to share.
     tier_cases: dict = field(default_factory=dict)
-    defaults: dict = field(default_factory=dict)  # the contract's optional arguments: defaults
-    forward: str | None = None  # the forward op whose arguments and outputs feed this one
-    grads: tuple = ()  # (returned gradient, forward input it differentiates)
     grad_cases: tuple = ()  # sizes for the finite-difference check (default: the first two cases)
-    inplace: tuple = ()  # arguments the op updates in place (compared after the call)
     accum: Callable = field(default=lambda args: 1)  # the longest sum behind one output element
     tol: float = 1.0  # extra tolerance factor for ill-conditioned ops
     # Whether the long sums behind an output add terms of one sign (exponentials, squares, the
@@ -94,25 +86,10 @@ class Op:
     nondeterministic: str = ""
 
 
-def _backward_of(forward, params, grads, **extra):
-    """The fields of a backward op whose arguments derive from the op named `forward`."""
-    return dict(forward=forward, params=params, grads=grads, **extra)
-
-
 def _optimizer(name, **extra):
-    """The fields of an optimizer step: p, g, its state arrays (updated in place), then scalars."""
-    states = tuple(state for state, _ in OPTIMIZER_STATE[name])
-    return dict(
-        name=name,
-        group="optimizers",
-        params=("p", "g", *states, *OPTIMIZER_VARIANTS[name][0]),
-        build=build_optimizer(name),
-        outputs=(),
-        inplace=("p", *states),
-        cases=OPTIMIZER_CASES,
-        tier_cases=per_tier(TAILS, lambda shape: (shape, 1)),
-        **extra,
-    )
+    """The checks of an optimizer step: its builder, cases and tails."""
+    return dict(build=build_optimizer(name), cases=OPTIMIZER_CASES,
+                tier_cases=per_tier(TAILS, lambda shape: (shape, 1)), **extra)  # fmt: skip
 
 
 ONE_VALUE = lambda args: 1  # noqa: E731 -- what a loss writes: one float (the grader's cost model)
@@ -155,8 +132,13 @@ def correctness_cases(op, kind):
 
 
 # The last case of the smooth ops and the losses spans |x| up to 1e3 (builders.EXTREME).
-ELEMENTWISE_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((4, 33), 100.0),
-                     ((5, 11), EXTREME))
+ELEMENTWISE_CASES = (
+    ((1, 7), 1.0),
+    ((3, 5, 7), 2.0),
+    ((2, 3, 4, 5), 1.0),
+    ((4, 33), 100.0),
+    ((5, 11), EXTREME),
+)
 KINKED_CASES = (((1, 7), 1.0), ((3, 5, 7), 2.0), ((2, 3, 4, 5), 1.0), ((17, 9), 10.0))
 # (shape, scale, alpha): alpha across its domain, any finite number (0 and 1 its edges; above 1
 # max(x, alpha * x) is no longer leaky ReLU)
@@ -166,6 +148,13 @@ LEAKY_CASES = (
     ((2, 3, 4, 5), 1.0, 0.0),
     ((17, 9), 10.0, 1.0),
     ((4, 6), 1.0, -0.5),
+)
+BROADCAST_CASES = (
+    ((3, 7), False),
+    ((3, 7), True),
+    ((1, 5), True),
+    ((2, 3, 5), False),
+    ((2, 3, 5), True),
 )
 ROWWISE_CASES = ((1, 10, 1.0, 0.0), (7, 13, 3.0, 0.0), (4, 9, 50.0, 1000.0), (5, 11, EXTREME, 0.0))
 CONV_CASES = (  # (n, c, h, w, k, r, s, stride, padding)
@@ -233,215 +222,165 @@ def tie_note(size):
 
 
 # fmt: off
-_OPS = [
+CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
     # linear algebra
-    dict(name="matmul", group="linear algebra", params=("a", "b"), build=build_matmul,
-         cases=((1, 7, 5), (5, 3, 7), (17, 33, 9), (33, 65, 17)),
-         tier_cases=per_tier(INNER, lambda k: (2, k, 3)),
-         accum=lambda a: a["a"].shape[1], work=work_matmul),
-    dict(name="transpose", group="linear algebra", params=("a",), build=build_matrix("a"),
-         cases=((1, 7), (13, 5), (33, 17)), tier_cases=per_tier(TAILS, lambda shape: shape)),
-    dict(name="add", group="linear algebra", params=("a", "b"), build=build_broadcast,
-         cases=(((3, 7), False), ((3, 7), True), ((1, 5), True), ((2, 3, 5), False),
-                ((2, 3, 5), True)), tier_cases=per_tier(TAILS, lambda shape: (shape, True))),
-    dict(name="mul", group="linear algebra", params=("a", "b"), build=build_broadcast,
-         cases=(((3, 7), False), ((3, 7), True), ((1, 5), True), ((2, 3, 5), False),
-                ((2, 3, 5), True)), tier_cases=per_tier(TAILS, lambda shape: (shape, False))),
-    dict(name="scale", group="linear algebra", params=("a", "s"), build=build_scale,
-         cases=((1, 7), (13, 5), (2, 3, 5)), tier_cases=per_tier(TAILS, lambda shape: shape)),
-    dict(name="sum_rows", group="linear algebra", params=("x",), build=build_matrix("x"),
-         cases=((1, 7), (13, 5), (65, 17)), tier_cases=per_tier(COLUMNS, lambda shape: shape),
-         accum=lambda a: a["x"].shape[0],
-         work=work_written(lambda a: a["x"].shape[1])),
+    "matmul": dict(build=build_matmul, cases=((1, 7, 5), (5, 3, 7), (17, 33, 9), (33, 65, 17)),
+                   tier_cases=per_tier(INNER, lambda k: (2, k, 3)),
+                   accum=lambda a: a["a"].shape[1], work=work_matmul),
+    "transpose": dict(build=build_matrix("a"), cases=((1, 7), (13, 5), (33, 17)),
+                      tier_cases=per_tier(TAILS, lambda shape: shape)),
+    "add": dict(build=build_broadcast, cases=BROADCAST_CASES,
+                tier_cases=per_tier(TAILS, lambda shape: (shape, True))),
+    "mul": dict(build=build_broadcast, cases=BROADCAST_CASES,
+                tier_cases=per_tier(TAILS, lambda shape: (shape, False))),
+    "scale": dict(build=build_scale, cases=((1, 7), (13, 5), (2, 3, 5)),
+                  tier_cases=per_tier(TAILS, lambda shape: shape)),
+    "sum_rows": dict(build=build_matrix("x"), cases=((1, 7), (13, 5), (65, 17)),
+                     tier_cases=per_tier(COLUMNS, lambda shape: shape),
+                     accum=lambda a: a["x"].shape[0],
+                     work=work_written(lambda a: a["x"].shape[1])),
     # dense
-    dict(name="linear_forward", group="dense", params=("x", "w", "b"), build=build_linear,
-         cases=((1, 7, 3), (5, 13, 9), (17, 33, 10)), accum=lambda a: a["x"].shape[1],
-         tier_cases=per_tier(INNER, lambda i: (2, i, 3)),
-         work=work_linear(1)),
-    _backward_of("linear_forward", ("x", "w", "dy"), (("dx", "x"), ("dw", "w"), ("db", "b")),
-                 name="linear_backward", group="dense", outputs=("dx", "dw", "db"),
-                 accum=lambda a: max(a["dy"].shape), work=work_linear(2)),
+    "linear_forward": dict(build=build_linear, cases=((1, 7, 3), (5, 13, 9), (17, 33, 10)),
+                           accum=lambda a: a["x"].shape[1],
+                           tier_cases=per_tier(INNER, lambda i: (2, i, 3)),
+                           work=work_linear(1)),
+    "linear_backward": dict(accum=lambda a: max(a["dy"].shape), work=work_linear(2)),
     # activations
-    dict(name="relu", group="activations", params=("x",), build=build_elementwise("kinked"),
-         cases=KINKED_CASES, tier_cases=per_tier(TAILS, lambda shape: (shape, 1.0)),
-         work=work_memory(2)),
-    _backward_of("relu", ("x", "dy"), (("dx", "x"),), name="relu_backward",
-                 group="activations", outputs=("dx",)),
-    dict(name="leaky_relu", group="activations", params=("x", "alpha"),
-         build=build_elementwise("leaky"), cases=LEAKY_CASES,
-         tier_cases=per_tier(TAILS, lambda shape: (shape, 1.0, 1.5))),
-    _backward_of("leaky_relu", ("x", "dy", "alpha"), (("dx", "x"),),
-                 name="leaky_relu_backward", group="activations", outputs=("dx",)),
-    dict(name="sigmoid", group="activations", params=("x",), build=build_elementwise("smooth"),
-         cases=ELEMENTWISE_CASES, tier_cases=per_tier(TAILS, lambda shape: (shape, 3.0))),
-    _backward_of("sigmoid", ("y", "dy"), (("dx", "x"),), name="sigmoid_backward",
-                 group="activations", outputs=("dx",)),
-    dict(name="tanh", group="activations", params=("x",), build=build_elementwise("smooth"),
-         cases=ELEMENTWISE_CASES, tier_cases=per_tier(TAILS, lambda shape: (shape, 3.0))),
-    _backward_of("tanh", ("y", "dy"), (("dx", "x"),), name="tanh_backward",
-                 group="activations", outputs=("dx",)),
-    dict(name="softmax", group="softmax", params=("x",), build=build_logits("x"),
-         cases=ROWWISE_CASES, tier_cases=LONG_ROWS, accum=lambda a: a["x"].shape[1],
-         positive_sum=True, work=work_memory(2)),
-    _backward_of("softmax", ("y", "dy"), (("dx", "x"),), name="softmax_backward",
-                 group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1],
-                 positive_sum=True),
-    dict(name="log_softmax", group="softmax", params=("x",), build=build_logits("x"),
-         cases=ROWWISE_CASES, tier_cases=LONG_ROWS, accum=lambda a: a["x"].shape[1],
-         positive_sum=True),
-    _backward_of("log_softmax", ("y", "dy"), (("dx", "x"),), name="log_softmax_backward",
-                 group="softmax", outputs=("dx",), accum=lambda a: a["y"].shape[1],
-                 positive_sum=True),
+    "relu": dict(build=build_elementwise("kinked"), cases=KINKED_CASES,
+                 tier_cases=per_tier(TAILS, lambda shape: (shape, 1.0)), work=work_memory(2)),
+    "relu_backward": dict(),
+    "leaky_relu": dict(build=build_elementwise("leaky"), cases=LEAKY_CASES,
+                       tier_cases=per_tier(TAILS, lambda shape: (shape, 1.0, 1.5))),
+    "leaky_relu_backward": dict(),
+    "sigmoid": dict(build=build_elementwise("smooth"), cases=ELEMENTWISE_CASES,
+                    tier_cases=per_tier(TAILS, lambda shape: (shape, 3.0))),
+    "sigmoid_backward": dict(),
+    "tanh": dict(build=build_elementwise("smooth"), cases=ELEMENTWISE_CASES,
+                 tier_cases=per_tier(TAILS, lambda shape: (shape, 3.0))),
+    "tanh_backward": dict(),
+    "softmax": dict(build=build_logits("x"), cases=ROWWISE_CASES, tier_cases=LONG_ROWS,
+                    accum=lambda a: a["x"].shape[1], positive_sum=True, work=work_memory(2)),
+    "softmax_backward": dict(accum=lambda a: a["y"].shape[1], positive_sum=True),
+    "log_softmax": dict(build=build_logits("x"), cases=ROWWISE_CASES, tier_cases=LONG_ROWS,
+                        accum=lambda a: a["x"].shape[1], positive_sum=True),
+    "log_softmax_backward": dict(accum=lambda a: a["y"].shape[1], positive_sum=True),
     # losses
-    dict(name="mse_loss", group="losses", params=("pred", "target"), build=build_mse,
-         outputs=("loss",), accum=lambda a: a["pred"].size, work=work_written(ONE_VALUE),
-         cases=(((1, 5), 1.0), ((7, 3), 1.0), ((2, 3, 4), 1.0), ((4, 6), EXTREME)),
-         tier_cases=per_tier(TAILS, lambda shape: (shape, 1.0)), positive_sum=True),
-    _backward_of("mse_loss", ("pred", "target"), (("dpred", "pred"),),
-                 name="mse_loss_backward", group="losses", outputs=("dpred",)),
-    dict(name="cross_entropy_loss", group="losses", params=("logits", "labels"),
-         build=build_cross_entropy, outputs=("loss",), cases=ROWWISE_CASES,
-         tier_cases=LONG_ROWS, accum=lambda a: a["logits"].size, positive_sum=True,
-         work=work_written(ONE_VALUE)),
-    _backward_of("cross_entropy_loss", ("logits", "labels"), (("dlogits", "logits"),),
-                 name="cross_entropy_loss_backward", group="losses", outputs=("dlogits",),
-                 accum=lambda a: a["logits"].shape[1], positive_sum=True),
-    dict(name="bce_with_logits_loss", group="losses", params=("logits", "targets"),
-         build=build_bce, outputs=("loss",),
-         cases=(((1, 5), 1.0), ((7, 3), 3.0), ((2, 3, 4), 1.0), ((4, 6), 100.0), ((3, 8), EXTREME)),
-         tier_cases=per_tier(TAILS, lambda shape: (shape, 3.0)), positive_sum=True,
-         accum=lambda a: a["logits"].size, work=work_written(ONE_VALUE)),
-    _backward_of("bce_with_logits_loss", ("logits", "targets"), (("dlogits", "logits"),),
-                 name="bce_with_logits_loss_backward", group="losses", outputs=("dlogits",)),
-    dict(name="hinge_loss", group="losses", params=("scores", "labels", "margin"),
-         build=build_hinge, outputs=("loss",), accum=lambda a: a["scores"].size,
-         work=work_written(ONE_VALUE), positive_sum=True,
-         cases=((1, 5, 1.0), (7, 10, 3.0), (6, 4, 0.0), (5, 7, DEFAULT, EXTREME)),
-         tier_cases=per_tier(ROWS, lambda shape: (*shape, 2.0))),
-    _backward_of("hinge_loss", ("scores", "labels", "margin"), (("dscores", "scores"),),
-                 name="hinge_loss_backward", group="losses", outputs=("dscores",)),
+    "mse_loss": dict(build=build_mse, accum=lambda a: a["pred"].size,
+                     work=work_written(ONE_VALUE),
+                     cases=(((1, 5), 1.0), ((7, 3), 1.0), ((2, 3, 4), 1.0), ((4, 6), EXTREME)),
+                     tier_cases=per_tier(TAILS, lambda shape: (shape, 1.0)), positive_sum=True),
+    "mse_loss_backward": dict(),
+    "cross_entropy_loss": dict(build=build_cross_entropy, cases=ROWWISE_CASES,
+                               tier_cases=LONG_ROWS, accum=lambda a: a["logits"].size,
+                               positive_sum=True, work=work_written(ONE_VALUE)),
+    "cross_entropy_loss_backward": dict(accum=lambda a: a["logits"].shape[1], positive_sum=True),
+    "bce_with_logits_loss": dict(
+        build=build_bce,
+        cases=(((1, 5), 1.0), ((7, 3), 3.0), ((2, 3, 4), 1.0), ((4, 6), 100.0), ((3, 8), EXTREME)),
+        tier_cases=per_tier(TAILS, lambda shape: (shape, 3.0)), positive_sum=True,
+        accum=lambda a: a["logits"].size, work=work_written(ONE_VALUE)),
+    "bce_with_logits_loss_backward": dict(),
+    "hinge_loss": dict(build=build_hinge, accum=lambda a: a["scores"].size,
+                       work=work_written(ONE_VALUE), positive_sum=True,
+                       cases=((1, 5, 1.0), (7, 10, 3.0), (6, 4, 0.0), (5, 7, DEFAULT, EXTREME)),
+                       tier_cases=per_tier(ROWS, lambda shape: (*shape, 2.0))),
+    "hinge_loss_backward": dict(),
     # convolution
-    dict(name="im2col", group="conv", params=("x", "kh", "kw", "stride", "padding"),
-         build=build_im2col, outputs=("cols",), cases=CONV_CASES, work=work_im2col),
-    _backward_of("im2col", ("dy", "x_shape", "kh", "kw", "stride", "padding"), (("dx", "x"),),
-                 name="col2im", group="conv", outputs=("dx",),
-                 accum=lambda a: a["kh"] * a["kw"]),  # col2im is im2col's adjoint
-    dict(name="conv2d_forward", group="conv", params=("x", "w", "b", "stride", "padding"),
-         build=build_conv, cases=CONV2D_CASES, accum=lambda a: int(np.prod(a["w"].shape[1:])),
-         work=work_conv(1)),
-    _backward_of("conv2d_forward", ("x", "w", "dy", "stride", "padding", "need_dx"),
-                 (("dx", "x"), ("dw", "w"), ("db", "b")), name="conv2d_backward", group="conv",
-                 outputs=("dx", "dw", "db"), grad_cases=CONV_GRAD_CASES,
-                 accum=lambda a: max(a["dy"].shape[0] * a["dy"].shape[2] * a["dy"].shape[3],
-                                     a["dy"].shape[1] * a["w"].shape[2] * a["w"].shape[3]),
-                 work=work_conv(2)),
+    "im2col": dict(build=build_im2col, cases=CONV_CASES, work=work_im2col),
+    # col2im's cols is an upstream gradient of im2col's output, not that output: named by its
+    # source (SOURCES), as the other backward ops' dy
+    "col2im": dict(params=("dy", "x_shape", "kh", "kw", "stride", "padding"),
+                   accum=lambda a: a["kh"] * a["kw"]),
+    "conv2d_forward": dict(build=build_conv, cases=CONV2D_CASES,
+                           accum=lambda a: int(np.prod(a["w"].shape[1:])), work=work_conv(1)),
+    "conv2d_backward": dict(
+        grad_cases=CONV_GRAD_CASES, work=work_conv(2),
+        accum=lambda a: max(a["dy"].shape[0] * a["dy"].shape[2] * a["dy"].shape[3],
+                            a["dy"].shape[1] * a["w"].shape[2] * a["w"].shape[3])),
     # inference: conv + bias + ReLU + max-pool in one op, nothing kept for a backward
-    dict(name="conv2d_bias_relu_pool", group="conv",
-         params=("x", "w", "b", "stride", "padding", "pool"), build=build_conv_bias_relu_pool,
-         cases=CONV_BIAS_RELU_POOL_CASES, accum=lambda a: int(np.prod(a["w"].shape[1:])),
-         tier_cases={"cpu": CONV_BIAS_RELU_POOL_LAYERS, "gpu": CONV_BIAS_RELU_POOL_LAYERS},
-         work=work_conv_bias_relu_pool),
+    "conv2d_bias_relu_pool": dict(
+        build=build_conv_bias_relu_pool, cases=CONV_BIAS_RELU_POOL_CASES,
+        accum=lambda a: int(np.prod(a["w"].shape[1:])), work=work_conv_bias_relu_pool,
+        tier_cases={"cpu": CONV_BIAS_RELU_POOL_LAYERS, "gpu": CONV_BIAS_RELU_POOL_LAYERS}),
     # pooling
-    dict(name="maxpool2d_forward", group="pooling", params=("x", "k", "stride"),
-         build=build_pool("max"), outputs=("y", "argmax"), cases=MAXPOOL_CASES, note=tie_note,
-         work=work_maxpool),
-    _backward_of("maxpool2d_forward", ("dy", "argmax", "x_shape", "k", "stride"), (("dx", "x"),),
-                 name="maxpool2d_backward", group="pooling", outputs=("dx",), cases=POOL_CASES),
-    dict(name="avgpool2d_forward", group="pooling", params=("x", "k", "stride"),
-         build=build_pool("avg"), cases=POOL_CASES, accum=lambda a: a["k"] ** 2,
-         work=work_written(pooled_elements)),
-    _backward_of("avgpool2d_forward", ("dy", "x_shape", "k", "stride"), (("dx", "x"),),
-                 name="avgpool2d_backward", group="pooling", outputs=("dx",),
-                 accum=lambda a: a["k"] ** 2),
+    "maxpool2d_forward": dict(build=build_pool("max"), cases=MAXPOOL_CASES, note=tie_note,
+                              work=work_maxpool),
+    "maxpool2d_backward": dict(cases=POOL_CASES),
+    "avgpool2d_forward": dict(build=build_pool("avg"), cases=POOL_CASES,
+                              accum=lambda a: a["k"] ** 2, work=work_written(pooled_elements)),
+    "avgpool2d_backward": dict(accum=lambda a: a["k"] ** 2),
     # normalization
-    dict(name="batchnorm_forward", group="normalization",
-         params=("x", "gamma", "beta", "running_mean", "running_var", "training", "momentum",
-                 "eps"),
-         build=build_batchnorm, outputs=("y", ("saved", ("mean", "invstd"))),
-         inplace=("running_mean", "running_var"), cases=BATCHNORM_CASES,
-         tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
-         accum=lambda a: a["x"].size // a["x"].shape[1], tol=4.0,
-         work=work_written(lambda a: a["x"].size + 2 * a["x"].shape[1])),  # y, running stats
-    _backward_of("batchnorm_forward", ("dy", "x", "gamma", "saved"),
-                 (("dx", "x"), ("dgamma", "gamma"), ("dbeta", "beta")),
-                 name="batchnorm_backward", group="normalization",
-                 outputs=("dx", "dgamma", "dbeta"), cases=BATCHNORM_CASES[:3],
-                 tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
-                 accum=lambda a: a["x"].size // a["x"].shape[1], tol=10.0),
+    "batchnorm_forward": dict(
+        build=build_batchnorm, cases=BATCHNORM_CASES,
+        tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
+        accum=lambda a: a["x"].size // a["x"].shape[1], tol=4.0,
+        work=work_written(lambda a: a["x"].size + 2 * a["x"].shape[1])),  # y, running stats
+    "batchnorm_backward": dict(
+        cases=BATCHNORM_CASES[:3], tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
+        accum=lambda a: a["x"].size // a["x"].shape[1], tol=10.0),
     # regularization
-    dict(name="dropout_forward", group="regularization", params=("x", "p", "seed"),
-         build=build_dropout, outputs=("y", "mask"), work=work_memory(3),  # x read, y, mask written
-         cases=(((3, 7), 0.5), ((2, 3, 4, 5), 0.2), ((1, 9), 0.0), ((13, 11), 0.9)),
-         tier_cases=per_tier(TAILS, lambda shape: (shape, 0.5)),
-         dist=(((300, 200), 0.3), ((50, 40), 0.0))),
-    _backward_of("dropout_forward", ("dy", "mask", "p"), (("dx", "x"),),
-                 name="dropout_backward", group="regularization", outputs=("dx",)),
+    "dropout_forward": dict(
+        build=build_dropout, work=work_memory(3),  # x read, y and mask written
+        cases=(((3, 7), 0.5), ((2, 3, 4, 5), 0.2), ((1, 9), 0.0), ((13, 11), 0.9)),
+        tier_cases=per_tier(TAILS, lambda shape: (shape, 0.5)),
+        dist=(((300, 200), 0.3), ((50, 40), 0.0))),
+    "dropout_backward": dict(),
     # optimizers (in place)
-    _optimizer("sgd_step"),
-    _optimizer("momentum_step", work=work_memory(5)),  # 3 arrays read, 2 written
-    _optimizer("rmsprop_step", work=work_memory(5)),
-    _optimizer("adam_step", work=work_memory(7)),  # 4 arrays read, 3 written
+    "sgd_step": _optimizer("sgd_step"),
+    "momentum_step": _optimizer("momentum_step", work=work_memory(5)),  # 3 read, 2 written
+    "rmsprop_step": _optimizer("rmsprop_step", work=work_memory(5)),
+    "adam_step": _optimizer("adam_step", work=work_memory(7)),  # 4 arrays read, 3 written
     # initialization
-    dict(name="xavier_uniform", group="init", params=("shape", "seed"), build=build_init,
-         outputs=("w",), cases=INIT_CASES, tier_cases=per_tier(TAILS, lambda shape: shape),
-         dist=((256, 300), (64, 32, 3, 3), (500,)),
-         work=work_init),
-    dict(name="he_normal", group="init", params=("shape", "seed"), build=build_init,
-         outputs=("w",), cases=INIT_CASES, tier_cases=per_tier(TAILS, lambda shape: shape),
-         dist=((256, 300), (64, 32, 3, 3), (500,)),
-         work=work_init),
-]
-
+    "xavier_uniform": dict(build=build_init, cases=INIT_CASES,
+                           tier_cases=per_tier(TAILS, lambda shape: shape),
+                           dist=((256, 300), (64, 32, 3, 3), (500,)), work=work_init),
+    "he_normal": dict(build=build_init, cases=INIT_CASES,
+                      tier_cases=per_tier(TAILS, lambda shape: shape),
+                      dist=((256, 300), (64, 32, 3, 3), (500,)), work=work_init),
+    # int8 inference: results exact in every tier (builders.py, "int8 inference"), so tol=0; no
+    # gradients (inference only)
+    "quantize_int8": dict(
+        build=build_quantize, tol=0.0, work=work_quantize,
+        cases=(((1, 7), 0, True), ((3, 5, 7), -5, False), ((2, 3, 4, 5), 127, True),
+               ((17, 9), -128, False), ((4, 33), 40, False)),
+        tier_cases=per_tier(TAILS, lambda shape: (shape, 3, False))),
+    "int8_linear": dict(
+        build=build_int8_linear, tol=0.0, work=work_int8_linear,
+        cases=((1, 7, 3, 0), (5, 13, 9, -128), (17, 33, 10, 127), (33, 65, 17, 7),
+               (3, 131, 21, -3)),
+        tier_cases=per_tier(INNER, lambda k: (2, k, 3, -128))),
+    "int8_conv2d": dict(
+        build=build_int8_conv2d, tol=0.0, work=work_int8_conv2d,
+        cases=tuple((*case[:9], zero) for case, zero in zip(
+            CONV2D_CASES[:3] + CONV_CASES[2:3] + CONV_CASES[4:], (0, -128, 50, 127, -7),
+            strict=True)),
+        # C*R*S = 4113: past every SIMD width and block of the int8 GEMM's K
+        tier_cases={kind: ((1, 457, 3, 4, 3, 3, 3, 1, 1, -100),)
+                    for kind in ("python", "cpu", "gpu")}),
+}
 # fmt: on
 
 
-# int8 inference: results exact in every tier (builders.py, "int8 inference"), so tol=0; no
-# gradients (inference only).
-# fmt: off
-_OPS += [
-    dict(name="quantize_int8", group="quantization", params=("x", "scale", "zero_point"),
-         build=build_quantize, outputs=("q",), tol=0.0, work=work_quantize,
-         cases=(((1, 7), 0, True), ((3, 5, 7), -5, False), ((2, 3, 4, 5), 127, True),
-                ((17, 9), -128, False), ((4, 33), 40, False)),
-         tier_cases=per_tier(TAILS, lambda shape: (shape, 3, False))),
-    dict(name="int8_linear", group="quantization", params=("x", "x_zero", "w", "scale", "b"),
-         build=build_int8_linear, tol=0.0, work=work_int8_linear,
-         cases=((1, 7, 3, 0), (5, 13, 9, -128), (17, 33, 10, 127), (33, 65, 17, 7),
-                (3, 131, 21, -3)),
-         tier_cases=per_tier(INNER, lambda k: (2, k, 3, -128))),
-    dict(name="int8_conv2d", group="quantization",
-         params=("x", "x_zero", "w", "scale", "b", "stride", "padding"),
-         build=build_int8_conv2d, tol=0.0, work=work_int8_conv2d,
-         cases=tuple((*case[:9], zero) for case, zero in zip(
-             CONV2D_CASES[:3] + CONV_CASES[2:3] + CONV_CASES[4:], (0, -128, 50, 127, -7),
-             strict=True)),
-         # C*R*S = 4113: past every SIMD width and block of the int8 GEMM's K
-         tier_cases={kind: ((1, 457, 3, 4, 3, 3, 3, 1, 1, -100),)
-                     for kind in ("python", "cpu", "gpu")}),
-]
-# fmt: on
-
-
-def _table(specs):
-    """{name: Op}; a backward op without cases of its own takes its forward's (listed before it),
-    and its tier cases too unless it has cases of its own."""
+def _table(checks):
+    """{name: Op} in the contract's order: each op of the contract with its checks (which may name
+    an argument by its source instead, as col2im's). A backward op without cases of its own takes
+    its forward's (listed before it), and its tier cases too."""
+    missing = [name for name in contract.OPS if name not in checks]
+    if missing:
+        raise ValueError(f"grader/ops.py: CHECKS has no entry for the contract's ops {missing}")
     ops = {}
-    for spec in specs:
-        if spec.get("forward") and not spec.get("cases"):
-            forward = ops[spec["forward"]]
-            spec = {"tier_cases": forward.tier_cases, **spec, "cases": forward.cases}
-        ops[spec["name"]] = Op(**spec, defaults=CONTRACT_DEFAULTS.get(spec["name"], {}))
+    for name, spec in contract.OPS.items():
+        check = checks[name]
+        if spec.forward and not check.get("cases"):
+            forward = ops[spec.forward]
+            check = {"tier_cases": forward.tier_cases, **check, "cases": forward.cases}
+        ops[name] = Op(**{f.name: getattr(spec, f.name) for f in fields(spec)} | check)
     return ops
 
 
-OPS = _table(_OPS)
+OPS = _table(CHECKS)
 
 # Where a backward op's arguments come from, besides the forward's arguments and outputs:
 # "dy" is a fresh random upstream gradient shaped like the forward's first output, "x_shape" the
 # forward input's shape as a tuple of ints.
 SOURCES = ("dy", "x_shape")
-
-
-def output_names(op):
-    """The top-level names of an op's result, e.g. ('y', 'saved') for batchnorm_forward."""
-    return tuple(entry if isinstance(entry, str) else entry[0] for entry in op.outputs)

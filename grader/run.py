@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import tiers
+from contract import ops_for_week
 from tiers.machine import machine_info
 
 from . import propagation, report
@@ -19,7 +20,6 @@ from .isolation import InProcessRunner, IsolatedRunner, WorkerGone
 from .ladders import ladder, timed_class
 from .ops import OPS
 from .records import FAILED, SKIPPED, Result, Setup, Task
-from .weeks import ops_for_week
 
 RESULTS = tiers.REPOSITORY / "curriculum" / "results"  # committed: written only with --results
 RUNS = tiers.REPOSITORY / "runs" / "grader"  # ignored by git: where ordinary runs write

@@ -16,14 +16,14 @@ import zlib
 import numpy as np
 
 import tiers
+from contract import output_names, week_of
 
 from . import agreement, correctness, crossing, determinism, gradients, inputs, propagation, speed
 from .builders import keep_defaulted
-from .ops import OPS, SOURCES, output_names
+from .ops import OPS, SOURCES
 from .ownership import Ownership, native_leaves
 from .poison import holds_marker, poisoned_allocations
 from .records import FAILED, Result, TierError
-from .weeks import week_of
 
 
 def not_implemented_message(stage, op_name, error):

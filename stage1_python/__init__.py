@@ -1,4 +1,4 @@
-"""Stage 1: every op of the contract (grader/CONTRACT.md) in pure Python, weeks 1-6.
+"""Stage 1: every op of the contract (contract/CONTRACT.md) in pure Python, weeks 1-6.
 
 Tensors are nested lists of Python floats: a [N, C, H, W] tensor is a list of N lists of C lists
 of H lists of W floats; labels and argmax are nested lists of Python ints. Python floats are
@@ -8,42 +8,9 @@ float64, so at small sizes this tier is the precise oracle the later tiers are c
 import numpy as np
 
 import argcheck
+from contract import export_ops
 
-from ._memory import empty
-from .activations import (
-    leaky_relu,
-    leaky_relu_backward,
-    log_softmax,
-    log_softmax_backward,
-    relu,
-    relu_backward,
-    sigmoid,
-    sigmoid_backward,
-    softmax,
-    softmax_backward,
-    tanh,
-    tanh_backward,
-)
-from .conv import col2im, conv2d_backward, conv2d_forward, im2col
-from .dense import linear_backward, linear_forward
-from .inference import conv2d_bias_relu_pool
-from .init import he_normal, xavier_uniform
-from .linalg import add, matmul, mul, scale, sum_rows, transpose
-from .losses import (
-    bce_with_logits_loss,
-    bce_with_logits_loss_backward,
-    cross_entropy_loss,
-    cross_entropy_loss_backward,
-    hinge_loss,
-    hinge_loss_backward,
-    mse_loss,
-    mse_loss_backward,
-)
-from .norm import batchnorm_backward, batchnorm_forward
-from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
-from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
-from .quantized import int8_conv2d, int8_linear, quantize_int8
-from .regularization import dropout_backward, dropout_forward
+from ._memory import empty  # noqa: F401 (the interface, which export_ops exports)
 
 NAME = "python"
 
@@ -78,71 +45,5 @@ def available():
     return True, ""
 
 
-__all__ = [
-    "NAME",
-    "from_numpy",
-    "to_numpy",
-    "synchronize",
-    "available",
-    "empty",
-    # linear algebra
-    "matmul",
-    "transpose",
-    "add",
-    "mul",
-    "scale",
-    "sum_rows",
-    # dense
-    "linear_forward",
-    "linear_backward",
-    # activations
-    "quantize_int8",
-    "relu",
-    "relu_backward",
-    "leaky_relu",
-    "leaky_relu_backward",
-    "sigmoid",
-    "sigmoid_backward",
-    "tanh",
-    "tanh_backward",
-    "softmax",
-    "softmax_backward",
-    "log_softmax",
-    "log_softmax_backward",
-    # losses
-    "mse_loss",
-    "mse_loss_backward",
-    "cross_entropy_loss",
-    "cross_entropy_loss_backward",
-    "bce_with_logits_loss",
-    "bce_with_logits_loss_backward",
-    "hinge_loss",
-    "hinge_loss_backward",
-    # convolution
-    "im2col",
-    "int8_conv2d",
-    "int8_linear",
-    "col2im",
-    "conv2d_forward",
-    "conv2d_bias_relu_pool",
-    "conv2d_backward",
-    # pooling
-    "maxpool2d_forward",
-    "maxpool2d_backward",
-    "avgpool2d_forward",
-    "avgpool2d_backward",
-    # normalization
-    "batchnorm_forward",
-    "batchnorm_backward",
-    # regularization
-    "dropout_forward",
-    "dropout_backward",
-    # optimizers
-    "sgd_step",
-    "momentum_step",
-    "rmsprop_step",
-    "adam_step",
-    # initialization
-    "xavier_uniform",
-    "he_normal",
-]
+# The interface and every op of the contract, each from the module that holds it (contract/ops.py).
+__all__ = export_ops(globals())

@@ -1,4 +1,4 @@
-"""Stage 2: every op of the contract (grader/CONTRACT.md), vectorized with NumPy (weeks 7 and 8).
+"""Stage 2: every op of the contract (contract/CONTRACT.md), vectorized with NumPy (weeks 7 and 8).
 
 Native arrays are C-contiguous float32 NumPy arrays (int64 for labels and argmax). No op loops
 over elements in Python: elementwise work goes to ufuncs, products to BLAS through `@`, and
@@ -8,41 +8,9 @@ optimizers and batchnorm's running statistics, which update the arrays given in 
 
 import numpy as np
 
-from ._memory import empty
-from .activations import (
-    leaky_relu,
-    leaky_relu_backward,
-    log_softmax,
-    log_softmax_backward,
-    relu,
-    relu_backward,
-    sigmoid,
-    sigmoid_backward,
-    softmax,
-    softmax_backward,
-    tanh,
-    tanh_backward,
-)
-from .conv import col2im, conv2d_backward, conv2d_forward, im2col
-from .dense import linear_backward, linear_forward
-from .inference import conv2d_bias_relu_pool
-from .init import he_normal, xavier_uniform
-from .linalg import add, matmul, mul, scale, sum_rows, transpose
-from .losses import (
-    bce_with_logits_loss,
-    bce_with_logits_loss_backward,
-    cross_entropy_loss,
-    cross_entropy_loss_backward,
-    hinge_loss,
-    hinge_loss_backward,
-    mse_loss,
-    mse_loss_backward,
-)
-from .norm import batchnorm_backward, batchnorm_forward
-from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
-from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
-from .quantized import int8_conv2d, int8_linear, quantize_int8
-from .regularization import dropout_backward, dropout_forward
+from contract import export_ops
+
+from ._memory import empty  # noqa: F401 (the interface, which export_ops exports)
 
 NAME = "numpy"
 
@@ -79,61 +47,5 @@ def available():
     return True, ""
 
 
-__all__ = [
-    "NAME",
-    "add",
-    "adam_step",
-    "available",
-    "empty",
-    "avgpool2d_backward",
-    "avgpool2d_forward",
-    "batchnorm_backward",
-    "batchnorm_forward",
-    "bce_with_logits_loss",
-    "bce_with_logits_loss_backward",
-    "col2im",
-    "conv2d_backward",
-    "conv2d_forward",
-    "conv2d_bias_relu_pool",
-    "cross_entropy_loss",
-    "cross_entropy_loss_backward",
-    "dropout_backward",
-    "dropout_forward",
-    "from_numpy",
-    "he_normal",
-    "hinge_loss",
-    "hinge_loss_backward",
-    "im2col",
-    "int8_conv2d",
-    "int8_linear",
-    "leaky_relu",
-    "leaky_relu_backward",
-    "linear_backward",
-    "linear_forward",
-    "log_softmax",
-    "log_softmax_backward",
-    "matmul",
-    "maxpool2d_backward",
-    "maxpool2d_forward",
-    "momentum_step",
-    "mse_loss",
-    "mse_loss_backward",
-    "mul",
-    "quantize_int8",
-    "relu",
-    "relu_backward",
-    "rmsprop_step",
-    "scale",
-    "sgd_step",
-    "sigmoid",
-    "sigmoid_backward",
-    "softmax",
-    "softmax_backward",
-    "sum_rows",
-    "synchronize",
-    "tanh",
-    "tanh_backward",
-    "to_numpy",
-    "transpose",
-    "xavier_uniform",
-]
+# The interface and every op of the contract, each from the module that holds it (contract/ops.py).
+__all__ = export_ops(globals())

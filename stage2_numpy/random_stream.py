@@ -1,4 +1,4 @@
-"""The shared random stream (grader/CONTRACT.md): splitmix64, counter-based, on uint64 arrays.
+"""The shared random stream (contract/CONTRACT.md): splitmix64, counter-based, on uint64 arrays.
 
 Number i of stream `seed` depends on (seed, i) only, so every tier draws the same numbers in any
 order, and NumPy draws a whole array of them at once. All arithmetic is modulo 2^64: uint64

@@ -1,4 +1,4 @@
-"""Stage 3: every op of the contract (grader/CONTRACT.md) in C99, weeks 11-13.
+"""Stage 3: every op of the contract (contract/CONTRACT.md) in C99, weeks 11-13.
 
 The kernels are in csrc/ (one header, s2c.h, and a file per concept), compiled with -O3 and
 OpenMP into the extension module stage3_c._s2c_native by cffi: `make build`, or
@@ -18,43 +18,11 @@ import os
 import numpy as np
 
 import argcheck
+from contract import export_ops
 
 from . import _native
-from ._memory import empty
-from .activations import (
-    leaky_relu,
-    leaky_relu_backward,
-    log_softmax,
-    log_softmax_backward,
-    relu,
-    relu_backward,
-    sigmoid,
-    sigmoid_backward,
-    softmax,
-    softmax_backward,
-    tanh,
-    tanh_backward,
-)
-from .conv import col2im, conv2d_backward, conv2d_forward, im2col
-from .dense import linear_backward, linear_forward
-from .dropout import dropout_backward, dropout_forward
-from .inference import conv2d_bias_relu_pool
-from .init import he_normal, xavier_uniform
-from .linalg import MATMUL_KERNELS, add, best_kernel, matmul, mul, scale, sum_rows, transpose
-from .losses import (
-    bce_with_logits_loss,
-    bce_with_logits_loss_backward,
-    cross_entropy_loss,
-    cross_entropy_loss_backward,
-    hinge_loss,
-    hinge_loss_backward,
-    mse_loss,
-    mse_loss_backward,
-)
-from .norm import batchnorm_backward, batchnorm_forward
-from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
-from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
-from .quantized import int8_conv2d, int8_linear, quantize_int8
+from ._memory import empty  # noqa: F401 (the interface, which export_ops exports)
+from .linalg import MATMUL_KERNELS, best_kernel
 
 NAME = "c"
 
@@ -118,66 +86,13 @@ def build_info():
     }
 
 
+# The interface and every op of the contract, each from the module that holds it (contract/ops.py),
+# then this tier's own extras.
 __all__ = [
-    "NAME",
+    *export_ops(globals()),
     "MATMUL_KERNELS",
-    "available",
-    "empty",
-    "from_numpy",
-    "to_numpy",
-    "synchronize",
+    "best_kernel",
     "set_num_threads",
     "get_num_threads",
     "build_info",
-    "best_kernel",
-    "matmul",
-    "transpose",
-    "add",
-    "mul",
-    "scale",
-    "sum_rows",
-    "linear_forward",
-    "linear_backward",
-    "relu",
-    "relu_backward",
-    "leaky_relu",
-    "leaky_relu_backward",
-    "sigmoid",
-    "sigmoid_backward",
-    "tanh",
-    "tanh_backward",
-    "softmax",
-    "softmax_backward",
-    "log_softmax",
-    "log_softmax_backward",
-    "mse_loss",
-    "mse_loss_backward",
-    "cross_entropy_loss",
-    "cross_entropy_loss_backward",
-    "bce_with_logits_loss",
-    "bce_with_logits_loss_backward",
-    "hinge_loss",
-    "hinge_loss_backward",
-    "im2col",
-    "col2im",
-    "conv2d_forward",
-    "conv2d_bias_relu_pool",
-    "conv2d_backward",
-    "maxpool2d_forward",
-    "maxpool2d_backward",
-    "avgpool2d_forward",
-    "avgpool2d_backward",
-    "batchnorm_forward",
-    "batchnorm_backward",
-    "dropout_forward",
-    "dropout_backward",
-    "sgd_step",
-    "momentum_step",
-    "rmsprop_step",
-    "adam_step",
-    "xavier_uniform",
-    "quantize_int8",
-    "int8_linear",
-    "int8_conv2d",
-    "he_normal",
 ]

@@ -161,8 +161,7 @@ def grade(stage, json_path, *extra):
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", STAGES)
 def test_grader_reports_every_workspace_stub_as_not_implemented(workspace, stage, tmp_path):
-    from grader.ops import OPS
-    from grader.weeks import week_of
+    from contract import OPS, week_of
 
     code, output, last = grade(stage, tmp_path / "grade.json", "--impl", str(workspace))
     assert code != 0, output

@@ -1,26 +1,30 @@
-"""The contract as data (grader/ops.py and its neighbours): complete, and its inputs are what the
+"""The contract as data (contract/) and how the grader checks it (grader/ops.py and its
+neighbours): one table of ops, which every tier follows, and the grader's inputs are what the
 checks need."""
 
 import inspect
 import math
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import contract
 import stage1_python
 import stage2_numpy
+import tiers
+from contract import GROUPS, WEEKS, ops_for_week, week_of
 from grader.costs import conv_flops, work_matmul
-from grader.ops import OPS, correctness_cases
+from grader.ops import CHECKS, OPS, correctness_cases
 from grader.tolerance import tolerance
-from grader.weeks import GROUPS, WEEKS, ops_for_week, week_of
 
 # Ops whose cost counts FLOPs (a GEMM, a convolution): their roofline is set by arithmetic.
 FLOP_OPS = {"matmul", "linear_forward", "linear_backward", "conv2d_forward", "conv2d_backward",
             "conv2d_bias_relu_pool"}
 
-CONTRACT_MD = Path(__file__).parent.parent / "grader" / "CONTRACT.md"
+CONTRACT_MD = Path(__file__).parent.parent / "contract" / "CONTRACT.md"
 
 
 def all_cases(op):
@@ -42,9 +46,65 @@ def test_the_table_holds_exactly_the_ops_of_contract_md():
         assert name in named or name.removesuffix("_backward") in named, name
 
 
+def test_the_grader_checks_exactly_the_ops_of_the_contract_in_its_order():
+    assert set(CHECKS) == set(contract.OPS), "grader/ops.py CHECKS against contract/ops.py"
+    assert list(OPS) == list(contract.OPS)
+    for name, op in OPS.items():
+        assert isinstance(op, contract.Op) and op.group == contract.OPS[name].group, name
+
+
 def test_each_tier_exports_every_op(tier):
     missing = [name for name in OPS if not callable(getattr(tier, name, None))]
     assert not missing, f"{tier.NAME} lacks {missing}"
+    assert tier.__all__[: len(contract.INTERFACE)] == list(contract.INTERFACE)
+    assert set(contract.OPS) <= set(tier.__all__), f"{tier.NAME} does not export every op"
+
+
+def test_each_tier_defines_each_op_in_its_module_with_the_contracts_arguments(tier):
+    """A tier's op takes the contract's arguments, in order, with its defaults (a tier may add
+    optional ones of its own: `kernel=`), and lives in the module the contract names."""
+    for name, op in contract.OPS.items():
+        function = getattr(tier, name)
+        assert function.__module__.rsplit(".", 1)[-1] == op.module, (name, function.__module__)
+        parameters = list(inspect.signature(function).parameters.values())
+        ours = parameters[: len(op.params)]
+        assert tuple(p.name for p in ours) == op.params, f"{tier.NAME}.{name}"
+        defaults = {p.name: p.default for p in ours if p.default is not p.empty}
+        assert defaults == op.defaults, f"{tier.NAME}.{name}: defaults"
+        extra = [p.name for p in parameters[len(op.params) :] if p.default is p.empty]
+        assert not extra, f"{tier.NAME}.{name}: arguments beyond the contract's must be optional"
+
+
+def copied_numpy_tier(tmp_path):
+    """A copy of stage 2 in `tmp_path` (a workspace of one tier), to break."""
+    shutil.copytree(Path(stage2_numpy.__file__).parent, tmp_path / "stage2_numpy",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    return tmp_path / "stage2_numpy"
+
+
+def test_an_op_missing_from_its_module_names_the_file_and_the_op(tmp_path):
+    folder = copied_numpy_tier(tmp_path)
+    with (folder / "activations.py").open("a") as file:
+        file.write("\ndel leaky_relu_backward\n")
+    loaded = tiers.load(tiers.get("numpy"), impl=tmp_path)
+    assert loaded.broken, loaded.reason
+    assert f"{folder / 'activations.py'} defines no leaky_relu_backward" in loaded.reason
+
+
+def test_an_interface_name_missing_from_a_tier_is_named(tmp_path):
+    init = copied_numpy_tier(tmp_path) / "__init__.py"
+    init.write_text(init.read_text().replace("def synchronize():", "def wait():"))
+    loaded = tiers.load(tiers.get("numpy"), impl=tmp_path)
+    assert loaded.broken and f"{init} defines no synchronize" in loaded.reason, loaded.reason
+
+
+def test_a_module_missing_from_a_tier_names_it(tmp_path):
+    folder = copied_numpy_tier(tmp_path)
+    (folder / "regularization.py").unlink()
+    loaded = tiers.load(tiers.get("numpy"), impl=tmp_path)
+    assert loaded.broken, loaded.reason
+    assert f"{folder / 'regularization.py'} is missing" in loaded.reason
+    assert "dropout_forward" in loaded.reason
 
 
 def test_weeks_cover_every_group_of_every_stage():
@@ -164,7 +224,7 @@ def test_every_optional_argument_is_passed_and_left_at_its_default(name):
     op = OPS[name]
     declared = contract_defaults(stage2_numpy, name)
     assert declared == contract_defaults(stage1_python, name)
-    assert op.defaults == declared, f"{name}: grader/builders.py CONTRACT_DEFAULTS"
+    assert op.defaults == declared, f"{name}: contract/ops.py's defaults"
     assert set(declared) <= set(op.params), f"{name}: optional arguments the grader never passes"
     cases = all_cases(op)
     for argument, default in declared.items():

@@ -1,4 +1,4 @@
-"""The shared random stream on every tier (grader/CONTRACT.md, "The shared random stream").
+"""The shared random stream on every tier (contract/CONTRACT.md, "The shared random stream").
 
 The reference below is written from the contract's formulas in plain Python ints, independently of
 every tier. Each tier's dropout mask and initial weights must equal it (to float32 rounding), and

@@ -1,6 +1,7 @@
 """The registry of tiers (tiers/) is the one list of tiers, and the rules of ARCHITECTURE.md hold:
-`nn` reaches tiers only through it, tiers import nothing of the project, every tier has the
-allocation hook and the grader's NaN poison reaches its outputs through it."""
+`nn` reaches tiers only through it, tiers import nothing of the project but the shared checks and
+the contract, which import nothing of it, tools/ reads the contract from contract/, every tier has
+the allocation hook and the grader's NaN poison reaches its outputs through it."""
 
 import ast
 import re
@@ -11,14 +12,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import grader
 import tiers
 from grader.poison import poisoned_allocations
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = set(tiers.packages())
-# Top-level packages of the project: a tier may import only its own and the shared checks.
+# Top-level packages of the project: a tier may import only its own, the shared checks and the
+# contract, and these import nothing of the project.
 PROJECT = {path.parent.name for path in REPO_ROOT.glob("*/__init__.py")}
-SHARED_BY_TIERS = {"argcheck"}
+SHARED_BY_TIERS = {"argcheck", "contract"}
+# What tools/ may import of the grader: its interface for running a grading (grade, Options) and
+# the statuses of its results; the contract's data comes from contract/, never from the grader.
+GRADER_INTERFACE = {"grader", "grader.run", "grader.records"}
 
 
 def python_files(folder):
@@ -124,11 +130,46 @@ def test_nothing_but_the_tests_imports_the_benchmarks():
                 f"{path.relative_to(REPO_ROOT)} imports bench/, which sits above everything")
 
 
-def test_tiers_import_nothing_of_the_project_but_the_shared_checks():
+def test_tiers_import_nothing_of_the_project_but_the_shared_checks_and_the_contract():
     for package in PACKAGES:
         for path in python_files(REPO_ROOT / package):
             foreign = imported_top_levels(path) & PROJECT - {package} - SHARED_BY_TIERS
             assert not foreign, f"{path.relative_to(REPO_ROOT)} imports {sorted(foreign)}"
+
+
+@pytest.mark.parametrize("package", sorted(SHARED_BY_TIERS))
+def test_what_the_tiers_share_imports_nothing_of_the_project(package):
+    """argcheck/ and contract/ sit under every tier; the contract imports nothing but Python's
+    standard library either, so that importing it costs nothing (no NumPy, no grader)."""
+    for path in python_files(REPO_ROOT / package):
+        imported = imported_top_levels(path)
+        foreign = imported & PROJECT - {package}
+        assert not foreign, f"{path.relative_to(REPO_ROOT)} imports {sorted(foreign)}"
+        if package == "contract":
+            libraries = imported - set(sys.stdlib_module_names)
+            assert not libraries, f"{path.relative_to(REPO_ROOT)} imports {sorted(libraries)}"
+
+
+def grader_modules_beyond_its_interface(path):
+    """The grader's modules (or their names) a file imports beyond GRADER_INTERFACE: `grader`'s
+    own exports and the names of grader.run and grader.records are its interface."""
+    allowed = GRADER_INTERFACE | {f"grader.{name}" for name in grader.__all__}
+    return sorted(name for name in imported_modules(path)
+                  if name.split(".")[0] == "grader" and name not in allowed
+                  and name.rpartition(".")[0] not in GRADER_INTERFACE - {"grader"})  # fmt: skip
+
+
+def test_tools_read_the_contract_from_contract_not_from_the_grader(tmp_path):
+    reaching = tmp_path / "reaching.py"
+    reaching.write_text("from grader.ops import OPS\nfrom grader import weeks\n")
+    assert grader_modules_beyond_its_interface(reaching) == ["grader.ops", "grader.ops.OPS",
+                                                            "grader.weeks"]  # fmt: skip
+    for path in python_files(REPO_ROOT / "tools"):
+        inside = grader_modules_beyond_its_interface(path)
+        assert not inside, (
+            f"{path.relative_to(REPO_ROOT)} imports {inside}: the contract's data (ops, weeks) "
+            "is contract/'s; of the grader, tools/ runs a grading (grader.run, grader.records)"
+        )
 
 
 def test_every_entry_is_consistent():

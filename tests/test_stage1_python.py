@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import stage1_python as s1
+from contract import week_of
 from grader.ops import OPS
-from grader.weeks import week_of
 
-# Which week teaches which op in stage 1: the contract's table (grader/CONTRACT.md).
+# Which week teaches which op in stage 1: the contract's table (contract/CONTRACT.md).
 WEEK_OF_OP = {name: week_of(1, name) for name in OPS}
 week01, week02, week03 = pytest.mark.week01, pytest.mark.week02, pytest.mark.week03
 week04, week05, week06 = pytest.mark.week04, pytest.mark.week05, pytest.mark.week06

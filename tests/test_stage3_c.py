@@ -16,8 +16,8 @@ import pytest
 
 import stage2_numpy as s2
 import stage3_c as s3
+from contract import WEEKS
 from grader import inputs
-from grader.weeks import WEEKS
 from stage3_c import _native
 
 pytestmark = pytest.mark.skipif(not s3.available()[0], reason=s3.available()[1])

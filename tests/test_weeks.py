@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 import tiers
+from contract import ops_for_week, week_of
 from grader.isolation import InProcessRunner, IsolatedRunner
 from grader.ops import OPS
 from grader.records import FAILED, SKIPPED, Setup, Task
-from grader.weeks import ops_for_week, week_of
 
 IMPL = os.environ.get("S2C_IMPL") or None
 SEED = secrets.randbits(31)
@@ -95,7 +95,7 @@ def test_week_op(runners, stage, variant, op, check):
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [
     ROOT / "README.md",
-    ROOT / "grader" / "CONTRACT.md",
+    ROOT / "contract" / "CONTRACT.md",
     *sorted((ROOT / "curriculum").glob("*.md")),
     *sorted(ROOT.glob("stage*/README.md")),
 ]

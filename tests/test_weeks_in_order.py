@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 
 import tiers
+from contract import ops_for_week, week_of
 from datasets.errors import DatasetError
 from datasets.sources import find
 from grader.ops import OPS
 from grader.records import FAILED, PASSED, SKIPPED, Result
 from grader.run import Options, grade, skipped_if_later_week
-from grader.weeks import ops_for_week, week_of
 from tiers.loading import build_if_stale
 from tools import exercises
 from tools.progress import NOT_IMPLEMENTED, grade_network, progress

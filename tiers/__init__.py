@@ -1,6 +1,6 @@
 """The registry of tiers: the one place in the project that lists them (ARCHITECTURE.md).
 
-A tier is one implementation of the op contract (grader/CONTRACT.md), known everywhere by its
+A tier is one implementation of the op contract (contract/CONTRACT.md), known everywhere by its
 name: `python`, `numpy`, `c`, `numba`, `nvcc`. The grader, `nn`, the tests, the exercise tool and
 `make build` read this table; a new tier joins by one line here.
 

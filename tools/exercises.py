@@ -3,7 +3,7 @@
     python -m tools.exercises --out workspace [--tiers stage1_python,stage2_numpy,nn] [--force]
                               [--solved-through K]   (weeks 1..K written, the rest stubs)
 
-Reference code marks each exercise body (grader/CONTRACT.md, "Weeks and exercise markers"):
+Reference code marks each exercise body (contract/CONTRACT.md, "Weeks and exercise markers"):
 
     # BEGIN SOLUTION week 1, task matmul           Python
     /* BEGIN SOLUTION week 12, task relu */         C and CUDA (`// BEGIN SOLUTION ...` works too)
@@ -18,8 +18,8 @@ stage4_cuda/csrc/common.h), or a bare `return;` in a kernel or another function 
 whose launcher reports it. Broken markers (unbalanced, nested, without week and task) stop the
 tool before it writes anything, and a tier already in the workspace is never overwritten without
 --force: it may hold the learner's work. The packages every tier imports (the argument checks,
-`argcheck/`) are copied as they are when missing (replaced with --force), so the workspace also
-runs alone.
+`argcheck/`, and the contract, `contract/`) are copied as they are when missing (replaced with
+--force), so the workspace also runs alone.
 The network (`nn/`, weeks 9 and 10) is stubbed the same way; it runs from the repository root with
 S2C_NN naming the workspace (nn/__init__.py), since it imports the registry and the data sets.
 """
@@ -37,8 +37,9 @@ from pathlib import Path
 import tiers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# Packages every tier imports, copied as they are (no exercises in them): the argument checks.
-GIVEN_PACKAGES = ("argcheck",)
+# Packages every tier imports, copied as they are (no exercises in them): the argument checks and
+# the contract (a tier's __init__.py takes its ops from it: contract.export_ops).
+GIVEN_PACKAGES = ("argcheck", "contract")
 # Packages with exercises besides the tiers, stubbed like them but never built: the network.
 NETWORK_PACKAGES = ("nn",)
 DEFAULT_OUT = Path("workspace")  # where `make grade` looks for the learner's tiers

@@ -1,4 +1,4 @@
-/* random_stream.c -- the shared random stream of grader/CONTRACT.md (written in week 4, given
+/* random_stream.c -- the shared random stream of contract/CONTRACT.md (written in week 4, given
  * here): splitmix64 over a counter. Number i depends only on (seed, i), so every tier computes
  * the same numbers, in any order, from any thread. unsigned arithmetic wraps modulo 2^64, which
  * is exactly what the definition asks for. */

@@ -1,4 +1,4 @@
-/* s2c.h -- the C tier's API: status codes and every op of the contract (grader/CONTRACT.md).
+/* s2c.h -- the C tier's API: status codes and every op of the contract (contract/CONTRACT.md).
  * Every op returns a status; the Python wrappers (linalg.py, conv.py, ... beside csrc/) check
  * arguments before calling in and turn a status into an exception. Arrays are C-contiguous
  * (row-major) float32, labels and argmax int64; sizes are int64_t and always >= 1; outputs are

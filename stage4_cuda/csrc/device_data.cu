@@ -1,4 +1,4 @@
-/* device_data.cu -- the device-data hooks (grader/CONTRACT.md, "Training with the data on the
+/* device_data.cu -- the device-data hooks (contract/CONTRACT.md, "Training with the data on the
  * device"): what nn's trainer needs to keep the training set on the GPU and gather each batch
  * there. Given code, not exercises: none of these is an op of the contract.
  *

@@ -1,4 +1,4 @@
-/* random.cuh -- the shared random stream of grader/CONTRACT.md as device functions (given, as in
+/* random.cuh -- the shared random stream of contract/CONTRACT.md as device functions (given, as in
  * every tier): splitmix64 over a counter. Number i of stream `seed` depends on (seed, i) only, so
  * each thread computes its own numbers with no generator state, and a dropout mask or a weight
  * matrix made here equals the CPU tiers' (stage3_c/csrc/random_stream.c). Unsigned arithmetic

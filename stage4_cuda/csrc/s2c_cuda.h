@@ -4,7 +4,7 @@
  * function launches its kernels on the calling thread's default stream (graph.cu says why) and
  * returns a status (common.h) without waiting for them. The wrapper (stage4_cuda/nvcc_impl/_library.py) reads this file as cffi's
  * declarations, skipping the preprocessor lines and the C++ guard: one list of functions, not two.
- * The ops follow grader/CONTRACT.md; the Python wrappers give their shapes. */
+ * The ops follow contract/CONTRACT.md; the Python wrappers give their shapes. */
 #ifndef S2C_CUDA_H
 #define S2C_CUDA_H
 

@@ -1,4 +1,4 @@
-"""Stage 4, numba variant: every op of the contract (grader/CONTRACT.md) as numba.cuda kernels
+"""Stage 4, numba variant: every op of the contract (contract/CONTRACT.md) as numba.cuda kernels
 over device arrays (weeks 14-16).
 
 Native arrays are numba device arrays: float32 data, int64 labels and argmax. Ops also accept
@@ -20,51 +20,14 @@ without warp shuffles (the "shuffle" rung of the softmax ladder refuses to run t
 
 from numba import cuda
 
-from ..runtime.device import (
-    SIMULATOR,
-    DeviceScalar,
-    empty,
-    from_numpy,
-    synchronize,
-    to_numpy,
-)
+from contract import export_ops
+
+# (empty, from_numpy, synchronize and to_numpy are the interface, which export_ops exports)
+from ..runtime.device import SIMULATOR, DeviceScalar, empty, from_numpy, synchronize, to_numpy  # noqa: F401
 from ..runtime.recording import copy_into, record_step
-from .activations import (
-    SOFTMAX_KERNELS,
-    leaky_relu,
-    leaky_relu_backward,
-    log_softmax,
-    log_softmax_backward,
-    relu,
-    relu_backward,
-    sigmoid,
-    sigmoid_backward,
-    softmax,
-    softmax_backward,
-    tanh,
-    tanh_backward,
-)
-from .conv import col2im, conv2d_backward, conv2d_forward, im2col
-from .dense import linear_backward, linear_forward
+from .activations import SOFTMAX_KERNELS
 from .device_data import correct_count, shift_images, take
-from .inference import conv2d_bias_relu_pool
-from .init import he_normal, xavier_uniform
-from .linalg import MATMUL_KERNELS, SUM_ROWS_KERNELS, add, matmul, mul, scale, sum_rows, transpose
-from .losses import (
-    bce_with_logits_loss,
-    bce_with_logits_loss_backward,
-    cross_entropy_loss,
-    cross_entropy_loss_backward,
-    hinge_loss,
-    hinge_loss_backward,
-    mse_loss,
-    mse_loss_backward,
-)
-from .norm import batchnorm_backward, batchnorm_forward
-from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
-from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
-from .quantized import int8_conv2d, int8_linear, quantize_int8
-from .regularization import dropout_backward, dropout_forward
+from .linalg import MATMUL_KERNELS, SUM_ROWS_KERNELS
 
 NAME = "numba"
 
@@ -82,70 +45,17 @@ def available():
     return True, ""
 
 
+# The interface and every op of the contract, each from the module that holds it (contract/ops.py),
+# then this tier's own extras.
 __all__ = [
+    *export_ops(globals()),
     "MATMUL_KERNELS",
-    "NAME",
     "SOFTMAX_KERNELS",
     "SUM_ROWS_KERNELS",
     "DeviceScalar",
-    "add",
-    "adam_step",
-    "available",
-    "avgpool2d_backward",
-    "avgpool2d_forward",
-    "batchnorm_backward",
-    "batchnorm_forward",
-    "bce_with_logits_loss",
-    "bce_with_logits_loss_backward",
-    "col2im",
-    "conv2d_backward",
-    "conv2d_forward",
-    "conv2d_bias_relu_pool",
     "copy_into",
     "correct_count",
-    "cross_entropy_loss",
-    "cross_entropy_loss_backward",
-    "dropout_backward",
-    "dropout_forward",
-    "empty",
-    "from_numpy",
-    "he_normal",
-    "hinge_loss",
-    "hinge_loss_backward",
-    "im2col",
-    "int8_conv2d",
-    "int8_linear",
-    "leaky_relu",
-    "leaky_relu_backward",
-    "linear_backward",
-    "linear_forward",
-    "log_softmax",
-    "log_softmax_backward",
-    "matmul",
-    "maxpool2d_backward",
-    "maxpool2d_forward",
-    "momentum_step",
-    "mse_loss",
-    "mse_loss_backward",
-    "mul",
     "record_step",
-    "quantize_int8",
-    "relu",
-    "relu_backward",
-    "rmsprop_step",
-    "scale",
     "shift_images",
-    "sgd_step",
-    "sigmoid",
-    "sigmoid_backward",
-    "softmax",
-    "softmax_backward",
-    "sum_rows",
-    "synchronize",
     "take",
-    "tanh",
-    "tanh_backward",
-    "to_numpy",
-    "transpose",
-    "xavier_uniform",
 ]

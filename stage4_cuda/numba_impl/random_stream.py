@@ -1,4 +1,4 @@
-"""The shared random stream (grader/CONTRACT.md) as device functions: splitmix64, counter-based.
+"""The shared random stream (contract/CONTRACT.md) as device functions: splitmix64, counter-based.
 
 Number i of stream `seed` depends on (seed, i) only, so each GPU thread computes its own numbers
 with no generator state to create, store or advance, and every tier draws the same numbers: a

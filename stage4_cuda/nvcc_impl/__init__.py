@@ -1,4 +1,4 @@
-"""Stage 4, nvcc variant: the op contract (grader/CONTRACT.md) as CUDA C kernels in
+"""Stage 4, nvcc variant: the op contract (contract/CONTRACT.md) as CUDA C kernels in
 stage4_cuda/csrc/*.cu, built by nvcc into one shared library (`make build`) and called through
 cffi (weeks 14-16).
 
@@ -22,54 +22,19 @@ compiled kernels need a real GPU.
 
 from numba import cuda
 
-from ..runtime.device import SIMULATOR, DeviceScalar, empty, from_numpy, synchronize, to_numpy
+from contract import export_ops
+
+# (empty, from_numpy, synchronize and to_numpy are the interface, which export_ops exports)
+from ..runtime.device import SIMULATOR, DeviceScalar, empty, from_numpy, synchronize, to_numpy  # noqa: F401
 from . import _library
-from .activations import (
-    SOFTMAX_KERNELS,
-    leaky_relu,
-    leaky_relu_backward,
-    log_softmax,
-    log_softmax_backward,
-    relu,
-    relu_backward,
-    sigmoid,
-    sigmoid_backward,
-    softmax,
-    softmax_backward,
-    tanh,
-    tanh_backward,
-)
-from .conv import CONV_KERNELS, col2im, conv2d_backward, conv2d_forward, im2col
-from .dense import linear_backward, linear_forward
+from .activations import SOFTMAX_KERNELS
+from .conv import CONV_KERNELS
 from .device_data import correct_count, shift_images, take
 from .epilogue import bias_relu
-from .inference import conv2d_bias_relu_pool
-from .init import he_normal, xavier_uniform
-from .linalg import MATMUL_KERNELS, add, matmul, mul, scale, sum_rows, transpose
-from .losses import (
-    bce_with_logits_loss,
-    bce_with_logits_loss_backward,
-    cross_entropy_loss,
-    cross_entropy_loss_and_grad,
-    cross_entropy_loss_backward,
-    hinge_loss,
-    hinge_loss_backward,
-    mse_loss,
-    mse_loss_backward,
-)
-from .norm import batchnorm_backward, batchnorm_forward
-from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
-from .pooling import (
-    avgpool2d_backward,
-    avgpool2d_forward,
-    maxpool2d_backward,
-    maxpool2d_forward,
-    maxpool2d_relu_backward,
-    maxpool2d_relu_forward,
-)
-from .quantized import int8_conv2d, int8_linear, quantize_int8
+from .linalg import MATMUL_KERNELS
+from .losses import cross_entropy_loss_and_grad
+from .pooling import maxpool2d_relu_backward, maxpool2d_relu_forward
 from .recording import capture_graph, copy_into, record_step
-from .regularization import dropout_backward, dropout_forward
 
 NAME = "nvcc"
 
@@ -93,75 +58,22 @@ def available():
     return True, ""
 
 
+# The interface and every op of the contract, each from the module that holds it (contract/ops.py),
+# then this tier's own extras.
 __all__ = [
+    *export_ops(globals()),
     "CONV_KERNELS",
     "MATMUL_KERNELS",
-    "NAME",
     "SOFTMAX_KERNELS",
     "DeviceScalar",
-    "adam_step",
-    "add",
-    "available",
-    "avgpool2d_backward",
-    "avgpool2d_forward",
-    "batchnorm_backward",
-    "batchnorm_forward",
-    "bce_with_logits_loss",
-    "bce_with_logits_loss_backward",
     "bias_relu",
     "capture_graph",
-    "col2im",
-    "conv2d_backward",
-    "conv2d_forward",
-    "conv2d_bias_relu_pool",
     "copy_into",
     "correct_count",
-    "cross_entropy_loss",
     "cross_entropy_loss_and_grad",
-    "cross_entropy_loss_backward",
-    "dropout_backward",
-    "dropout_forward",
-    "empty",
-    "from_numpy",
-    "he_normal",
-    "hinge_loss",
-    "hinge_loss_backward",
-    "im2col",
-    "int8_conv2d",
-    "int8_linear",
-    "leaky_relu",
-    "leaky_relu_backward",
-    "linear_backward",
-    "linear_forward",
-    "log_softmax",
-    "log_softmax_backward",
-    "matmul",
-    "maxpool2d_backward",
-    "maxpool2d_forward",
     "maxpool2d_relu_backward",
     "maxpool2d_relu_forward",
-    "momentum_step",
-    "mse_loss",
-    "mse_loss_backward",
-    "mul",
     "record_step",
-    "quantize_int8",
-    "relu",
-    "relu_backward",
-    "rmsprop_step",
-    "scale",
     "shift_images",
-    "sgd_step",
-    "sigmoid",
-    "sigmoid_backward",
-    "softmax",
-    "softmax_backward",
-    "sum_rows",
-    "synchronize",
     "take",
-    "tanh",
-    "tanh_backward",
-    "to_numpy",
-    "transpose",
-    "xavier_uniform",
 ]
