@@ -53,7 +53,14 @@ from .losses import (
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
 from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
-from .quantized import int8_conv2d, int8_linear, quantize_int8
+from .quantized import (
+    int8_conv2d,
+    int8_conv2d_to_int8,
+    int8_linear,
+    int8_linear_to_int8,
+    maxpool2d_int8,
+    quantize_int8,
+)
 
 NAME = "c"
 
@@ -177,5 +184,8 @@ __all__ = [
     "quantize_int8",
     "int8_linear",
     "int8_conv2d",
+    "int8_linear_to_int8",
+    "int8_conv2d_to_int8",
+    "maxpool2d_int8",
     "he_normal",
 ]
