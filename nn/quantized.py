@@ -93,7 +93,7 @@ class QuantizedLayer(Layer):
             "bias": np.asarray(bias, dtype=np.float32),
         }
         # What the GEMM multiplies each int32 sum by: the input's scale times the channel's.
-        combined = (self.input_scale * self.host["weight_scale"].astype(np.float64))
+        combined = self.input_scale * self.host["weight_scale"].astype(np.float64)
         self.weight = tier.from_numpy(self.host["weight"])
         self.scale = tier.from_numpy(combined.astype(np.float32))
         self.bias = tier.from_numpy(self.host["bias"])
@@ -108,7 +108,8 @@ class QuantizedLayer(Layer):
             (self.input_scale * self.host["weight_scale"].astype(np.float64) / scale
              ).astype(np.float32))  # fmt: skip
         self.code_bias = self.tier.from_numpy(
-            (self.host["bias"].astype(np.float64) / scale).astype(np.float32))
+            (self.host["bias"].astype(np.float64) / scale).astype(np.float32)
+        )
 
     def forward(self, x):
         """y float32 (or, chained, the next layer's int8 codes) from x float32 (or, chained, this

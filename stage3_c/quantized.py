@@ -88,8 +88,9 @@ def int8_linear_to_int8(x, x_zero, w, scale, b, y_zero, relu=False, kernel="best
     return q
 
 
-def int8_conv2d_to_int8(x, x_zero, w, scale, b, y_zero, stride=1, padding=0, relu=False,
-                        kernel="best"):
+def int8_conv2d_to_int8(
+    x, x_zero, w, scale, b, y_zero, stride=1, padding=0, relu=False, kernel="best"
+):
     """q [N, M, OH, OW] int8: int8_conv2d's y requantized as int8_linear_to_int8's."""
     x, x_zero, w, scale, b, y_zero, stride, padding, relu, oh, ow = checks.int8_conv2d_to_int8(
         x, x_zero, w, scale, b, y_zero, stride, padding, relu
