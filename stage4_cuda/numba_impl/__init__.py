@@ -62,7 +62,14 @@ from .losses import (
 from .norm import batchnorm_backward, batchnorm_forward
 from .optim import adam_step, momentum_step, rmsprop_step, sgd_step
 from .pooling import avgpool2d_backward, avgpool2d_forward, maxpool2d_backward, maxpool2d_forward
-from .quantized import int8_conv2d, int8_linear, quantize_int8
+from .quantized import (
+    int8_conv2d,
+    int8_conv2d_to_int8,
+    int8_linear,
+    int8_linear_to_int8,
+    maxpool2d_int8,
+    quantize_int8,
+)
 from .regularization import dropout_backward, dropout_forward
 
 NAME = "numba"
@@ -112,7 +119,10 @@ __all__ = [
     "hinge_loss_backward",
     "im2col",
     "int8_conv2d",
+    "int8_conv2d_to_int8",
     "int8_linear",
+    "int8_linear_to_int8",
+    "maxpool2d_int8",
     "leaky_relu",
     "leaky_relu_backward",
     "linear_backward",

@@ -66,7 +66,14 @@ from .pooling import (
     maxpool2d_relu_backward,
     maxpool2d_relu_forward,
 )
-from .quantized import int8_conv2d, int8_linear, quantize_int8
+from .quantized import (
+    int8_conv2d,
+    int8_conv2d_to_int8,
+    int8_linear,
+    int8_linear_to_int8,
+    maxpool2d_int8,
+    quantize_int8,
+)
 from .recording import capture_graph, copy_into, record_step
 from .regularization import dropout_backward, dropout_forward
 
@@ -126,7 +133,10 @@ __all__ = [
     "hinge_loss_backward",
     "im2col",
     "int8_conv2d",
+    "int8_conv2d_to_int8",
     "int8_linear",
+    "int8_linear_to_int8",
+    "maxpool2d_int8",
     "leaky_relu",
     "leaky_relu_backward",
     "linear_backward",
