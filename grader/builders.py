@@ -354,10 +354,11 @@ def requantizing_rescale(rng, args, k, bound):
     spread_x = math.hypot(74.0, args["x_zero"] + 0.5)  # RMS of x - x_zero, x uniform int8
     spread_sum = math.sqrt(k) * spread_x * max(bound, 1) * 0.6
     e = max(1, round(math.log2(3 * spread_sum / 128)))
-    exponents = e + rng.integers(0, 2, m)
+    exponents = e + (np.arange(m) + rng.integers(0, 3)) % 3  # channels' scales differ
     scale = np.exp2(-exponents).astype(np.float32)
     args["scale"] = scale
-    args["b"] = (scale * rng.integers(-40, 41, m) * np.exp2(exponents)).astype(np.float32)
+    whole = rng.choice(np.arange(-40, 41), m, replace=m > 81)  # b / scale: distinct where it can
+    args["b"] = (scale * whole * np.exp2(exponents)).astype(np.float32)
     return args
 
 

@@ -17,7 +17,8 @@ from grader.tolerance import tolerance
 from grader.weeks import GROUPS, WEEKS, ops_for_week, week_of
 
 # Ops whose cost counts FLOPs (a GEMM, a convolution): their roofline is set by arithmetic.
-FLOP_OPS = {"matmul", "linear_forward", "linear_backward", "conv2d_forward", "conv2d_backward"}
+FLOP_OPS = {"matmul", "linear_forward", "linear_backward", "conv2d_forward", "conv2d_backward",
+            "int8_linear", "int8_conv2d", "int8_linear_to_int8", "int8_conv2d_to_int8"}
 
 CONTRACT_MD = Path(__file__).parent.parent / "grader" / "CONTRACT.md"
 
