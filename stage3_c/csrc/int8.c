@@ -49,6 +49,7 @@
 #define HALF_TILE 8      /* the 256-bit rungs: 16 registers hold 8 rows' sums */
 #define ROUNDING_SHIFT 12582912.0f /* 1.5 * 2^23 */
 #define INT8_PARALLEL_MIN 1048576 /* multiply-adds below which the GEMM runs on one thread */
+#define PIXEL_K4_MAX 32 /* convolutions with K up to this take pixel_tile_avx512_vnni */
 
 enum int8_kernel { KERNEL_BEST = 0, KERNEL_SCALAR, KERNEL_AVX2, KERNEL_AVX_VNNI, KERNEL_AVX512_VNNI };
 
@@ -291,6 +292,54 @@ static void tile_avx512_vnni(const uint8_t *u, int64_t first, int64_t rows, int6
         for (int64_t r = 0; r < rows; r++)
             rows_avx512_vnni(u, first + r, 1, k4, packed, out);
 }
+
+/* A convolution with a short K (a first layer: C*R*S = 9 or 25) turned around: 16 neighbouring
+ * output pixels of one image along the lanes, one channel a register. The rows-along-registers
+ * tiles above would spend more on turning each 16 x 16 tile of results into the channels' planes
+ * than on the products; here a channel's 16 results are already one contiguous store into its
+ * plane. Each group of four codes of the 16 pixels' rows is gathered once (the rows are k4 bytes
+ * apart) and meets every channel's four weights, broadcast. */
+static void pixel_tile_avx512_vnni(const uint8_t *u, int64_t first, int count, int64_t k4,
+                                   const int8_t *packed, const struct output *out)
+{
+    uint32_t fields[PIXEL_K4_MAX / 4][16]; /* group g of the 16 pixels' rows */
+    const __mmask16 valid = (__mmask16)((1u << count) - 1);
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                              11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int32_t)k4));
+    for (int64_t g = 0; g < k4 / 4; g++)
+        _mm512_storeu_si512(fields[g], _mm512_mask_i32gather_epi32(
+                                           _mm512_setzero_si512(), valid, rows,
+                                           u + first * k4 + 4 * g, 1));
+    const int64_t plane0 = row_start(out, first);
+    for (int64_t j0 = 0; j0 < out->m; j0 += 16) {
+        const int64_t channels = s2c_min(16, out->m - j0);
+        const int8_t *block = packed + j0 * k4;
+        __m512i acc[16];
+        for (int64_t jj = 0; jj < channels; jj++)
+            acc[jj] = _mm512_setzero_si512();
+        for (int64_t g = 0; g < k4 / 4; g++) {
+            const __m512i pixels = _mm512_loadu_si512(fields[g]);
+            for (int64_t jj = 0; jj < channels; jj++)
+                acc[jj] = _mm512_dpbusd_epi32(acc[jj], pixels,
+                                              _mm512_set1_epi32(four_bytes(
+                                                  (const uint8_t *)block, g * 64 + jj * 4)));
+        }
+        for (int64_t jj = 0; jj < channels; jj++) {
+            const int64_t j = j0 + jj;
+            const __m512 sums = _mm512_cvtepi32_ps(
+                _mm512_sub_epi32(acc[jj], _mm512_set1_epi32(out->correction[j])));
+            const __m512 y = _mm512_fmadd_ps(_mm512_set1_ps(out->scale[j]), sums,
+                                             _mm512_set1_ps(out->b[j]));
+            const int64_t at = plane0 + j * out->group;
+            if (out->codes)
+                _mm_mask_storeu_epi8(out->codes + at, valid,
+                                     _mm512_cvtepi32_epi8(codes_avx512(y, out)));
+            else
+                _mm512_mask_storeu_ps(out->y + at, valid, y);
+        }
+    }
+}
 #endif
 
 #ifdef S2C_INT8_AVX_VNNI
@@ -379,10 +428,35 @@ static void tile_avx2(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
 }
 #endif
 
+/* With AVX-512 VNNI, a convolution of short K runs as tiles of 16 pixels of one image (the last
+ * tile of an image shorter). Returns whether it did. */
+static int pixel_tiles(int kernel, const uint8_t *u, int64_t rows, int64_t k4,
+                       const int8_t *packed, const struct output *out)
+{
+#ifdef S2C_INT8_AVX512_VNNI
+    if (kernel != KERNEL_AVX512_VNNI || out->group == 1 || k4 > PIXEL_K4_MAX)
+        return 0;
+    const int64_t per_image = (out->group + 15) / 16, tiles = rows / out->group * per_image;
+    const int parallel = rows * k4 * out->m >= INT8_PARALLEL_MIN;
+    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (parallel) schedule(static)
+    for (int64_t t = 0; t < tiles; t++) {
+        const int64_t image = t / per_image, pixel = t % per_image * 16;
+        pixel_tile_avx512_vnni(u, image * out->group + pixel,
+                               (int)s2c_min(16, out->group - pixel), k4, packed, out);
+    }
+    return 1;
+#else
+    (void)kernel, (void)u, (void)rows, (void)k4, (void)packed, (void)out;
+    return 0;
+#endif
+}
+
 /* Every tile of rows of u [rows][k4] times the packed weights, with `kernel`'s rung. */
 static void gemm_tiles(int kernel, const uint8_t *u, int64_t rows, int64_t k4,
                        const int8_t *packed, const struct output *out)
 {
+    if (pixel_tiles(kernel, u, rows, k4, packed, out))
+        return;
     const int64_t tiles = (rows + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
     const int64_t nb = block_channels(kernel);
     const int parallel = rows * k4 * out->m >= INT8_PARALLEL_MIN;
@@ -581,6 +655,20 @@ int s2c_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, in
 {
     S2C_REQUIRE(planes >= 1 && h >= 1 && w >= 1 && k >= 1 && stride >= 1 && k <= h && k <= w);
     const int64_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+    if (k == 2 && stride == 2) { /* the networks' pooling: a loop the compiler vectorizes */
+        #pragma omp parallel for num_threads(s2c_get_num_threads()) if (planes * h * w >= S2C_PARALLEL_MIN)
+        for (int64_t line = 0; line < planes * oh; line++) { /* one row of outputs */
+            const int8_t *top = x + (line / oh * h + line % oh * 2) * w, *bottom = top + w;
+            int8_t *row = y + line * ow;
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const int8_t left = top[2 * ox] > bottom[2 * ox] ? top[2 * ox] : bottom[2 * ox];
+                const int8_t right = top[2 * ox + 1] > bottom[2 * ox + 1] ? top[2 * ox + 1]
+                                                                          : bottom[2 * ox + 1];
+                row[ox] = left > right ? left : right;
+            }
+        }
+        return S2C_OK;
+    }
     #pragma omp parallel for num_threads(s2c_get_num_threads()) if (planes * h * w >= S2C_PARALLEL_MIN)
     for (int64_t plane = 0; plane < planes; plane++)
         for (int64_t oy = 0; oy < oh; oy++) {
