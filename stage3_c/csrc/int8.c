@@ -655,12 +655,33 @@ int s2c_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, in
 {
     S2C_REQUIRE(planes >= 1 && h >= 1 && w >= 1 && k >= 1 && stride >= 1 && k <= h && k <= w);
     const int64_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
-    if (k == 2 && stride == 2) { /* the networks' pooling: a loop the compiler vectorizes */
+    if (k == 2 && stride == 2) { /* the networks' pooling, 32 windows a step where AVX-512 runs */
+#ifdef S2C_INT8_AVX512_VNNI
+        const int wide_pooling = supported(KERNEL_AVX512_VNNI);
+#endif
         #pragma omp parallel for num_threads(s2c_get_num_threads()) if (planes * h * w >= S2C_PARALLEL_MIN)
         for (int64_t line = 0; line < planes * oh; line++) { /* one row of outputs */
             const int8_t *top = x + (line / oh * h + line % oh * 2) * w, *bottom = top + w;
             int8_t *row = y + line * ow;
-            for (int64_t ox = 0; ox < ow; ox++) {
+            int64_t ox = 0;
+#ifdef S2C_INT8_AVX512_VNNI
+            if (wide_pooling)
+                for (; ox < ow; ox += 32) { /* 64 codes of each row -> 32 results, masked */
+                    const int64_t count = s2c_min(32, ow - ox);
+                    const __mmask64 loads = count == 32 ? ~(__mmask64)0
+                                                        : ((__mmask64)1 << (2 * count)) - 1;
+                    const __m512i both = _mm512_max_epi8(
+                        _mm512_maskz_loadu_epi8(loads, top + 2 * ox),
+                        _mm512_maskz_loadu_epi8(loads, bottom + 2 * ox));
+                    /* each 16-bit lane holds a window's two columns: the left sign-extended,
+                     * the right shifted down, their max packed back to bytes */
+                    const __m512i left = _mm512_srai_epi16(_mm512_slli_epi16(both, 8), 8);
+                    const __m512i right = _mm512_srai_epi16(both, 8);
+                    _mm256_mask_storeu_epi8(row + ox, (__mmask32)(((uint64_t)1 << count) - 1),
+                                            _mm512_cvtepi16_epi8(_mm512_max_epi16(left, right)));
+                }
+#endif
+            for (; ox < ow; ox++) {
                 const int8_t left = top[2 * ox] > bottom[2 * ox] ? top[2 * ox] : bottom[2 * ox];
                 const int8_t right = top[2 * ox + 1] > bottom[2 * ox + 1] ? top[2 * ox + 1]
                                                                           : bottom[2 * ox + 1];
