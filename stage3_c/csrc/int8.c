@@ -1,5 +1,6 @@
 /* int8.c -- INT8 inference: quantization and the int8 GEMM (int8 x int8 -> int32), rescaled to
- * float32, for dense layers and for convolutions through im2col.
+ * float32 or requantized to int8, for dense layers and for convolutions through im2col; max
+ * pooling of int8 codes.
  *
  * The math (stage1_python/quantized.py): y[i, j] = scale[j] * acc[i, j] + b[j] with
  *     acc[i, j] = sum_k (x[i, k] - x_zero) * w[j, k]      exact in int32.
@@ -23,6 +24,12 @@
  *   1 scalar         plain C, the same packed rows.
  * K is padded to a multiple of 4 with zero weights, so no rung has a tail along K; the tails are
  * along the rows (a tile of up to ROWS_PER_TILE) and the channels (a block of up to 16).
+ * With AVX-512 VNNI a convolution of short K (a first layer) turns the tile around: pixels along
+ * the lanes, channels along the registers (pixel_tile_avx512_vnni).
+ *
+ * The epilogue writes float32 y, or (the _to_int8 forms) the int8 code of y: the next layer's
+ * input, requantized in the same pass, with a ReLU as the clamp at its zero point.
+ * maxpool2d_int8 then pools the codes themselves.
  */
 #define _POSIX_C_SOURCE 200112L /* posix_memalign */
 
