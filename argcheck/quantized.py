@@ -1,4 +1,5 @@
-"""The checks of the int8 inference ops (quantize_int8, int8_linear, int8_conv2d), every tier.
+"""The checks of the int8 inference ops (quantize_int8, int8_linear, int8_conv2d, their _to_int8
+forms, maxpool2d_int8), every tier.
 
 An int8 array is int8 in a tier of typed arrays; stage 1's nested lists of Python ints carry no
 width, so there (the adapter's `int8_dtype` says "int64") every value is checked to lie in
@@ -8,8 +9,8 @@ width, so there (the adapter's `int8_dtype` says "int64") every value is checked
 from . import arrays
 from .errors import fail, fail_type
 from .limits import check_elements
-from .scalars import integer, real
-from .windows import columns_fit, conv_window
+from .scalars import flag, integer, real
+from .windows import columns_fit, conv_window, pool_window
 
 INT8_MIN, INT8_MAX = -128, 127
 # The largest |(x - x_zero) * w| is 255 * 128: a sum of more terms than this may overflow int32.
@@ -60,9 +61,8 @@ def _rescale(t, op, scale, b, m):
     return scale, b
 
 
-def int8_linear(t, x, x_zero, w, scale, b):
+def int8_linear(t, x, x_zero, w, scale, b, op="int8_linear"):
     """x [N, K] int8, x_zero, w [M, K] int8, scale [M], b [M]."""
-    op = "int8_linear"
     x, (n, k) = int8_array(t, op, "x", x, "N, K")
     x_zero = zero_point(op, "x_zero", x_zero)
     w, (m, _) = int8_array(t, op, "w", w, "M, K", hint=" (K: x's columns)", K=k)
@@ -72,10 +72,9 @@ def int8_linear(t, x, x_zero, w, scale, b):
     return x, x_zero, w, scale, b
 
 
-def int8_conv2d(t, x, x_zero, w, scale, b, stride, padding):
+def int8_conv2d(t, x, x_zero, w, scale, b, stride, padding, op="int8_conv2d"):
     """x [N, C, H, W] int8, x_zero, w [M, C, R, S] int8, scale [M], b [M]; returns
     (x, x_zero, w, scale, b, stride, padding, oh, ow)."""
-    op = "int8_conv2d"
     x, (n, c, h, width) = int8_array(t, op, "x", x, "N, C, H, W")
     x_zero = zero_point(op, "x_zero", x_zero)
     w, (m, _, r, s) = int8_array(t, op, "w", w, "M, C, R, S", hint=" (C: x's channels)", C=c)
@@ -87,8 +86,35 @@ def int8_conv2d(t, x, x_zero, w, scale, b, stride, padding):
     return x, x_zero, w, scale, b, stride, padding, oh, ow
 
 
+def int8_linear_to_int8(t, x, x_zero, w, scale, b, y_zero, relu):
+    """int8_linear's arguments, then y_zero in [-128, 127] and relu True or False."""
+    op = "int8_linear_to_int8"
+    checked = int8_linear(t, x, x_zero, w, scale, b, op)
+    return *checked, zero_point(op, "y_zero", y_zero), flag(op, "relu", relu)
+
+
+def int8_conv2d_to_int8(t, x, x_zero, w, scale, b, y_zero, stride, padding, relu):
+    """int8_conv2d's arguments, y_zero and relu; returns (x, x_zero, w, scale, b, y_zero, stride,
+    padding, relu, oh, ow)."""
+    op = "int8_conv2d_to_int8"
+    x, x_zero, w, scale, b, stride, padding, oh, ow = int8_conv2d(t, x, x_zero, w, scale, b,
+                                                                  stride, padding, op)  # fmt: skip
+    y_zero, relu = zero_point(op, "y_zero", y_zero), flag(op, "relu", relu)
+    return x, x_zero, w, scale, b, y_zero, stride, padding, relu, oh, ow
+
+
+def maxpool2d_int8(t, x, k, stride):
+    """x [N, C, H, W] int8, square window k, stride; returns (x, k, stride, oh, ow)."""
+    op = "maxpool2d_int8"
+    x, (_, _, h, w) = int8_array(t, op, "x", x, "N, C, H, W")
+    return (x, *pool_window(op, h, w, k, stride))
+
+
 SIGNATURES = {
     "quantize_int8": quantize_int8,
     "int8_linear": int8_linear,
     "int8_conv2d": int8_conv2d,
+    "int8_linear_to_int8": int8_linear_to_int8,
+    "int8_conv2d_to_int8": int8_conv2d_to_int8,
+    "maxpool2d_int8": maxpool2d_int8,
 }

@@ -38,14 +38,16 @@ TARGET_AGREEMENT = 0.995
 TARGET_ACCURACY_DROP = 0.003
 
 
-def layer_outputs(model, layers, images):
-    """{path: the output of the layer at path} for one forward pass of `images`."""
+def layer_outputs(model, layers, images, value=None):
+    """{path: the output of the layer at path} for one forward pass of `images`, as floats
+    (`value(layer, y)`, by default the tier's array as it is)."""
     tier, outputs = model.tier, {}
     for path, layer in layers.items():
 
         def recorded(x, layer=layer, path=path):
             y = type(layer).forward(layer, x)
-            outputs[path] = tier.to_numpy(y).astype(np.float64)
+            found = value(layer, y) if value else tier.to_numpy(y)
+            outputs[path] = found.astype(np.float64)
             return y
 
         layer.forward = recorded
@@ -58,11 +60,18 @@ def layer_outputs(model, layers, images):
 
 
 def layer_errors(float_model, int8_model, images):
-    """{path: RMS(int8 output - float output) / RMS(float output)} per quantized layer."""
+    """{path: RMS(int8 output - float output) / RMS(float output)} per quantized layer. A layer
+    chained to the next (nn.quantized.chain_int8) writes codes: their values are compared with the
+    float output after the ReLU the codes include."""
     expected = layer_outputs(float_model, quantizable_layers(float_model.net), images)
-    found = layer_outputs(int8_model, quantized_layers(int8_model), images)
-    return {path: float(np.sqrt(np.mean((found[path] - want) ** 2) / np.mean(want**2)))
-            for path, want in expected.items()}  # fmt: skip
+    layers = quantized_layers(int8_model)
+    found = layer_outputs(int8_model, layers, images, lambda layer, y: layer.dequantize(y))
+    errors = {}
+    for path, want in expected.items():
+        if layers[path].output_code and layers[path].output_code[2]:  # the ReLU is in the codes
+            want = np.maximum(want, 0.0)
+        errors[path] = float(np.sqrt(np.mean((found[path] - want) ** 2) / np.mean(want**2)))
+    return errors
 
 
 def accuracy_rows(name, checkpoint, stage, calibration, out_dir, data_dir):

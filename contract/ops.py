@@ -154,6 +154,14 @@ _OPS = (
     Op("int8_linear", "quantization", ("x", "x_zero", "w", "scale", "b")),
     Op("int8_conv2d", "quantization", ("x", "x_zero", "w", "scale", "b", "stride", "padding"),
        defaults=CONV),
+    # the same sums written as the next layer's int8 codes (with the ReLU as a clamp), and max
+    # pooling on the codes: activations stay int8 between layers
+    Op("int8_linear_to_int8", "quantization", ("x", "x_zero", "w", "scale", "b", "y_zero", "relu"),
+       ("q",), {"relu": False}),
+    Op("int8_conv2d_to_int8", "quantization",
+       ("x", "x_zero", "w", "scale", "b", "y_zero", "stride", "padding", "relu"), ("q",),
+       {**CONV, "relu": False}),
+    Op("maxpool2d_int8", "quantization", ("x", "k", "stride"), ("q",)),
 )
 # fmt: on
 

@@ -344,3 +344,48 @@ def build_int8_conv2d(rng, size):
         "padding": padding,
     }
     return with_defaults(args, "int8_conv2d")
+
+
+def requantizing_rescale(rng, args, k, bound):
+    """Put scale [M] and b [M] of a _to_int8 op in `args`: scale 2^-e per channel, e >= 1 chosen
+    so that scale * sum spans about the codes' range (some saturate), b a whole multiple of
+    scale: every v = scale * sum + b is then exact, and e as small as 1 (short sums of small
+    weights) makes many of them exact halves, where rounding half to even is seen."""
+    m = args["w"].shape[0]
+    spread_x = math.hypot(74.0, args["x_zero"] + 0.5)  # RMS of x - x_zero, x uniform int8
+    spread_sum = math.sqrt(k) * spread_x * max(bound, 1) * 0.6
+    e = max(1, round(math.log2(3 * spread_sum / 128)))
+    exponents = e + (np.arange(m) + rng.integers(0, 3)) % 3  # channels' scales differ
+    scale = np.exp2(-exponents).astype(np.float32)
+    args["scale"] = scale
+    whole = rng.choice(np.arange(-40, 41), m, replace=m > 81)  # b / scale: distinct where it can
+    args["b"] = (scale * whole * np.exp2(exponents)).astype(np.float32)
+    return args
+
+
+def build_int8_linear_to_int8(rng, size):
+    """size = (n, k, m, x_zero, y_zero, relu, bound): weights in [-bound, bound]; relu may be
+    DEFAULT."""
+    n, k, m, x_zero, y_zero, relu, bound = size
+    args = {"x": int8_codes(rng, (n, k)), "x_zero": x_zero,
+            "w": rng.integers(-bound, bound + 1, (m, k)).astype(np.int8)}  # fmt: skip
+    requantizing_rescale(rng, args, k, bound)
+    args |= {"y_zero": y_zero, "relu": relu}
+    return with_defaults(args, "int8_linear_to_int8")
+
+
+def build_int8_conv2d_to_int8(rng, size):
+    """size = (n, c, h, w, m, r, s, stride, padding, x_zero, y_zero, relu, bound); stride,
+    padding and relu may be DEFAULT."""
+    n, c, h, w, m, r, s, stride, padding, x_zero, y_zero, relu, bound = size
+    args = {"x": int8_codes(rng, (n, c, h, w)), "x_zero": x_zero,
+            "w": rng.integers(-bound, bound + 1, (m, c, r, s)).astype(np.int8)}  # fmt: skip
+    requantizing_rescale(rng, args, c * r * s, bound)
+    args |= {"y_zero": y_zero, "stride": stride, "padding": padding, "relu": relu}
+    return with_defaults(args, "int8_conv2d_to_int8")
+
+
+def build_maxpool_int8(rng, size):
+    """size = (n, c, h, w, k, stride): codes over the whole range, so windows hold ties too."""
+    n, c, h, w, k, stride = size
+    return {"x": int8_codes(rng, (n, c, h, w)), "k": k, "stride": stride}

@@ -107,3 +107,21 @@ def work_int8_conv2d(args):
 def work_quantize(args):
     """quantize_int8 reads float32 x and writes one byte per element."""
     return None, 5 * args["x"].size
+
+
+
+def work_int8_to_int8(work):
+    """The work of an int8 op whose results are int8 codes: `work`'s, but a byte a result, not
+    the 4 of a float32 (the results: what `work` counts beyond the inputs it reads)."""
+
+    def counted(args):
+        flops, moved = work(args)
+        results = (moved - args["x"].size - args["w"].size - 8 * args["w"].shape[0]) // 4
+        return flops, moved - 3 * results
+
+    return counted
+
+
+def work_maxpool_int8(args):
+    """maxpool2d_int8 reads x's codes and writes one byte per window."""
+    return None, args["x"].size + pooled_elements(args)

@@ -170,3 +170,24 @@ BENCH |= {
     "int8_conv2d": CONV_BENCH,
 }
 # fmt: on
+
+
+# --- the _to_int8 forms and int8 pooling: the same layers, codes out ------------------------
+def requantizing(ladder):
+    """A conv ladder's sizes for int8_conv2d_to_int8: x_zero -128, y_zero 0, ReLU, any weight."""
+    return {kind: tuple(Named(named.label, (*named.size, -128, 0, True, 127)) for named in sizes)
+            for kind, sizes in ladder.items()}  # fmt: skip
+
+
+# fmt: off
+SPEED |= {
+    "int8_linear_to_int8": _ladder(((8, 784, 128, -128, 0, True, 127),),
+                                   ((64, 784, 128, -128, 0, True, 127),
+                                    (256, 3200, 256, 5, 0, True, 127)),
+                                   ((4096, 4096, 4096, 0, 0, True, 127),)),
+    "int8_conv2d_to_int8": requantizing(CONV),
+    "maxpool2d_int8": _ladder(((1, 6, 28, 28, 2, 2),), ((256, 64, 26, 26, 2, 2),),
+                              ((256, 128, 64, 64, 2, 2),)),
+}
+BENCH |= {"int8_conv2d_to_int8": requantizing(CONV_BENCH)}
+# fmt: on

@@ -34,11 +34,14 @@ from .builders import (
     build_im2col,
     build_init,
     build_int8_conv2d,
+    build_int8_conv2d_to_int8,
     build_int8_linear,
+    build_int8_linear_to_int8,
     build_linear,
     build_logits,
     build_matmul,
     build_matrix,
+    build_maxpool_int8,
     build_mse,
     build_optimizer,
     build_pool,
@@ -54,9 +57,11 @@ from .costs import (
     work_init,
     work_int8_conv2d,
     work_int8_linear,
+    work_int8_to_int8,
     work_linear,
     work_matmul,
     work_maxpool,
+    work_maxpool_int8,
     work_memory,
     work_quantize,
     work_written,
@@ -357,6 +362,27 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
         # C*R*S = 4113: past every SIMD width and block of the int8 GEMM's K
         tier_cases={kind: ((1, 457, 3, 4, 3, 3, 3, 1, 1, -100),)
                     for kind in ("python", "cpu", "gpu")}),
+    # The _to_int8 forms: the same sums, written as the next layer's int8 codes (weights' bound
+    # last: 1 or 2 gives scales of 2^-1 to 2^-3, where many results are exact halves).
+    "int8_linear_to_int8": dict(
+        build=build_int8_linear_to_int8, tol=0.0, work=work_int8_to_int8(work_int8_linear),
+        cases=((1, 7, 3, 0, 0, DEFAULT, 1), (5, 13, 9, -128, 3, True, 2),
+               (17, 33, 10, 127, -128, False, 127), (33, 65, 17, 7, 127, True, 127),
+               (3, 131, 21, -3, -20, DEFAULT, 1)),
+        tier_cases=per_tier(INNER, lambda k: (2, k, 3, -128, 5, True, 127))),
+    "int8_conv2d_to_int8": dict(
+        build=build_int8_conv2d_to_int8, tol=0.0, work=work_int8_to_int8(work_int8_conv2d),
+        cases=((1, 1, 5, 5, 1, 3, 3, DEFAULT, DEFAULT, 0, 0, DEFAULT, 1),
+               (2, 3, 7, 6, 4, 3, 3, 1, 1, -128, 10, True, 2),
+               (1, 3, 6, 7, 2, 5, 5, DEFAULT, 2, 50, -128, False, 127),
+               (2, 2, 10, 8, 3, 3, 2, 2, 1, 127, 127, True, 127),
+               (3, 1, 20, 19, 17, 5, 5, 1, 2, -7, -50, True, 3)),
+        tier_cases={kind: ((1, 457, 3, 4, 3, 3, 3, 1, 1, -100, 4, True, 127),)
+                    for kind in ("python", "cpu", "gpu")}),
+    "maxpool2d_int8": dict(
+        build=build_maxpool_int8, tol=0.0, work=work_maxpool_int8,
+        cases=((1, 1, 4, 4, 2, 2), (2, 3, 7, 6, 2, 2), (2, 2, 7, 7, 3, 2), (1, 2, 9, 11, 3, 1),
+               (3, 4, 26, 26, 2, 2))),
 }
 # fmt: on
 

@@ -423,7 +423,28 @@ def _int8_conv2d(torch, t, a):
     return (sums * t["scale"].view(1, -1, 1, 1) + t["b"].view(1, -1, 1, 1)).float()
 
 
+def _requantize(torch, y, a):
+    """y's codes under scale 1 and zero point y_zero; none below y_zero with relu."""
+    codes = torch.round(torch.nan_to_num(y, nan=0.0).clamp(-256, 256)) + a["y_zero"]
+    return codes.clamp(a["y_zero"] if a["relu"] else -128, 127).to(torch.int8)
+
+
+def _maxpool_int8(torch, t, a):
+    pooled = _functional(torch).max_pool2d(t["x"].float(), a["k"], a["stride"])
+    return pooled.to(torch.int8)  # int8 codes are exact in float32
+
+
 TORCH_OPS |= {
+    "int8_linear_to_int8": Counterpart("int8_linear's y rounded + y_zero, clamped, as int8",
+                                       "expression",
+                                       _one("q", lambda torch, t, a: _requantize(
+                                           torch, _int8_linear(torch, t, a).double(), a))),
+    "int8_conv2d_to_int8": Counterpart("int8_conv2d's y rounded + y_zero, clamped, as int8",
+                                       "expression",
+                                       _one("q", lambda torch, t, a: _requantize(
+                                           torch, _int8_conv2d(torch, t, a).double(), a))),
+    "maxpool2d_int8": Counterpart(f"{F}max_pool2d(x.float(), k, stride).to(int8)", "expression",
+                                  _one("q", _maxpool_int8)),
     "quantize_int8": Counterpart("round(x / scale) + zero_point, clamped, as int8", "expression",
                                  _one("q", _quantize)),
     "int8_linear": Counterpart("(x - x_zero) @ w.t() * scale + b (float64 sums)", "expression",

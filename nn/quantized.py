@@ -11,6 +11,14 @@ Its forward quantizes x (the tier's quantize_int8), then one int8 GEMM (int8_lin
 int8_conv2d through im2col) gives y = input_scale * weight_scale[m] * (int32 sum) + bias[m] in
 float32: the next layers (ReLU, pooling, flatten, batchnorm) run in float32 as before.
 
+Where only ReLU, max-pooling, Flatten and Dropout stand between two quantized layers of one
+Sequential, the float y never needs to exist (chain_int8): the first layer writes the second's
+input codes straight from its sums (the tier's int8_linear_to_int8 / int8_conv2d_to_int8, scale
+and bias divided by the second's input scale), the ReLU becomes a clamp at the zero point inside
+that same pass (ReLU commutes with max-pooling and flattening: both are monotonic), the pooling
+runs on the codes (maxpool2d_int8: codes keep their values' order), and the second layer takes
+the codes as they are. Float32 then appears only at the model's input and its logits.
+
 A quantized checkpoint is an ordinary checkpoint (nn/checkpoint.py: one .npz written atomically,
 the same meta) with a "quantization" entry in its meta and, for each quantized layer at dotted
 path P, the arrays an exporter reads (a QDQ ONNX graph has one QuantizeLinear per input and one
@@ -27,12 +35,19 @@ buffer/ as in any checkpoint.
 import numpy as np
 
 from nn.checkpoint import CheckpointError, _check_names, _checked
+from nn.layers.activations import ReLU
 from nn.layers.base import Layer
+from nn.layers.containers import Sequential
 from nn.layers.conv import Conv2d
+from nn.layers.dropout import Dropout
+from nn.layers.flatten import Flatten
+from nn.layers.fusion import MaxPoolReLU
 from nn.layers.linear import Linear
+from nn.layers.pooling import MaxPool2d
 from nn.tensor import shape_of
 
 QUANTIZED_TYPES = (Linear, Conv2d)
+CHAINED_OPS = ("int8_linear_to_int8", "int8_conv2d_to_int8", "maxpool2d_int8")
 ARRAYS = ("weight", "weight_scale", "input_scale", "input_zero_point", "bias")
 INT8_PREFIX = "int8/"
 
@@ -78,25 +93,114 @@ class QuantizedLayer(Layer):
             "bias": np.asarray(bias, dtype=np.float32),
         }
         # What the GEMM multiplies each int32 sum by: the input's scale times the channel's.
-        combined = (self.input_scale * self.host["weight_scale"].astype(np.float64))
+        combined = self.input_scale * self.host["weight_scale"].astype(np.float64)
         self.weight = tier.from_numpy(self.host["weight"])
         self.scale = tier.from_numpy(combined.astype(np.float32))
         self.bias = tier.from_numpy(self.host["bias"])
+        self.takes_codes = False  # chain_int8: the input arrives as this layer's codes
+        self.output_code = None  # chain_int8: (scale, zero point, relu) of the codes it writes
+
+    def write_codes(self, scale, zero_point, relu):
+        """From now on, forward writes int8 codes of (relu of) y under `scale` and `zero_point`:
+        the GEMM's scale and bias divided by `scale`."""
+        self.output_code = (float(scale), int(zero_point), bool(relu))
+        self.code_scale = self.tier.from_numpy(
+            (self.input_scale * self.host["weight_scale"].astype(np.float64) / scale
+             ).astype(np.float32))  # fmt: skip
+        self.code_bias = self.tier.from_numpy(
+            (self.host["bias"].astype(np.float64) / scale).astype(np.float32)
+        )
 
     def forward(self, x):
-        """y float32 from x float32, through int8 codes and one int8 GEMM."""
-        q = self.tier.quantize_int8(x, self.input_scale, self.input_zero_point)
-        zero = self.input_zero_point
-        if isinstance(self.original, Conv2d):
-            return self.tier.int8_conv2d(q, zero, self.weight, self.scale, self.bias,
-                                         self.original.stride, self.original.padding)  # fmt: skip
-        return self.tier.int8_linear(q, zero, self.weight, self.scale, self.bias)
+        """y float32 (or, chained, the next layer's int8 codes) from x float32 (or, chained, this
+        layer's input codes), through one int8 GEMM."""
+        tier, zero = self.tier, self.input_zero_point
+        q = x if self.takes_codes else tier.quantize_int8(x, self.input_scale, zero)
+        conv = isinstance(self.original, Conv2d)
+        window = (self.original.stride, self.original.padding) if conv else ()
+        if self.output_code is None:
+            op = tier.int8_conv2d if conv else tier.int8_linear
+            return op(q, zero, self.weight, self.scale, self.bias, *window)
+        _, y_zero, relu = self.output_code
+        op = tier.int8_conv2d_to_int8 if conv else tier.int8_linear_to_int8
+        return op(q, zero, self.weight, self.code_scale, self.code_bias, y_zero, *window,
+                  relu=relu)  # fmt: skip
+
+    def dequantize(self, y):
+        """forward's output as floats (NumPy): y itself, or the value its codes stand for."""
+        y = self.tier.to_numpy(y)
+        if self.output_code is None:
+            return y
+        scale, zero, _ = self.output_code
+        return (scale * (y.astype(np.float64) - zero)).astype(np.float32)
 
     def backward(self, dout):
         raise NotImplementedError("an int8 model runs inference only: train the float model")
 
     def describe(self):
         return f"Int8{self.original.describe()}"
+
+
+class CodesMaxPool2d(MaxPool2d):
+    """A MaxPool2d between chained quantized layers: it pools int8 codes (maxpool2d_int8)."""
+
+    def __init__(self, pool):
+        super().__init__(pool.kernel_size, pool.stride)
+        self.tier, self.output_shape = pool.tier, pool.output_shape
+
+    def forward(self, x):
+        return self.tier.maxpool2d_int8(x, self.kernel_size, self.stride)
+
+    def backward(self, dout):
+        raise NotImplementedError("an int8 model runs inference only: train the float model")
+
+
+class FusedReLU(ReLU):
+    """A ReLU between chained quantized layers: the layer before it already clamps its codes at
+    the zero point (the code of 0.0), so it passes them on."""
+
+    def __init__(self, relu):
+        super().__init__()
+        self.tier, self.output_shape = relu.tier, relu.output_shape
+
+    def forward(self, x):
+        return x
+
+    def backward(self, dout):
+        raise NotImplementedError("an int8 model runs inference only: train the float model")
+
+
+PASSED_CODES = (ReLU, MaxPool2d, Flatten, Dropout)  # what may stand between chained layers
+
+
+def chain_int8(layer, tier):
+    """In every Sequential inside `layer`, chain each QuantizedLayer to the next one when only
+    ReLU, MaxPool2d, Flatten and Dropout (inference: the identity) stand between them, and
+    `tier` has the ops (CHAINED_OPS): int8 codes flow between them, never floats. In place."""
+    if not all(hasattr(tier, op) for op in CHAINED_OPS):
+        return
+    for child in layer.children().values():
+        chain_int8(child, tier)
+    if not isinstance(layer, Sequential):
+        return
+    layers = layer.layers
+    for first, producer in enumerate(layers):
+        if not isinstance(producer, QuantizedLayer):
+            continue
+        between = first + 1
+        while between < len(layers) and isinstance(layers[between], PASSED_CODES):
+            between += 1
+        if between == len(layers) or not isinstance(layers[between], QuantizedLayer):
+            continue
+        consumer = layers[between]
+        relu = any(isinstance(layers[i], (ReLU, MaxPoolReLU)) for i in range(first + 1, between))
+        producer.write_codes(consumer.input_scale, consumer.input_zero_point, relu)
+        consumer.takes_codes = True
+        for i in range(first + 1, between):
+            if isinstance(layers[i], ReLU):
+                layers[i] = FusedReLU(layers[i])
+            elif isinstance(layers[i], MaxPool2d):
+                layers[i] = CodesMaxPool2d(layers[i])
 
 
 def quantizable_layers(layer, prefix=""):
@@ -136,6 +240,7 @@ def quantize_model(model, input_ranges):
         quantized = QuantizedLayer(layer, codes, weight_scale, scale, zero, bias)
         replace_layer(model.net, path, quantized)
     model.net.layers[0].needs_input_grad = False
+    chain_int8(model.net, model.tier)
     return model
 
 
@@ -207,4 +312,5 @@ def restore_quantized(path, arrays, model):
         else:
             stored = _checked(path, arrays, f"buffer/{name}", shape_of(value))
             model.load_buffer(name, tier.from_numpy(stored))
+    chain_int8(model.net, tier)
     return model

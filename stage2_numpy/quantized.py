@@ -20,11 +20,15 @@ def quantize_int8(x, scale, zero_point):
     rint rounds half to even; x / scale is computed in float32.
     """
     x, scale, zero_point = checks.quantize_int8(x, scale, zero_point)
+    return codes_of(x / np.float32(scale), zero_point)
+
+
+def codes_of(ratio, zero_point, low=-128):
+    """int8 clamp(rint(ratio) + zero_point, low, 127), NaN -> zero_point (clamped to low)."""
     # BEGIN SOLUTION week 18, task quantize_int8
-    ratio = np.clip(x / np.float32(scale), -256.0, 256.0)  # clip keeps NaN
-    codes = np.rint(ratio)
+    codes = np.rint(np.clip(ratio, -256.0, 256.0))  # clip keeps NaN
     codes[np.isnan(codes)] = 0.0
-    return np.clip(codes + zero_point, -128, 127).astype(np.int8)
+    return np.clip(codes + zero_point, low, 127).astype(np.int8)
     # END SOLUTION
 
 
@@ -59,4 +63,36 @@ def int8_conv2d(x, x_zero, w, scale, b, stride=1, padding=0):
     rows = fields.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, c * r * s)  # one copy
     y = int8_gemm(rows, x_zero, w.reshape(m, c * r * s), scale, b)
     return np.ascontiguousarray(y.reshape(n, oh, ow, m).transpose(0, 3, 1, 2))
+    # END SOLUTION
+
+
+def int8_linear_to_int8(x, x_zero, w, scale, b, y_zero, relu=False):
+    """q [N, M] int8: int8_linear's y rounded, plus y_zero, clamped to [-128, 127] (to
+    [y_zero, 127] with relu): the next layer's input codes."""
+    x, x_zero, w, scale, b, y_zero, relu = checks.int8_linear_to_int8(
+        x, x_zero, w, scale, b, y_zero, relu
+    )
+    # BEGIN SOLUTION week 18, task int8_linear_to_int8
+    return codes_of(int8_gemm(x, x_zero, w, scale, b), y_zero, y_zero if relu else -128)
+    # END SOLUTION
+
+
+def int8_conv2d_to_int8(x, x_zero, w, scale, b, y_zero, stride=1, padding=0, relu=False):
+    """q [N, M, OH, OW] int8: int8_conv2d's y requantized as int8_linear_to_int8's."""
+    x, x_zero, w, scale, b, y_zero, stride, padding, relu, _, _ = checks.int8_conv2d_to_int8(
+        x, x_zero, w, scale, b, y_zero, stride, padding, relu
+    )
+    # BEGIN SOLUTION week 18, task int8_conv2d_to_int8
+    y = int8_conv2d(x, x_zero, w, scale, b, stride, padding)
+    return codes_of(y, y_zero, y_zero if relu else -128)
+    # END SOLUTION
+
+
+def maxpool2d_int8(x, k, stride):
+    """q [N, C, OH, OW] int8: the largest code of each k x k window (codes keep their values'
+    order, so no float is needed); no argmax (inference)."""
+    x, k, stride, oh, ow = checks.maxpool2d_int8(x, k, stride)
+    # BEGIN SOLUTION week 18, task maxpool2d_int8
+    windows = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
+    return np.ascontiguousarray(windows.max(axis=(4, 5)))
     # END SOLUTION

@@ -1,5 +1,6 @@
 """INT8 inference in C (csrc/int8.c): quantization and the int8 GEMM on the CPU's integer
-dot-product instructions (AVX-512 VNNI, AVX-VNNI, AVX2), chosen at run time.
+dot-product instructions (AVX-512 VNNI, AVX-VNNI, AVX2), chosen at run time; the _to_int8 forms
+requantize the int32 sums straight to the next layer's int8 codes, and maxpool2d_int8 pools codes.
 
 The math is stage 1's (stage1_python/quantized.py). `INT8_KERNELS` names the rungs, slowest
 first; the ops run the best one this build and CPU have (`int8_kernel()` says which), and the
@@ -72,3 +73,42 @@ def int8_conv2d(x, x_zero, w, scale, b, stride=1, padding=0, kernel="best"):
     call("s2c_int8_conv2d", pointer(x), x_zero, pointer(w), pointer(scale), pointer(b),
          pointer(y), n, c, h, width, m, r, s, stride, padding, number)  # fmt: skip
     return y
+
+
+def int8_linear_to_int8(x, x_zero, w, scale, b, y_zero, relu=False, kernel="best"):
+    """q [N, M] int8: int8_linear's y, rounded half to even, plus y_zero, clamped to [-128, 127]
+    (to [y_zero, 127] with relu): the codes of the next layer's input, in one pass."""
+    x, x_zero, w, scale, b, y_zero, relu = checks.int8_linear_to_int8(x, x_zero, w, scale, b,
+                                                                      y_zero, relu)  # fmt: skip
+    number = _kernel_number(kernel)
+    (n, k), m = x.shape, w.shape[0]
+    q = new_output("int8_linear_to_int8", (n, m), np.int8)
+    call("s2c_int8_linear_to_int8", pointer(x), x_zero, pointer(w), pointer(scale), pointer(b),
+         y_zero, int(relu), pointer(q), n, k, m, number)  # fmt: skip
+    return q
+
+
+def int8_conv2d_to_int8(
+    x, x_zero, w, scale, b, y_zero, stride=1, padding=0, relu=False, kernel="best"
+):
+    """q [N, M, OH, OW] int8: int8_conv2d's y requantized as int8_linear_to_int8's."""
+    x, x_zero, w, scale, b, y_zero, stride, padding, relu, oh, ow = checks.int8_conv2d_to_int8(
+        x, x_zero, w, scale, b, y_zero, stride, padding, relu
+    )
+    number = _kernel_number(kernel)
+    n, c, h, width = x.shape
+    m, _, r, s = w.shape
+    q = new_output("int8_conv2d_to_int8", (n, m, oh, ow), np.int8)
+    call("s2c_int8_conv2d_to_int8", pointer(x), x_zero, pointer(w), pointer(scale), pointer(b),
+         y_zero, int(relu), pointer(q), n, c, h, width, m, r, s, stride, padding,
+         number)  # fmt: skip
+    return q
+
+
+def maxpool2d_int8(x, k, stride):
+    """q [N, C, OH, OW] int8: the largest code of each k x k window of int8 x [N, C, H, W]."""
+    x, k, stride, oh, ow = checks.maxpool2d_int8(x, k, stride)
+    n, c, h, w = x.shape
+    q = new_output("maxpool2d_int8", (n, c, oh, ow), np.int8)
+    call("s2c_maxpool2d_int8", pointer(x), pointer(q), n * c, h, w, k, stride)
+    return q

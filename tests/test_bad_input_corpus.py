@@ -7,7 +7,8 @@ run on stage 2), then every argument in turn replaced by every mutation of its k
     where floats are expected, and, in tiers whose arrays are NumPy arrays, other dtypes, 0-d
     arrays, big-endian bytes and views (strided, unaligned, read-only);
   - index arrays (labels, argmax): out of range, floats, bools, other integer dtypes;
-  - int8 codes (the int8 ops' x and w): floats, other integer dtypes; zero points out of range;
+  - int8 codes (the int8 ops' x and w): floats, other integer dtypes; zero points (x_zero,
+    zero_point, y_zero) out of range;
   - ints and numbers: out of range, NaN, infinities, bools, strings, None, huge values, and
     NumPy scalars (np.int16(200) must be converted before use and give the right result);
   - flags, shapes (x_shape, an init's shape) and batchnorm's saved pair.
@@ -262,7 +263,7 @@ def mutations(op, name, args):
     value = args[name]
     if isinstance(value, np.ndarray) and value.dtype == np.int8:
         return int8_mutations()
-    if name in ("x_zero", "zero_point"):
+    if name in ("x_zero", "zero_point", "y_zero"):
         return zero_point_mutations()
     if isinstance(value, np.ndarray) and value.dtype.kind == "f":
         return array_mutations(in_place=name in op.inplace)

@@ -12,13 +12,14 @@ import pytest
 
 import stage1_python as oracle
 from grader.builders import build_int8_conv2d, build_int8_linear, build_quantize
+from nn.backend import load_tier
 from nn.checkpoint import save_checkpoint
 from nn.data import load_data
 from nn.models import build_model
 from nn.predict import load_model
+from nn.quantize import calibrate, predictions
 from nn.quantize import main as quantize_main
-from nn.quantize import predictions
-from nn.quantized import QuantizedLayer, quantized_layers
+from nn.quantized import CHAINED_OPS, QuantizedLayer, quantize_model, quantized_layers
 from nn.recipes import recipe_for
 
 CASES = [
@@ -148,3 +149,60 @@ def test_bad_quantize_commands_are_one_line_and_write_nothing(float_checkpoint, 
     assert quantize_main(["--checkpoint", str(out), "--out", str(again), "--stage", "2"]) == 2
     assert "already quantized" in capsys.readouterr().err
     assert not again.exists()
+
+
+class WithoutChainedOps:
+    """A tier with the ops that chain int8 layers hidden: its quantized models pass floats."""
+
+    def __init__(self, tier):
+        self._tier = tier
+
+    def __getattr__(self, name):
+        if name in CHAINED_OPS:
+            raise AttributeError(name)
+        return getattr(self._tier, name)
+
+
+def lenet5_int8(tier, images):
+    """LeNet-5 (seeded random weights) on `tier`, calibrated on `images` and quantized."""
+    model = build_model("lenet5", (1, 28, 28), 10)
+    model.build(tier, seed=5)
+    model.eval()
+    return quantize_model(model, calibrate(model, images, "minmax"))
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_chained_layers_pass_int8_codes_as_the_unchained_model_computes_them(stage):
+    """Between two quantized layers the codes flow: conv -> codes with the ReLU -> int8 pooling
+    -> conv ... -> the last Linear's float logits. The first conv's codes are those of the
+    unchained model's float output after the ReLU (requantized from the sums instead of
+    quantized from the float32 y: a code may differ by one where the two roundings differ), and
+    the logits agree to the quantization's noise."""
+    tier = load_tier(stage)
+    images = np.random.default_rng(9).standard_normal((16, 1, 28, 28)).astype(np.float32)
+    chained, unchained = lenet5_int8(tier, images), lenet5_int8(WithoutChainedOps(tier), images)
+    kinds = [type(layer).__name__ for layer in chained.net.layers]
+    assert kinds == ["QuantizedLayer", "FusedReLU", "CodesMaxPool2d", "QuantizedLayer",
+                     "FusedReLU", "CodesMaxPool2d", "Flatten", "QuantizedLayer", "FusedReLU",
+                     "QuantizedLayer", "FusedReLU", "QuantizedLayer"]  # fmt: skip
+    layers = list(quantized_layers(chained).values())
+    assert [layer.takes_codes for layer in layers] == [False, True, True, True, True]
+    assert [layer.output_code is None for layer in layers] == [False] * 4 + [True]
+    assert not any(layer.output_code for layer in quantized_layers(unchained).values())
+
+    x = tier.from_numpy(images)
+    codes = np.asarray(tier.to_numpy(chained.net.layers[0].forward(x)))
+    assert codes.dtype == np.int8
+    first = unchained.net.layers[0]
+    relu = np.maximum(tier.to_numpy(first.forward(x)), 0)
+    scale, zero, _ = chained.net.layers[0].output_code
+    expected = np.asarray(tier.to_numpy(tier.quantize_int8(tier.from_numpy(relu), scale, zero)))
+    difference = np.abs(codes.astype(np.int64) - expected)
+    assert difference.max() <= 1 and np.mean(difference) < 0.01
+    assert codes.min() >= zero  # the ReLU: no code below the code of 0.0
+
+    found = tier.to_numpy(chained.forward(x))
+    want = tier.to_numpy(unchained.forward(x))
+    assert found.dtype == np.float32
+    assert np.sqrt(np.mean((found - want) ** 2) / np.mean(want**2)) < 0.05
+    assert np.mean(found.argmax(1) == want.argmax(1)) >= 0.85

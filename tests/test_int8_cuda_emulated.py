@@ -1,6 +1,7 @@
 """Stage 4, nvcc variant: the int8 kernels (csrc/int8/) on the CPU emulation of CUDA, against
-stage 1's integer oracle, exactly: quantize_int8, and int8_linear and int8_conv2d on both rungs
-(dp4a, and the tensor-core MMA's fragments through its software model of mma.sync). The grader
+stage 1's integer oracle, exactly: quantize_int8, int8_linear and int8_conv2d and their _to_int8
+forms on both rungs (dp4a, and the tensor-core MMA's fragments through its software model of
+mma.sync), and maxpool2d_int8. The grader
 checks them on a GPU; this checks what they compute (tiles past the edges, K past 32, the zero
 point, the padding's code) without one."""
 
@@ -13,11 +14,19 @@ import pytest
 from cuda_emulated import build_library
 
 import stage1_python as oracle
-from grader.builders import build_int8_conv2d, build_int8_linear, build_quantize
+from grader.builders import (
+    DEFAULT,
+    build_int8_conv2d,
+    build_int8_conv2d_to_int8,
+    build_int8_linear,
+    build_int8_linear_to_int8,
+    build_maxpool_int8,
+    build_quantize,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 CSRC = REPO / "stage4_cuda" / "csrc"
-SOURCES = ["int8/quantize.cu", "int8/gemm.cu", "errors.cu"]
+SOURCES = ["int8/quantize.cu", "int8/gemm.cu", "int8/pool.cu", "errors.cu"]
 V, I64, INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
 RUNGS = {"dp4a": 1, "mma": 2}
 
@@ -32,6 +41,11 @@ def lib(tmp_path_factory):
     loaded.s2c_cuda_quantize_int8.argtypes = [V, V, I64, ctypes.c_float, INT]
     loaded.s2c_cuda_int8_linear.argtypes = [V, INT, V, V, V, V, V, V, V, I64, I64, I64, INT]
     loaded.s2c_cuda_int8_conv2d.argtypes = [V, INT, V, V, V, V, V, V, V] + [I64] * 9 + [INT]
+    loaded.s2c_cuda_int8_linear_to_int8.argtypes = [V, INT, V, V, V, INT, INT, V, V, V, V, I64,
+                                                    I64, I64, INT]  # fmt: skip
+    loaded.s2c_cuda_int8_conv2d_to_int8.argtypes = ([V, INT, V, V, V, INT, INT, V, V, V, V]
+                                                    + [I64] * 9 + [INT])  # fmt: skip
+    loaded.s2c_cuda_maxpool2d_int8.argtypes = [V, V] + [I64] * 5
     return loaded
 
 
@@ -40,7 +54,8 @@ def pointers(*arrays):
 
 
 def on_oracle(op, args):
-    """Stage 1's result for `args` (NumPy arrays and numbers), as a NumPy array."""
+    """Stage 1's result for `args` (NumPy arrays and numbers, in the op's order), as a NumPy
+    array."""
     native = [oracle.from_numpy(v) if isinstance(v, np.ndarray) else v for v in args.values()]
     return np.array(getattr(oracle, op)(*native))
 
@@ -92,3 +107,53 @@ def test_int8_conv2d(lib, rung, size):
         n, c, h, width, m, r, s, stride, padding, RUNGS[rung])  # fmt: skip
     assert status == 0
     np.testing.assert_array_equal(y, on_oracle("int8_conv2d", args).astype(np.float32))
+
+
+def codes_args(args):
+    """A _to_int8 case's y_zero and relu as the library takes them (relu left out: False)."""
+    return args["y_zero"], int("relu" not in args.defaulted and args["relu"])
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+@pytest.mark.parametrize("size", [(1, 7, 3, 0, 0, DEFAULT, 1), (17, 33, 10, 127, -5, True, 2),
+                                  (70, 65, 37, -128, 20, False, 127)])  # fmt: skip
+def test_int8_linear_to_int8(lib, rung, size):
+    """Small weights: scales of 2^-1 to 2^-3, many exact halves (rounded to even)."""
+    args = build_int8_linear_to_int8(np.random.default_rng(6), size)
+    (n, k), m = args["x"].shape, args["w"].shape[0]
+    q = np.full((n, m), -77, np.int8)
+    status = lib.s2c_cuda_int8_linear_to_int8(
+        *pointers(args["x"], args["x_zero"], args["w"], args["scale"], args["b"],
+                  *codes_args(args), q, *scratch(n, k, m)),
+        n, k, m, RUNGS[rung])  # fmt: skip
+    assert status == 0
+    np.testing.assert_array_equal(q, on_oracle("int8_linear_to_int8", args))
+
+
+@pytest.mark.parametrize("rung", RUNGS)
+@pytest.mark.parametrize("size", [(2, 3, 7, 6, 4, 3, 3, 1, 1, -128, 10, True, 2),
+                                  (2, 2, 10, 8, 3, 3, 2, 2, 1, 127, 127, True, 127),
+                                  (1, 1, 9, 9, 40, 5, 5, 1, 2, -7, -50, False, 3)])  # fmt: skip
+def test_int8_conv2d_to_int8(lib, rung, size):
+    args = build_int8_conv2d_to_int8(np.random.default_rng(7), size)
+    n, c, h, width = args["x"].shape
+    m, _, r, s = args["w"].shape
+    stride, padding = args["stride"], args["padding"]
+    oh, ow = (h + 2 * padding - r) // stride + 1, (width + 2 * padding - s) // stride + 1
+    q = np.full((n, m, oh, ow), -77, np.int8)
+    status = lib.s2c_cuda_int8_conv2d_to_int8(
+        *pointers(args["x"], args["x_zero"], args["w"], args["scale"], args["b"],
+                  *codes_args(args), q, *scratch(n * oh * ow, c * r * s, m)),
+        n, c, h, width, m, r, s, stride, padding, RUNGS[rung])  # fmt: skip
+    assert status == 0
+    np.testing.assert_array_equal(q, on_oracle("int8_conv2d_to_int8", args))
+
+
+@pytest.mark.parametrize("size", [(2, 3, 7, 6, 2, 2), (1, 2, 9, 11, 3, 1), (2, 4, 26, 26, 2, 2)])
+def test_maxpool2d_int8(lib, size):
+    args = build_maxpool_int8(np.random.default_rng(8), size)
+    n, c, h, w = args["x"].shape
+    k, stride = args["k"], args["stride"]
+    q = np.full((n, c, (h - k) // stride + 1, (w - k) // stride + 1), 99, np.int8)
+    assert lib.s2c_cuda_maxpool2d_int8(*pointers(args["x"], q), n * c, h, w, k, stride) == 0
+    np.testing.assert_array_equal(q, on_oracle("maxpool2d_int8", args))

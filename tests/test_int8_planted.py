@@ -1,7 +1,9 @@
 """The grader catches planted int8 bugs: each tier under tests/planted/int8_*/ is the reference
 stage 2 with one int8 op broken (rounding, a narrow accumulator, a scale or zero point missing,
-the padding's code), and a copy of stage3_c whose SIMD rungs drop the tail of K (rounded down to
-a multiple of 4 instead of up). Grading must fail the op with a message naming the bad element."""
+the padding's code; the _to_int8 forms rounding halves up or clamping their ReLU at the code 0,
+int8 pooling that sees one row of each window), and a copy of stage3_c whose SIMD rungs drop
+the tail of K (rounded down to a multiple of 4 instead of up). Grading must fail the op with a
+message naming the bad element."""
 
 import re
 import shutil
@@ -23,6 +25,12 @@ BUGS = [
      r"^int8_linear: y\[[\d, ]+\] expected .*x_zero=-128"),
     ("int8_conv_pads_zero", "int8_conv2d",
      r"^int8_conv2d: y\[[\d, ]+\] expected -?[\d.]+, received -?[\d.]+; .*padding=1"),
+    ("int8_requantize_half_up", "int8_linear_to_int8",
+     r"^int8_linear_to_int8: q\[[\d, ]+\] expected -?\d+, received -?\d+; .*exact match"),
+    ("int8_relu_at_code_zero", "int8_conv2d_to_int8",
+     r"^int8_conv2d_to_int8: q\[[\d, ]+\] expected -?\d+, received 0; .*y_zero=10 .*relu=True"),
+    ("int8_pool_first_row", "maxpool2d_int8",
+     r"^maxpool2d_int8: q\[[\d, ]+\] expected -?\d+, received -?\d+; .*k=2 stride=2"),
 ]  # fmt: skip
 
 

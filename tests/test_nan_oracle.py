@@ -131,6 +131,12 @@ def adam_step(p, g, m, v, t, lr, beta1, beta2, eps, weight_decay):
             weight_decay=weight_decay)
 
 
+def requantized(y, y_zero, relu):
+    """The _to_int8 forms' codes of y: a NaN is y_zero, none below it with relu."""
+    codes = torch.round(torch.nan_to_num(y, nan=0.0).clamp(-256, 256)) + y_zero
+    return codes.clamp(y_zero if relu else -128, 127).long()
+
+
 TORCH = {  # op name: its PyTorch equivalent, on float64 tensors (in-place ops update theirs)
     "matmul": torch.matmul,
     "transpose": lambda a: a.T,
@@ -188,6 +194,12 @@ TORCH = {  # op name: its PyTorch equivalent, on float64 tensors (in-place ops u
     "int8_conv2d": lambda x, zero, w, scale, b, stride, padding: (
         F.conv2d((x - zero).double(), w.double(), None, stride, padding) * scale.view(1, -1, 1, 1)
         + b.view(1, -1, 1, 1)),
+    "int8_linear_to_int8": lambda x, zero, w, scale, b, y_zero, relu=False: requantized(
+        ((x - zero).double() @ w.double().T) * scale + b, y_zero, relu),
+    "int8_conv2d_to_int8": lambda x, zero, w, scale, b, y_zero, stride=1, padding=0, relu=False: (
+        requantized(F.conv2d((x - zero).double(), w.double(), None, stride, padding)
+                    * scale.view(1, -1, 1, 1) + b.view(1, -1, 1, 1), y_zero, relu)),
+    "maxpool2d_int8": lambda x, k, stride: F.max_pool2d(x.double(), k, stride).long(),
 }
 
 

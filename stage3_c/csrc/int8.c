@@ -1,5 +1,6 @@
 /* int8.c -- INT8 inference: quantization and the int8 GEMM (int8 x int8 -> int32), rescaled to
- * float32, for dense layers and for convolutions through im2col.
+ * float32 or requantized to int8, for dense layers and for convolutions through im2col; max
+ * pooling of int8 codes.
  *
  * The math (stage1_python/quantized.py): y[i, j] = scale[j] * acc[i, j] + b[j] with
  *     acc[i, j] = sum_k (x[i, k] - x_zero) * w[j, k]      exact in int32.
@@ -23,6 +24,12 @@
  *   1 scalar         plain C, the same packed rows.
  * K is padded to a multiple of 4 with zero weights, so no rung has a tail along K; the tails are
  * along the rows (a tile of up to ROWS_PER_TILE) and the channels (a block of up to 16).
+ * With AVX-512 VNNI a convolution of short K (a first layer) turns the tile around: pixels along
+ * the lanes, channels along the registers (pixel_tile_avx512_vnni).
+ *
+ * The epilogue writes float32 y, or (the _to_int8 forms) the int8 code of y: the next layer's
+ * input, requantized in the same pass, with a ReLU as the clamp at its zero point.
+ * maxpool2d_int8 then pools the codes themselves.
  */
 #define _POSIX_C_SOURCE 200112L /* posix_memalign */
 
@@ -49,25 +56,31 @@
 #define HALF_TILE 8      /* the 256-bit rungs: 16 registers hold 8 rows' sums */
 #define ROUNDING_SHIFT 12582912.0f /* 1.5 * 2^23 */
 #define INT8_PARALLEL_MIN 1048576 /* multiply-adds below which the GEMM runs on one thread */
+#define PIXEL_K4_MAX 32 /* convolutions with K up to this take pixel_tile_avx512_vnni */
 
 enum int8_kernel { KERNEL_BEST = 0, KERNEL_SCALAR, KERNEL_AVX2, KERNEL_AVX_VNNI, KERNEL_AVX512_VNNI };
 
 /* ---- quantization ------------------------------------------------------------------------ */
 
+/* The int8 code of `ratio` (a value over its scale): rounded half to even, plus `zero`, clamped
+ * to [low, 127] (low -128, or the zero point itself for a ReLU); NaN is the zero point. */
+static inline int8_t code_of(float ratio, int zero, int low)
+{
+    ratio = ratio > 256.0f ? 256.0f : ratio; /* comparisons, not fminf: they vectorize */
+    ratio = ratio < -256.0f ? -256.0f : ratio;
+    ratio = ratio == ratio ? ratio : 0.0f; /* NaN: the zero point */
+    /* Adding 1.5 * 2^23 leaves no bits below the units: float addition rounds to the nearest
+     * integer, ties to even, as rint would, in one instruction the compiler vectorizes. */
+    const int code = (int)((ratio + ROUNDING_SHIFT) - ROUNDING_SHIFT) + zero;
+    return (int8_t)(code < low ? low : code > 127 ? 127 : code);
+}
+
 int s2c_quantize_int8(const float *x, int8_t *q, int64_t size, float scale, int zero_point)
 {
     S2C_REQUIRE(size >= 1 && scale > 0.0f && zero_point >= -128 && zero_point <= 127);
     #pragma omp parallel for num_threads(s2c_get_num_threads()) if (size >= S2C_PARALLEL_MIN)
-    for (int64_t i = 0; i < size; i++) {
-        float ratio = x[i] / scale;
-        ratio = ratio > 256.0f ? 256.0f : ratio; /* comparisons, not fminf: they vectorize */
-        ratio = ratio < -256.0f ? -256.0f : ratio;
-        ratio = ratio == ratio ? ratio : 0.0f; /* NaN: the zero point */
-        /* Adding 1.5 * 2^23 leaves no bits below the units: float addition rounds to the nearest
-         * integer, ties to even, as rint would, in one instruction the compiler vectorizes. */
-        int code = (int)((ratio + ROUNDING_SHIFT) - ROUNDING_SHIFT) + zero_point;
-        q[i] = (int8_t)(code < -128 ? -128 : code > 127 ? 127 : code);
-    }
+    for (int64_t i = 0; i < size; i++)
+        q[i] = code_of(x[i] / scale, zero_point, -128);
     return S2C_OK;
 }
 
@@ -137,30 +150,39 @@ static void zero_corrections(const int8_t *w, int32_t *correction, int64_t m, in
     }
 }
 
-/* Where the GEMM writes: row i of the product, column j goes to
- * y[(i / group) * m * group + i % group + j * group]; group 1 is a plain [rows, m] matrix, group
- * OH*OW the [N, M, OH, OW] image of a convolution whose rows are its output pixels. */
+/* Where the GEMM writes: row i of the product, column j goes to element
+ * (i / group) * m * group + i % group + j * group of y; group 1 is a plain [rows, m] matrix,
+ * group OH*OW the [N, M, OH, OW] image of a convolution whose rows are its output pixels.
+ * Each sum becomes v = scale[j] * sum + b[j], written as a float to y, or, when `codes` is set
+ * (the ops' _to_int8 forms), as the int8 code of v: rounded, plus code_zero, clamped to
+ * [code_low, 127] (code_low is code_zero for a ReLU, else -128). */
 struct output {
     float *y;
+    int8_t *codes;
+    int code_zero, code_low;
     int64_t m, group;
     const float *scale, *b;
     const int32_t *correction;
 };
 
-/* Where row i's channel 0 goes; channel j is j * group further. */
-static inline float *row_start(const struct output *out, int64_t i)
+/* The index of row i's channel 0 in the output; channel j is j * group further. */
+static inline int64_t row_start(const struct output *out, int64_t i)
 {
-    return out->y + (i / out->group) * out->m * out->group + i % out->group;
+    return (i / out->group) * out->m * out->group + i % out->group;
 }
 
-/* Row i's sums for channels j0 .. j0 + count - 1, rescaled into y. */
+/* Row i's sums for channels j0 .. j0 + count - 1, rescaled (and requantized) into the output. */
 static inline void write_row(const struct output *out, int64_t i, int64_t j0, int64_t count,
                              const int32_t *sums)
 {
-    float *row = row_start(out, i);
+    const int64_t row = row_start(out, i);
     for (int64_t jj = 0; jj < count; jj++) {
         const int64_t j = j0 + jj;
-        row[j * out->group] = out->scale[j] * (float)(sums[jj] - out->correction[j]) + out->b[j];
+        const float v = out->scale[j] * (float)(sums[jj] - out->correction[j]) + out->b[j];
+        if (out->codes)
+            out->codes[row + j * out->group] = code_of(v, out->code_zero, out->code_low);
+        else
+            out->y[row + j * out->group] = v;
     }
 }
 
@@ -190,6 +212,18 @@ static inline int32_t four_bytes(const uint8_t *row, int64_t p)
 }
 
 #ifdef S2C_INT8_AVX512_VNNI
+/* code_of for 16 values at once: NaN to 0, clamped to +-256, rounded half to even, plus the
+ * zero point, clamped to [code_low, 127]; as int32 lanes. */
+static inline __m512i codes_avx512(__m512 v, const struct output *out)
+{
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-256.0f)), _mm512_set1_ps(256.0f));
+    __m512i code = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    code = _mm512_add_epi32(code, _mm512_set1_epi32(out->code_zero));
+    code = _mm512_max_epi32(code, _mm512_set1_epi32(out->code_low));
+    return _mm512_min_epi32(code, _mm512_set1_epi32(127));
+}
+
 __attribute__((always_inline)) static inline void
 rows_avx512_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4,
                  const int8_t *packed, const struct output *out)
@@ -207,38 +241,51 @@ rows_avx512_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4,
             }
         }
         /* The epilogue in vectors too: (sum - correction) * scale + b for 16 channels at once,
-         * stored where each channel's plane has this row (masked to the channels there are). */
+         * requantized where the output is codes, stored where each channel's plane has this row
+         * (masked to the channels there are). */
         const __mmask16 valid = (__mmask16)((1u << s2c_min(16, out->m - j0)) - 1);
         const __m512i correction = _mm512_maskz_loadu_epi32(valid, out->correction + j0);
         const __m512 scale = _mm512_maskz_loadu_ps(valid, out->scale + j0);
         const __m512 bias = _mm512_maskz_loadu_ps(valid, out->b + j0);
-        const __m512i planes = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
-                                                  10, 11, 12, 13, 14, 15),
-                                                  _mm512_set1_epi32((int32_t)out->group));
+        const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+                                                15);
         /* A convolution's 16 rows are 16 neighbouring pixels of one image: transposed through
          * a small buffer, each channel's 16 outputs are one contiguous store into its plane
          * (16 scattered stores a row would touch 16 cache lines each). */
         const int transpose = rows == 16 && out->group > 1 &&
                               first / out->group == (first + 15) / out->group;
-        float tile[16][16];
+        int32_t tile[16][16]; /* float bits, or codes */
         for (int r = 0; r < rows; r++) {
             const __m512 sums = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r], correction));
             const __m512 y = _mm512_fmadd_ps(scale, sums, bias);
-            float *row = row_start(out, first + r) + j0 * out->group;
+            const __m512i value = out->codes ? codes_avx512(y, out) : _mm512_castps_si512(y);
+            const int64_t row = row_start(out, first + r) + j0 * out->group;
             if (transpose)
-                _mm512_storeu_ps(tile[r], y);
+                _mm512_storeu_si512(tile[r], value);
+            else if (out->group == 1 && out->codes)
+                _mm_mask_storeu_epi8(out->codes + row, valid, _mm512_cvtepi32_epi8(value));
             else if (out->group == 1)
-                _mm512_mask_storeu_ps(row, valid, y);
-            else
-                _mm512_mask_i32scatter_ps(row, valid, planes, y, 4);
+                _mm512_mask_storeu_ps(out->y + row, valid, y);
+            else if (out->codes) {
+                _mm512_storeu_si512(tile[0], value);
+                for (int64_t jj = 0; jj < s2c_min(16, out->m - j0); jj++)
+                    out->codes[row + jj * out->group] = (int8_t)tile[0][jj];
+            } else
+                _mm512_mask_i32scatter_ps(out->y + row, valid,
+                                          _mm512_mullo_epi32(lanes, _mm512_set1_epi32(
+                                              (int32_t)out->group)), y, 4);
         }
         if (transpose) {
-            float *plane = row_start(out, first) + j0 * out->group;
-            const __m512i down = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
-                                                    10, 11, 12, 13, 14, 15), _mm512_set1_epi32(16));
-            for (int64_t jj = 0; jj < s2c_min(16, out->m - j0); jj++)
-                _mm512_storeu_ps(plane + jj * out->group,
-                                 _mm512_i32gather_ps(down, &tile[0][jj], 4));
+            const int64_t plane = row_start(out, first) + j0 * out->group;
+            const __m512i down = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(16));
+            for (int64_t jj = 0; jj < s2c_min(16, out->m - j0); jj++) {
+                const __m512i column = _mm512_i32gather_epi32(down, &tile[0][jj], 4);
+                if (out->codes)
+                    _mm_storeu_si128((__m128i *)(out->codes + plane + jj * out->group),
+                                     _mm512_cvtepi32_epi8(column));
+                else
+                    _mm512_storeu_si512(out->y + plane + jj * out->group, column);
+            }
         }
     }
 }
@@ -251,6 +298,54 @@ static void tile_avx512_vnni(const uint8_t *u, int64_t first, int64_t rows, int6
     else
         for (int64_t r = 0; r < rows; r++)
             rows_avx512_vnni(u, first + r, 1, k4, packed, out);
+}
+
+/* A convolution with a short K (a first layer: C*R*S = 9 or 25) turned around: 16 neighbouring
+ * output pixels of one image along the lanes, one channel a register. The rows-along-registers
+ * tiles above would spend more on turning each 16 x 16 tile of results into the channels' planes
+ * than on the products; here a channel's 16 results are already one contiguous store into its
+ * plane. Each group of four codes of the 16 pixels' rows is gathered once (the rows are k4 bytes
+ * apart) and meets every channel's four weights, broadcast. */
+static void pixel_tile_avx512_vnni(const uint8_t *u, int64_t first, int count, int64_t k4,
+                                   const int8_t *packed, const struct output *out)
+{
+    uint32_t fields[PIXEL_K4_MAX / 4][16]; /* group g of the 16 pixels' rows */
+    const __mmask16 valid = (__mmask16)((1u << count) - 1);
+    const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                              11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32((int32_t)k4));
+    for (int64_t g = 0; g < k4 / 4; g++)
+        _mm512_storeu_si512(fields[g], _mm512_mask_i32gather_epi32(
+                                           _mm512_setzero_si512(), valid, rows,
+                                           u + first * k4 + 4 * g, 1));
+    const int64_t plane0 = row_start(out, first);
+    for (int64_t j0 = 0; j0 < out->m; j0 += 16) {
+        const int64_t channels = s2c_min(16, out->m - j0);
+        const int8_t *block = packed + j0 * k4;
+        __m512i acc[16];
+        for (int64_t jj = 0; jj < channels; jj++)
+            acc[jj] = _mm512_setzero_si512();
+        for (int64_t g = 0; g < k4 / 4; g++) {
+            const __m512i pixels = _mm512_loadu_si512(fields[g]);
+            for (int64_t jj = 0; jj < channels; jj++)
+                acc[jj] = _mm512_dpbusd_epi32(acc[jj], pixels,
+                                              _mm512_set1_epi32(four_bytes(
+                                                  (const uint8_t *)block, g * 64 + jj * 4)));
+        }
+        for (int64_t jj = 0; jj < channels; jj++) {
+            const int64_t j = j0 + jj;
+            const __m512 sums = _mm512_cvtepi32_ps(
+                _mm512_sub_epi32(acc[jj], _mm512_set1_epi32(out->correction[j])));
+            const __m512 y = _mm512_fmadd_ps(_mm512_set1_ps(out->scale[j]), sums,
+                                             _mm512_set1_ps(out->b[j]));
+            const int64_t at = plane0 + j * out->group;
+            if (out->codes)
+                _mm_mask_storeu_epi8(out->codes + at, valid,
+                                     _mm512_cvtepi32_epi8(codes_avx512(y, out)));
+            else
+                _mm512_mask_storeu_ps(out->y + at, valid, y);
+        }
+    }
 }
 #endif
 
@@ -340,10 +435,35 @@ static void tile_avx2(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
 }
 #endif
 
+/* With AVX-512 VNNI, a convolution of short K runs as tiles of 16 pixels of one image (the last
+ * tile of an image shorter). Returns whether it did. */
+static int pixel_tiles(int kernel, const uint8_t *u, int64_t rows, int64_t k4,
+                       const int8_t *packed, const struct output *out)
+{
+#ifdef S2C_INT8_AVX512_VNNI
+    if (kernel != KERNEL_AVX512_VNNI || out->group == 1 || k4 > PIXEL_K4_MAX)
+        return 0;
+    const int64_t per_image = (out->group + 15) / 16, tiles = rows / out->group * per_image;
+    const int parallel = rows * k4 * out->m >= INT8_PARALLEL_MIN;
+    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (parallel) schedule(static)
+    for (int64_t t = 0; t < tiles; t++) {
+        const int64_t image = t / per_image, pixel = t % per_image * 16;
+        pixel_tile_avx512_vnni(u, image * out->group + pixel,
+                               (int)s2c_min(16, out->group - pixel), k4, packed, out);
+    }
+    return 1;
+#else
+    (void)kernel, (void)u, (void)rows, (void)k4, (void)packed, (void)out;
+    return 0;
+#endif
+}
+
 /* Every tile of rows of u [rows][k4] times the packed weights, with `kernel`'s rung. */
 static void gemm_tiles(int kernel, const uint8_t *u, int64_t rows, int64_t k4,
                        const int8_t *packed, const struct output *out)
 {
+    if (pixel_tiles(kernel, u, rows, k4, packed, out))
+        return;
     const int64_t tiles = (rows + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
     const int64_t nb = block_channels(kernel);
     const int parallel = rows * k4 * out->m >= INT8_PARALLEL_MIN;
@@ -403,11 +523,25 @@ static int int8_gemm(int kernel, uint8_t *u, int64_t rows, int64_t k, int64_t k4
     return status;
 }
 
-/* ---- the two ops ---------------------------------------------------------------------------- */
+/* ---- the ops: float32 outputs, or int8 codes (the _to_int8 forms) -------------------------- */
 
-int s2c_int8_linear(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
-                    const float *b, float *y, int64_t n, int64_t k, int64_t m, int kernel)
+/* The output of an op that writes floats to y. */
+static struct output floats(float *y, int64_t m, int64_t group, const float *scale, const float *b)
 {
+    return (struct output){y, NULL, 0, -128, m, group, scale, b, NULL};
+}
+
+/* The output of an op that writes int8 codes to q (zero point y_zero; ReLU: none below it). */
+static struct output codes(int8_t *q, int y_zero, int relu, int64_t m, int64_t group,
+                           const float *scale, const float *b)
+{
+    return (struct output){NULL, q, y_zero, relu ? y_zero : -128, m, group, scale, b, NULL};
+}
+
+static int linear(const int8_t *x, int x_zero, const int8_t *w, int64_t n, int64_t k, int kernel,
+                  struct output *out)
+{
+    const int64_t m = out->m;
     S2C_REQUIRE(n >= 1 && k >= 1 && m >= 1 && x_zero >= -128 && x_zero <= 127);
     S2C_REQUIRE(s2c_int8_kernel_supported(kernel));
     const int64_t k4 = (k + 3) / 4 * 4;
@@ -419,8 +553,23 @@ int s2c_int8_linear(const int8_t *x, int x_zero, const int8_t *w, const float *s
             for (int64_t p = k; p < k4; p++)
                 u[i * k4 + p] = 0; /* meets zero weights */
         }
-    struct output out = {y, m, 1, scale, b, NULL};
-    return int8_gemm(kernel, u, n, k, k4, w, x_zero, &out);
+    return int8_gemm(kernel, u, n, k, k4, w, x_zero, out);
+}
+
+int s2c_int8_linear(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                    const float *b, float *y, int64_t n, int64_t k, int64_t m, int kernel)
+{
+    struct output out = floats(y, m, 1, scale, b);
+    return linear(x, x_zero, w, n, k, kernel, &out);
+}
+
+int s2c_int8_linear_to_int8(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                            const float *b, int y_zero, int relu, int8_t *q, int64_t n, int64_t k,
+                            int64_t m, int kernel)
+{
+    S2C_REQUIRE(y_zero >= -128 && y_zero <= 127);
+    struct output out = codes(q, y_zero, relu, m, 1, scale, b);
+    return linear(x, x_zero, w, n, k, kernel, &out);
 }
 
 /* dst[0 .. s-1] = src[0 .. s-1]; a constant length for the usual kernel widths lets the compiler
@@ -439,12 +588,13 @@ static inline void copy_codes(uint8_t *dst, const uint8_t *src, int64_t s)
     }
 }
 
-/* x [n, c, h, w], w [m, c, r, s] -> y [n, m, oh, ow]: the rows are the output pixels, each the
+/* x [n, c, h, w], w [m, c, r, s] -> [n, m, oh, ow]: the rows are the output pixels, each the
  * receptive field's c * r * s codes (x_zero, the code of 0.0, in the padding). */
-int s2c_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
-                    const float *b, float *y, int64_t n, int64_t c, int64_t h, int64_t width,
-                    int64_t m, int64_t r, int64_t s, int64_t stride, int64_t padding, int kernel)
+static int conv2d(const int8_t *x, int x_zero, const int8_t *w, int64_t n, int64_t c, int64_t h,
+                  int64_t width, int64_t r, int64_t s, int64_t stride, int64_t padding,
+                  int kernel, struct output *out)
 {
+    const int64_t m = out->m;
     S2C_REQUIRE(n >= 1 && c >= 1 && h >= 1 && width >= 1 && m >= 1 && r >= 1 && s >= 1);
     S2C_REQUIRE(stride >= 1 && padding >= 0 && x_zero >= -128 && x_zero <= 127);
     S2C_REQUIRE(s2c_int8_kernel_supported(kernel));
@@ -481,6 +631,84 @@ int s2c_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *s
         }
     }
     free(padded);
-    struct output out = {y, m, oh * ow, scale, b, NULL};
-    return int8_gemm(kernel, u, rows, k, k4, w, x_zero, &out);
+    return int8_gemm(kernel, u, rows, k, k4, w, x_zero, out);
+}
+
+int s2c_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                    const float *b, float *y, int64_t n, int64_t c, int64_t h, int64_t width,
+                    int64_t m, int64_t r, int64_t s, int64_t stride, int64_t padding, int kernel)
+{
+    struct output out = floats(y, m, s2c_out_size(h, r, stride, padding) *
+                               s2c_out_size(width, s, stride, padding), scale, b);
+    return conv2d(x, x_zero, w, n, c, h, width, r, s, stride, padding, kernel, &out);
+}
+
+int s2c_int8_conv2d_to_int8(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                            const float *b, int y_zero, int relu, int8_t *q, int64_t n, int64_t c,
+                            int64_t h, int64_t width, int64_t m, int64_t r, int64_t s,
+                            int64_t stride, int64_t padding, int kernel)
+{
+    S2C_REQUIRE(y_zero >= -128 && y_zero <= 127);
+    struct output out = codes(q, y_zero, relu, m, s2c_out_size(h, r, stride, padding) *
+                              s2c_out_size(width, s, stride, padding), scale, b);
+    return conv2d(x, x_zero, w, n, c, h, width, r, s, stride, padding, kernel, &out);
+}
+
+/* Max-pooling of int8 codes: x [planes, h, w] -> y [planes, oh, ow], no padding. A code's order
+ * is its value's (x = scale * (q - zero) with scale > 0), so the largest code is the code of
+ * the largest value, and no argmax is kept (inference). */
+int s2c_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, int64_t w,
+                       int64_t k, int64_t stride)
+{
+    S2C_REQUIRE(planes >= 1 && h >= 1 && w >= 1 && k >= 1 && stride >= 1 && k <= h && k <= w);
+    const int64_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
+    if (k == 2 && stride == 2) { /* the networks' pooling, 32 windows a step where AVX-512 runs */
+#ifdef S2C_INT8_AVX512_VNNI
+        const int wide_pooling = supported(KERNEL_AVX512_VNNI);
+#endif
+        #pragma omp parallel for num_threads(s2c_get_num_threads()) if (planes * h * w >= S2C_PARALLEL_MIN)
+        for (int64_t line = 0; line < planes * oh; line++) { /* one row of outputs */
+            const int8_t *top = x + (line / oh * h + line % oh * 2) * w, *bottom = top + w;
+            int8_t *row = y + line * ow;
+            int64_t ox = 0;
+#ifdef S2C_INT8_AVX512_VNNI
+            if (wide_pooling)
+                for (; ox < ow; ox += 32) { /* 64 codes of each row -> 32 results, masked */
+                    const int64_t count = s2c_min(32, ow - ox);
+                    const __mmask64 loads = count == 32 ? ~(__mmask64)0
+                                                        : ((__mmask64)1 << (2 * count)) - 1;
+                    const __m512i both = _mm512_max_epi8(
+                        _mm512_maskz_loadu_epi8(loads, top + 2 * ox),
+                        _mm512_maskz_loadu_epi8(loads, bottom + 2 * ox));
+                    /* each 16-bit lane holds a window's two columns: the left sign-extended,
+                     * the right shifted down, their max packed back to bytes */
+                    const __m512i left = _mm512_srai_epi16(_mm512_slli_epi16(both, 8), 8);
+                    const __m512i right = _mm512_srai_epi16(both, 8);
+                    _mm256_mask_storeu_epi8(row + ox, (__mmask32)(((uint64_t)1 << count) - 1),
+                                            _mm512_cvtepi16_epi8(_mm512_max_epi16(left, right)));
+                }
+#endif
+            for (; ox < ow; ox++) {
+                const int8_t left = top[2 * ox] > bottom[2 * ox] ? top[2 * ox] : bottom[2 * ox];
+                const int8_t right = top[2 * ox + 1] > bottom[2 * ox + 1] ? top[2 * ox + 1]
+                                                                          : bottom[2 * ox + 1];
+                row[ox] = left > right ? left : right;
+            }
+        }
+        return S2C_OK;
+    }
+    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (planes * h * w >= S2C_PARALLEL_MIN)
+    for (int64_t plane = 0; plane < planes; plane++)
+        for (int64_t oy = 0; oy < oh; oy++) {
+            int8_t *row = y + (plane * oh + oy) * ow;
+            for (int64_t ox = 0; ox < ow; ox++)
+                row[ox] = -128;
+            for (int64_t i = 0; i < k; i++) {
+                const int8_t *line = x + (plane * h + oy * stride + i) * w;
+                for (int64_t j = 0; j < k; j++)
+                    for (int64_t ox = 0; ox < ow; ox++) /* one pass a window column: vectorizes */
+                        row[ox] = line[ox * stride + j] > row[ox] ? line[ox * stride + j] : row[ox];
+            }
+        }
+    return S2C_OK;
 }

@@ -162,6 +162,18 @@ int s2c_int8_linear(const int8_t *x, int x_zero, const int8_t *w, const float *s
 int s2c_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
                     const float *b, float *y, int64_t n, int64_t c, int64_t h, int64_t width,
                     int64_t m, int64_t r, int64_t s, int64_t stride, int64_t padding, int kernel);
+/* The _to_int8 forms write int8 codes q instead: round_half_even(y) + y_zero clamped to
+ * [-128, 127], or to [y_zero, 127] with `relu` (the code of max(y, 0)); scale and b are then
+ * divided by the output's scale. maxpool2d_int8 pools int8 codes, x [planes, h, w]. */
+int s2c_int8_linear_to_int8(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                            const float *b, int y_zero, int relu, int8_t *q, int64_t n, int64_t k,
+                            int64_t m, int kernel);
+int s2c_int8_conv2d_to_int8(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                            const float *b, int y_zero, int relu, int8_t *q, int64_t n, int64_t c,
+                            int64_t h, int64_t width, int64_t m, int64_t r, int64_t s,
+                            int64_t stride, int64_t padding, int kernel);
+int s2c_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, int64_t w,
+                       int64_t k, int64_t stride);
 int s2c_int8_kernel_supported(int kernel);
 int s2c_int8_best_kernel(void);
 

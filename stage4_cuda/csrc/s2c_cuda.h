@@ -248,6 +248,20 @@ int s2c_cuda_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const flo
                          int32_t *weight_sums, int64_t n, int64_t c, int64_t h, int64_t width,
                          int64_t m, int64_t r, int64_t s, int64_t stride, int64_t padding,
                          int rung);
+/* The _to_int8 forms write int8 codes q instead of y: round_half_even(y) + y_zero, clamped to
+ * [-128, 127] (to [y_zero, 127] with relu). maxpool2d_int8: int8 x [planes, h, w] -> y
+ * [planes, oh, ow], the largest code of each k x k window. */
+int s2c_cuda_int8_linear_to_int8(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                                 const float *b, int y_zero, int relu, int8_t *q, int8_t *rows,
+                                 int8_t *packed, int32_t *weight_sums, int64_t n, int64_t k,
+                                 int64_t m, int rung);
+int s2c_cuda_int8_conv2d_to_int8(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
+                                 const float *b, int y_zero, int relu, int8_t *q, int8_t *rows,
+                                 int8_t *packed, int32_t *weight_sums, int64_t n, int64_t c,
+                                 int64_t h, int64_t width, int64_t m, int64_t r, int64_t s,
+                                 int64_t stride, int64_t padding, int rung);
+int s2c_cuda_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, int64_t w,
+                            int64_t k, int64_t stride);
 int s2c_cuda_int8_best_rung(int *rung);
 
 #ifdef __cplusplus

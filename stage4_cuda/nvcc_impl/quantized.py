@@ -1,5 +1,6 @@
 """INT8 inference (csrc/int8/, week 18): quantization, and the int8 GEMM of int8_linear and
-int8_conv2d on __dp4a or on the tensor cores' int8 MMA.
+int8_conv2d on __dp4a or on the tensor cores' int8 MMA; their _to_int8 forms write the next
+layer's int8 codes from the same GEMM, and maxpool2d_int8 pools codes (csrc/int8/pool.cu).
 
 The math is stage 1's (stage1_python/quantized.py). `INT8_KERNELS` names the GEMM's rungs; the ops
 run the best this GPU has (`int8_kernel()`), `kernel=` picks one (tests, benchmarks).
@@ -70,3 +71,41 @@ def int8_conv2d(x, x_zero, w, scale, b, stride=1, padding=0, kernel="best"):
          n, c, h, width, m, r, s, stride, padding, rung)  # fmt: skip
     return y
 
+
+
+def int8_linear_to_int8(x, x_zero, w, scale, b, y_zero, relu=False, kernel="best"):
+    """q [N, M] int8: int8_linear's y, rounded half to even, plus y_zero, clamped to [-128, 127]
+    (to [y_zero, 127] with relu)."""
+    x, x_zero, w, scale, b, y_zero, relu = checks.int8_linear_to_int8(x, x_zero, w, scale, b,
+                                                                      y_zero, relu)  # fmt: skip
+    rung = _rung(kernel)
+    (n, k), m = x.shape, w.shape[0]
+    q = device.empty((n, m), np.int8)
+    call("s2c_cuda_int8_linear_to_int8", x, x_zero, w, scale, b, y_zero, int(relu), q,
+         *_scratch(n, k, m), n, k, m, rung)  # fmt: skip
+    return q
+
+
+def int8_conv2d_to_int8(x, x_zero, w, scale, b, y_zero, stride=1, padding=0, relu=False,
+                        kernel="best"):
+    """q [N, M, OH, OW] int8: int8_conv2d's y requantized as int8_linear_to_int8's."""
+    x, x_zero, w, scale, b, y_zero, stride, padding, relu, oh, ow = checks.int8_conv2d_to_int8(
+        x, x_zero, w, scale, b, y_zero, stride, padding, relu
+    )
+    rung = _rung(kernel)
+    n, c, h, width = x.shape
+    m, _, r, s = w.shape
+    q = device.empty((n, m, oh, ow), np.int8)
+    call("s2c_cuda_int8_conv2d_to_int8", x, x_zero, w, scale, b, y_zero, int(relu), q,
+         *_scratch(n * oh * ow, c * r * s, m), n, c, h, width, m, r, s, stride, padding,
+         rung)  # fmt: skip
+    return q
+
+
+def maxpool2d_int8(x, k, stride):
+    """q [N, C, OH, OW] int8: the largest code of each k x k window of int8 x [N, C, H, W]."""
+    x, k, stride, oh, ow = checks.maxpool2d_int8(x, k, stride)
+    n, c, h, w = x.shape
+    q = device.empty((n, c, oh, ow), np.int8)
+    call("s2c_cuda_maxpool2d_int8", x, q, n * c, h, w, k, stride)
+    return q

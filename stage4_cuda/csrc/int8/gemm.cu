@@ -13,15 +13,20 @@
  *     GPU, the CPU emulation of the tests) the same fragments go through a software model of it,
  *     made of warp shuffles: the layout of the fragments is what the tests check.
  * Output row i goes to y[(i / group) * m * group + i % group], channel j `group` further: group 1
- * is a [R, M] matrix, group OH*OW the [N, M, OH, OW] image of a convolution. */
+ * is a [R, M] matrix, group OH*OW the [N, M, OH, OW] image of a convolution. The _to_int8 forms
+ * write the int8 code of each y instead (codes.cuh; with a ReLU, none below the zero point): the
+ * next layer's input, with no float32 tensor between the layers. */
 #include "../common.h"
+#include "codes.cuh"
 
 #define K_STEP 32
 #define TILE 64
 #define MMA_COLUMNS 32
 
 struct int8_output {
-    float *y;
+    float *y;      /* float32 results, or */
+    int8_t *codes; /* their int8 codes (zero point code_zero, none below code_low) */
+    int code_zero, code_low;
     const float *scale, *b;
     const int32_t *weight_sums;
     int64_t rows, m, group;
@@ -34,8 +39,26 @@ static __device__ __forceinline__ void write_output(const int8_output out, int64
     if (i >= out.rows || j >= out.m)
         return;
     const int64_t centred = (int64_t)sum - (int64_t)out.x_zero * out.weight_sums[j];
-    out.y[(i / out.group) * out.m * out.group + i % out.group + j * out.group] =
-        out.scale[j] * (float)centred + out.b[j];
+    const int64_t at = (i / out.group) * out.m * out.group + i % out.group + j * out.group;
+    const float y = out.scale[j] * (float)centred + out.b[j];
+    if (out.codes)
+        out.codes[at] = int8_code(y, out.code_zero, out.code_low);
+    else
+        out.y[at] = y;
+}
+
+/* The output of an op writing floats, or int8 codes (relu: none below y_zero). */
+static int8_output floats(float *y, const float *scale, const float *b, int64_t rows, int64_t m,
+                          int64_t group, int x_zero)
+{
+    return int8_output{y, nullptr, 0, -128, scale, b, nullptr, rows, m, group, x_zero};
+}
+
+static int8_output codes(int8_t *q, int y_zero, int relu, const float *scale, const float *b,
+                         int64_t rows, int64_t m, int64_t group, int x_zero)
+{
+    return int8_output{nullptr, q, y_zero, relu ? y_zero : -128, scale, b, nullptr, rows, m,
+                       group, x_zero};
 }
 
 __global__ void pack_weights_kernel(const int8_t *w, int8_t *packed, int32_t *sums, int64_t m,
@@ -92,20 +115,69 @@ static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_
     return S2C_CUDA_OK;
 }
 
+/* The rows of a dense layer (x itself, padded), then the GEMM into `out`. */
+static int linear(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed,
+                  int32_t *weight_sums, int64_t k, int rung, int8_output out)
+{
+    if (out.rows < 1 || k < 1 || out.m < 1 || out.x_zero < -128 || out.x_zero > 127)
+        return S2C_CUDA_BAD_ARGUMENT;
+    // BEGIN SOLUTION week 18, task int8_linear
+    const int64_t k32 = ceil_div(k, K_STEP) * K_STEP;
+    launch_overlapped(linear_rows_kernel, dim3((unsigned)blocks_for(out.rows * k32, 256)),
+                      dim3(256), 0, x, rows, out.rows, k, k32);
+    LAUNCH_CHECK("linear_rows_kernel");
+    return int8_gemm(rows, w, packed, weight_sums, k, k32, rung, out);
+    // END SOLUTION
+}
+
+/* The receptive fields of a convolution as rows, then the GEMM into `out`. */
+static int conv2d(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed,
+                  int32_t *weight_sums, int64_t n, int64_t c, int64_t h, int64_t width, int64_t r,
+                  int64_t s, int64_t stride, int64_t padding, int rung, int8_output out)
+{
+    if (n < 1 || c < 1 || h < 1 || width < 1 || out.m < 1 || r < 1 || s < 1 || stride < 1 ||
+        padding < 0 || out.x_zero < -128 || out.x_zero > 127)
+        return S2C_CUDA_BAD_ARGUMENT;
+    const int64_t oh = (h + 2 * padding - r) / stride + 1, ow = (width + 2 * padding - s) / stride + 1;
+    if (oh < 1 || ow < 1)
+        return S2C_CUDA_BAD_ARGUMENT;
+    // BEGIN SOLUTION week 18, task int8_conv2d
+    const int64_t k = c * r * s, k32 = ceil_div(k, K_STEP) * K_STEP, count = n * oh * ow;
+    launch_overlapped(conv_rows_kernel, dim3((unsigned)blocks_for(count * k32, 256)), dim3(256), 0,
+                      x, rows, n, c, h, width, r, s, stride, padding, oh, ow, out.x_zero, k32);
+    LAUNCH_CHECK("conv_rows_kernel");
+    return int8_gemm(rows, w, packed, weight_sums, k, k32, rung, out);
+    // END SOLUTION
+}
+
+/* OH * OW (0 for a stride conv2d refuses). */
+static int64_t conv_outputs(int64_t h, int64_t width, int64_t r, int64_t s, int64_t stride,
+                            int64_t padding)
+{
+    if (stride < 1)
+        return 0;
+    return ((h + 2 * padding - r) / stride + 1) * ((width + 2 * padding - s) / stride + 1);
+}
+
 extern "C" int s2c_cuda_int8_linear(const int8_t *x, int x_zero, const int8_t *w,
                                     const float *scale, const float *b, float *y, int8_t *rows,
                                     int8_t *packed, int32_t *weight_sums, int64_t n, int64_t k,
                                     int64_t m, int rung)
 {
-    if (n < 1 || k < 1 || m < 1 || x_zero < -128 || x_zero > 127)
+    return linear(x, w, rows, packed, weight_sums, k, rung, floats(y, scale, b, n, m, 1, x_zero));
+}
+
+extern "C" int s2c_cuda_int8_linear_to_int8(const int8_t *x, int x_zero, const int8_t *w,
+                                            const float *scale, const float *b, int y_zero,
+                                            int relu, int8_t *q, int8_t *rows, int8_t *packed,
+                                            int32_t *weight_sums, int64_t n, int64_t k, int64_t m,
+                                            int rung)
+{
+    if (y_zero < -128 || y_zero > 127)
         return S2C_CUDA_BAD_ARGUMENT;
-    // BEGIN SOLUTION week 18, task int8_linear
-    const int64_t k32 = ceil_div(k, K_STEP) * K_STEP;
-    launch_overlapped(linear_rows_kernel, dim3((unsigned)blocks_for(n * k32, 256)), dim3(256), 0,
-                      x, rows, n, k, k32);
-    LAUNCH_CHECK("linear_rows_kernel");
-    return int8_gemm(rows, w, packed, weight_sums, k, k32, rung,
-                     int8_output{y, scale, b, nullptr, n, m, 1, x_zero});
+    // BEGIN SOLUTION week 18, task int8_linear_to_int8
+    return linear(x, w, rows, packed, weight_sums, k, rung,
+                  codes(q, y_zero, relu, scale, b, n, m, 1, x_zero));
     // END SOLUTION
 }
 
@@ -115,19 +187,24 @@ extern "C" int s2c_cuda_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w
                                     int64_t h, int64_t width, int64_t m, int64_t r, int64_t s,
                                     int64_t stride, int64_t padding, int rung)
 {
-    if (n < 1 || c < 1 || h < 1 || width < 1 || m < 1 || r < 1 || s < 1 || stride < 1 ||
-        padding < 0 || x_zero < -128 || x_zero > 127)
+    const int64_t group = conv_outputs(h, width, r, s, stride, padding);
+    return conv2d(x, w, rows, packed, weight_sums, n, c, h, width, r, s, stride, padding, rung,
+                  floats(y, scale, b, n * group, m, group, x_zero));
+}
+
+extern "C" int s2c_cuda_int8_conv2d_to_int8(const int8_t *x, int x_zero, const int8_t *w,
+                                            const float *scale, const float *b, int y_zero,
+                                            int relu, int8_t *q, int8_t *rows, int8_t *packed,
+                                            int32_t *weight_sums, int64_t n, int64_t c, int64_t h,
+                                            int64_t width, int64_t m, int64_t r, int64_t s,
+                                            int64_t stride, int64_t padding, int rung)
+{
+    if (y_zero < -128 || y_zero > 127)
         return S2C_CUDA_BAD_ARGUMENT;
-    const int64_t oh = (h + 2 * padding - r) / stride + 1, ow = (width + 2 * padding - s) / stride + 1;
-    if (oh < 1 || ow < 1)
-        return S2C_CUDA_BAD_ARGUMENT;
-    // BEGIN SOLUTION week 18, task int8_conv2d
-    const int64_t k = c * r * s, k32 = ceil_div(k, K_STEP) * K_STEP, count = n * oh * ow;
-    launch_overlapped(conv_rows_kernel, dim3((unsigned)blocks_for(count * k32, 256)), dim3(256), 0,
-                      x, rows, n, c, h, width, r, s, stride, padding, oh, ow, x_zero, k32);
-    LAUNCH_CHECK("conv_rows_kernel");
-    return int8_gemm(rows, w, packed, weight_sums, k, k32, rung,
-                     int8_output{y, scale, b, nullptr, count, m, oh * ow, x_zero});
+    // BEGIN SOLUTION week 18, task int8_conv2d_to_int8
+    const int64_t group = conv_outputs(h, width, r, s, stride, padding);
+    return conv2d(x, w, rows, packed, weight_sums, n, c, h, width, r, s, stride, padding, rung,
+                  codes(q, y_zero, relu, scale, b, n * group, m, group, x_zero));
     // END SOLUTION
 }
 

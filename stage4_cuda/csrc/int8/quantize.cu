@@ -1,9 +1,9 @@
 /* int8/quantize.cu -- q = clamp(round_half_even(x / scale) + zero_point, -128, 127), NaN -> the
  * zero point (stage1_python/quantized.py gives the math). One thread an element. */
 #include "../common.h"
+#include "codes.cuh"
 
 #define QUANTIZE_THREADS 256
-#define ROUNDING_SHIFT 12582912.0f /* 1.5 * 2^23: adding it rounds to an integer, ties to even */
 
 __global__ void quantize_int8_kernel(const float *x, int8_t *q, int64_t n, float scale,
                                      int zero_point);
@@ -27,12 +27,6 @@ __global__ void quantize_int8_kernel(const float *x, int8_t *q, int64_t n, float
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n)
         return;
-    float ratio = __fdiv_rn(x[i], scale); /* IEEE division, as the CPU tiers' */
-    ratio = ratio > 256.0f ? 256.0f : ratio;
-    ratio = ratio < -256.0f ? -256.0f : ratio;
-    ratio = ratio == ratio ? ratio : 0.0f; /* NaN */
-    /* __fadd_rn: not contracted or reordered, so the shift does round */
-    const int code = (int)(__fadd_rn(ratio, ROUNDING_SHIFT) - ROUNDING_SHIFT) + zero_point;
-    q[i] = (int8_t)(code < -128 ? -128 : code > 127 ? 127 : code);
+    q[i] = int8_code(__fdiv_rn(x[i], scale), zero_point, -128); /* IEEE division, as the CPU's */
     // END SOLUTION
 }
