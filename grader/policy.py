@@ -52,7 +52,7 @@ STAGE2_OVER_STAGE1 = {
 # tier with set_num_threads(1) and NumPy with its BLAS limited to one thread (threadpoolctl), in
 # turn, by the process's CPU time, which waiting for a core does not lengthen (for work done on
 # one thread, that thread's CPU time: the figures below were measured by it).
-# Measured on 2026-11-23 on the 2-core AMD EPYC machine, other jobs loading it (load 5-16):
+# Measured on the 2-core AMD EPYC machine, other jobs loading it (load 5-16):
 # two full runs `python -m grader --stage 3` side by side, two `--checks speed` runs side by side
 # and one full run alone; the least speedup over all sizes and the five runs, e.g. matmul 0.52
 # (its 64^3; 0.9 of OpenBLAS at 1024^3), relu 0.58, tanh 0.023, bce_with_logits_loss 0.14,
@@ -86,8 +86,8 @@ SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1, (3, 2): STAGE3_OVER_STAGE2}
 # Stage 4: the share of its roofline (grader/roofline.py: the time the op's bytes and FLOPs take
 # at the device's measured copy bandwidth and SGEMM rate) that an op must reach at its largest GPU
 # ladder size, where it fills the device (small sizes measure launch latency, not kernels). Each
-# figure is a quarter of what the repository's kernel reached on an H100 (the grade run of
-# 2026-11-23, results/grade-stage4-numba.json; sum_rows and avgpool2d_forward rescaled to the
+# figure is a quarter of what the repository's kernel reached on an H100 (its grade run,
+# curriculum/results/grade-stage4-numba.json; sum_rows and avgpool2d_forward rescaled to the
 # cost model's later, smaller byte counts: grader/costs.py's work_written), rounded down: a GPU
 # is not shared the way the CI machine's cores are, so a margin of 4 covers another GPU
 # generation and run-to-run spread, while
