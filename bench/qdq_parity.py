@@ -1,18 +1,18 @@
 """Our int8 model against its QDQ export run by ONNX Runtime: the same codes, the same predictions.
 
-The QDQ graph (nn/export.py on an int8 checkpoint) holds our codes, scales and zero points, so
-ONNX Runtime quantizes each int8 layer's input to the codes we compute (QuantizeLinear rounds half
-to even, as quantize_int8 does) unless that input differs: ours is an exact int32 sum times a
-scale, ONNX Runtime's a float32 sum of dequantized products, in another order. The two differ in
-the last bits, and a value that falls within those bits of a rounding boundary (x / scale = k + 0.5)
-gets the neighbouring code. From there the image's later layers see other inputs. So per image:
+The QDQ graph (nn/export.py on an int8 checkpoint) holds our codes, scales and zero points. ONNX
+Runtime fuses its QuantizeLinear / DequantizeLinear pairs into its int8 kernels (QLinearConv,
+QGemm), which sum in int32 as we do but requantize a layer's output to the next layer's codes in
+their own float steps, where we scale the int32 sum, add the bias, then divide by the next scale;
+an unfused layer sums dequantized floats in another order. The results differ in the last bits,
+and a value that falls within those bits of a rounding boundary (x / scale = k + 0.5) gets the
+neighbouring code. From there the image's later layers see other inputs. So per image:
 - if every QuantizeLinear gave our codes, the logits agree to float32 rounding (FLOAT_TOLERANCE)
   and so does the argmax;
 - if not, at the first layer where codes differ, each difference is one code and sits at a
   rounding boundary (our x / scale within TIE_WIDTH of k + 0.5): the rounding of a near tie, not
   a wrong scale, zero point or weight (any of which moves most codes of most images, and most by
-  more than one). ONNX Runtime's graph optimizations (constant-folded, prepacked weights) change
-  its summation order: it is run as a user runs it, with them on.
+  more than one). ONNX Runtime runs as a user runs it, its graph optimizations (the fusions) on.
 `compare_qdq` measures both, and the argmax agreement over all images; an image whose argmax
 differs is counted apart when our margin (the top logit over the next) exceeds the logits'
 quantization step (the most one input code of the last int8 layer moves a logit: its input scale
@@ -29,8 +29,8 @@ from nn.onnx_format import INPUT, LOGITS
 from nn.quantized import quantized_layers
 
 FLOAT_TOLERANCE = 1e-4  # |ours - theirs| <= FLOAT_TOLERANCE * (1 + |ours|), codes all equal
-# |x / scale - (k + 0.5)| within which a float32 sum's order decides the code: the sums' relative
-# differences are ~1e-6 of values up to 255 codes, 1e-3 code at most; a hundredth leaves room
+# |x / scale - (k + 0.5)| within which float32 rounding decides the code: the differences seen on
+# LeNet-5 and the Fashion CNN reach 1e-3 of a code; a hundredth leaves room
 TIE_WIDTH = 1e-2
 BATCH = 500
 

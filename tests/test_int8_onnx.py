@@ -67,7 +67,7 @@ def test_the_qdq_graph_is_checked_and_holds_our_codes(name, numpy_tier, rng):
     assert not any(name.endswith(".weight") for name in tensors)  # no float weight left in
 
 
-@pytest.mark.parametrize("name", ["every_layer", "lenet5", "fashion_cnn", "mlp"])
+@pytest.mark.parametrize("name", ["every_layer", "lenet5", "resnet_mini", "mlp"])
 def test_runtime_runs_the_qdq_graph_as_our_int8_forward(name, numpy_tier, rng):
     model, meta, normalizer, inputs = quantized(name, numpy_tier, rng)
     row = compare_qdq(model, export_model(model, meta), inputs, normalizer)
