@@ -61,6 +61,7 @@ from bench.ort_quantize import (
 from bench.qdq_parity import compare_qdq
 from nn.backend import VARIANTS, load_tier, refuse_simulated
 from nn.data import Normalizer, load_data
+from nn.evaluate import test_split
 from nn.exits import reporting
 from nn.export import export_model, save_onnx
 from nn.predict import load_model
@@ -145,8 +146,7 @@ def speed_rows(name, checkpoint, int8_checkpoint, stages, repeats, data_dir):
         tier = load_tier(stage)
         float_model, meta = load_model(checkpoint, tier)
         int8_model, _ = load_model(int8_checkpoint, tier)
-        recipe = Recipe.from_json(meta["recipe"])
-        test = load_data(meta["data"], data_dir, recipe.val_size, recipe.synthetic_size).test
+        test = test_split(meta, data_dir)
         images = tier.from_numpy(Normalizer.from_json(meta["normalizer"])(test.inputs[:BATCH]))
         if hasattr(tier, "set_num_threads"):
             tier.set_num_threads(1)
@@ -164,13 +164,6 @@ def speed_rows(name, checkpoint, int8_checkpoint, stages, repeats, data_dir):
             "int8_kernel": stage3_c.quantized.int8_kernel() if tier is stage3_c else None,
         })  # fmt: skip
     return rows
-
-
-def test_batch(meta, data_dir):
-    """The first BATCH test images, raw, of the data set `meta` names."""
-    recipe = Recipe.from_json(meta["recipe"])
-    return load_data(meta["data"], data_dir, recipe.val_size, recipe.synthetic_size).test.inputs[
-        :BATCH]
 
 
 class RungTier:
@@ -212,8 +205,8 @@ def gpu_speed_rows(name, checkpoint, int8_checkpoint, repeats, data_dir):
     for variant in VARIANTS:
         tier = load_tier(4, None, variant)
         float_model, meta = load_model(checkpoint, tier)
-        images = tier.from_numpy(Normalizer.from_json(meta["normalizer"])(
-            test_batch(meta, data_dir)))  # fmt: skip
+        test = test_split(meta, data_dir)
+        images = tier.from_numpy(Normalizer.from_json(meta["normalizer"])(test.inputs[:BATCH]))
         for rung in int8_rungs(tier):
             int8_model, _ = load_model(int8_checkpoint, tier)
             if rung is not None:
@@ -243,8 +236,7 @@ def qdq_row(name, int8_checkpoint, stage, out_dir, data_dir):
     proto = export_model(model, meta)
     path = Path(out_dir) / f"{Path(int8_checkpoint).stem}.onnx"
     save_onnx(proto, path)
-    recipe = Recipe.from_json(meta["recipe"])
-    test = load_data(meta["data"], data_dir, recipe.val_size, recipe.synthetic_size).test
+    test = test_split(meta, data_dir)
     row = compare_qdq(model, proto, test.inputs, Normalizer.from_json(meta["normalizer"]))
     return {"model": name, "method": meta["quantization"]["method"], "stage": stage,
             "onnx": str(path), **row}  # fmt: skip
@@ -313,10 +305,11 @@ def _markdown(record):
     for row in record["accuracy"]:
         errors = ", ".join(f"{path}: {100 * e:.2f}%" for path, e in row["layer_errors"].items())
         lines.append(f"| {row['model']} | {row['method']} | {errors} |")
-    lines += ["", f"Batch {BATCH} inference, one thread, best of {record['repeats']} "
-              "(CPU time; the two models in turn):", "",
-              "| model | stage | float32 ms | int8 ms | int8 speedup | int8 kernel |",
-              "| --- | --- | ---: | ---: | ---: | --- |"]  # fmt: skip
+    if record["speed"]:
+        lines += ["", f"Batch {BATCH} inference, one thread, best of {record['repeats']} "
+                  "(CPU time; the two models in turn):", "",
+                  "| model | stage | float32 ms | int8 ms | int8 speedup | int8 kernel |",
+                  "| --- | --- | ---: | ---: | ---: | --- |"]  # fmt: skip
     for row in record["speed"]:
         lines.append(
             f"| {row['model']} | {row['stage']} ({row['tier']}) | {1e3 * row['float32_cpu_s']:.1f} "
