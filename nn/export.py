@@ -1,5 +1,10 @@
 """Export a trained model to ONNX: `python -m nn.export --checkpoint CKPT --out model.onnx`.
 
+An int8 checkpoint (nn.quantize's) exports the same way, as a QDQ graph: each int8 layer is a
+QuantizeLinear and DequantizeLinear pair on its input (per-tensor scale and int8 zero point),
+a DequantizeLinear on its int8 weights (per output channel, axis 0), then its Conv or Gemm; the
+rest is the float graph's, and the calibration rides along in metadata_props ("quantization").
+
 The graph is standard ONNX (opset nn/onnx_format.py states), built with the onnx package's own
 helpers: its input is what a user has, float32 pixels in [0, 1] laid out [N, C, H, W] (an image's
 bytes / 255; the batch N is dynamic), the data set's normalization is its first two nodes (Sub,
@@ -29,6 +34,7 @@ from nn.onnx_writers import NODE_WRITERS, GraphWriter, write_layer
 from nn.predict import load_model
 
 PRODUCER = "scratch2cuda nn.export"
+QDQ_FORMAT = "QDQ: int8 weights per output channel (axis 0), activations per tensor"
 
 
 def parse_args(argv=None):
@@ -36,7 +42,8 @@ def parse_args(argv=None):
         prog="python -m nn.export", description=__doc__.split("\n")[0], epilog=EPILOG
     )
     parser.add_argument("--checkpoint", type=Path, required=True,
-                        help="a checkpoint written by nn.train (e.g. runs/.../best.npz)")
+                        help="a checkpoint written by nn.train (e.g. runs/.../best.npz), or an "
+                        "int8 one written by nn.quantize (exported as a QDQ graph)")
     parser.add_argument("--out", type=Path, required=True,
                         help="the ONNX file to write (replaced if it exists)")
     return parser.parse_args(argv)
@@ -74,14 +81,21 @@ def export_model(model, meta, registry=NODE_WRITERS):
         ir_version=IR_VERSION,
         doc_string=f"{model.name} trained on {meta['data']} by scratch2cuda's nn",
     )
-    helper.set_model_props(proto, {
+    properties = {
         "model": model.name,
         "data": meta["data"],
         "loss": model.loss.name,
         "class_names": json.dumps(meta["class_names"]),
         "input_layout": INPUT_LAYOUT["image" if normalizer.is_image else "points"],
         "model_options": json.dumps(meta["model_options"]),
-    })
+    }
+    if "quantization" in meta:
+        calibration = meta["quantization"]
+        properties["quantization"] = json.dumps({
+            "format": QDQ_FORMAT, "method": calibration.get("method"),
+            "calibration": calibration.get("calibration"),
+        })  # fmt: skip
+    helper.set_model_props(proto, properties)
     onnx.checker.check_model(proto, full_check=True)
     return proto
 
@@ -116,8 +130,9 @@ def export(args):
                               f"{meta['input_shape']} does not fit model {model.name}")
     proto = export_model(model, meta)
     save_onnx(proto, args.out)
-    print(f"{model.name} ({model.parameter_count():,} parameters, {len(proto.graph.node)} nodes, "
-          f"opset {OPSET}) passed onnx.checker's full check")
+    kind = "int8 QDQ" if "quantization" in meta else f"{model.parameter_count():,} parameters"
+    print(f"{model.name} ({kind}, {len(proto.graph.node)} nodes, opset {OPSET}) passed "
+          "onnx.checker's full check")
     print(f"wrote {args.out}: input {INPUT} [N, {', '.join(map(str, model.input_shape))}], "
           f"outputs {LOGITS} and {PROBABILITIES}")
     return 0

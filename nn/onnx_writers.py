@@ -3,11 +3,15 @@
 `write_layer(graph, layer, x, path)` appends the nodes that compute `layer` on tensor `x` to
 `graph` (a GraphWriter) and returns the name of its output tensor. Node and tensor names come from
 the layer's dotted path in the model ('3', '2.body.0'), and each initializer is named as the
-checkpoint names the parameter ('3.weight'), so an error in either file names the same layer.
+checkpoint names the parameter ('3.weight', or '3.int8_weight' for an int8 layer), so an error in
+either file names the same layer.
 
-Another exporter (an int8 one writing QuantizeLinear / DequantizeLinear pairs, say) registers its
-own writers with `writes(LayerClass, registry=ITS_REGISTRY)` and reuses GraphWriter and the
-containers' walk (`write_layer(..., registry=ITS_REGISTRY)`).
+An int8 model (nn/quantized.py) holds a QuantizedLayer where the float model holds a Conv2d or a
+Linear, so the same walk writes it: its writer gives the QDQ form (QuantizeLinear and
+DequantizeLinear on the input, DequantizeLinear on the int8 weights, then the float layer's Conv or
+Gemm), which runtimes fuse into int8 kernels. Another exporter registers its own writers with
+`writes(LayerClass, registry=ITS_REGISTRY)` and reuses GraphWriter and the containers' walk
+(`write_layer(..., registry=ITS_REGISTRY)`).
 """
 
 import numpy as np
@@ -28,6 +32,7 @@ from nn.layers import (
     Sigmoid,
     Tanh,
 )
+from nn.quantized import QuantizedLayer
 
 
 class GraphWriter:
@@ -37,9 +42,9 @@ class GraphWriter:
         self.nodes = []
         self.initializers = []
 
-    def constant(self, name, array):
-        """Add float32 `array` as initializer `name`; returns the name."""
-        self.initializers.append(numpy_helper.from_array(np.asarray(array, np.float32), name))
+    def constant(self, name, array, dtype=np.float32):
+        """Add `array` as initializer `name` of `dtype` (float32 unless said); returns the name."""
+        self.initializers.append(numpy_helper.from_array(np.asarray(array, dtype), name))
         return name
 
     def node(self, op_type, inputs, path, **attributes):
@@ -101,18 +106,50 @@ def write_residual(graph, layer, x, path, registry):
     return graph.node("Add", [body, skip], path)
 
 
+def conv_node(graph, conv, inputs, path):
+    """The Conv node of Conv2d `conv` on `inputs` (x, weight, bias)."""
+    k, s, p = conv.kernel_size, conv.stride, conv.padding
+    return graph.node("Conv", inputs, path, kernel_shape=[k, k], strides=[s, s], pads=[p] * 4)
+
+
+def gemm_node(graph, linear, inputs, path):
+    """The Gemm node of a Linear on `inputs` (x, weight, bias)."""
+    # Gemm's B transposed is our weight [out, in] as it is stored: y = x @ W.T + b
+    return graph.node("Gemm", inputs, path, transB=1)
+
+
 @writes(Conv2d)
 def write_conv(graph, layer, x, path, registry):
-    k, s, p = layer.kernel_size, layer.stride, layer.padding
     inputs = [x, parameter(graph, layer, path, "weight"), parameter(graph, layer, path, "bias")]
-    return graph.node("Conv", inputs, path, kernel_shape=[k, k], strides=[s, s], pads=[p] * 4)
+    return conv_node(graph, layer, inputs, path)
 
 
 @writes(Linear)
 def write_linear(graph, layer, x, path, registry):
-    # Gemm's B transposed is our weight [out, in] as it is stored: y = x @ W.T + b
     inputs = [x, parameter(graph, layer, path, "weight"), parameter(graph, layer, path, "bias")]
-    return graph.node("Gemm", inputs, path, transB=1)
+    return gemm_node(graph, layer, inputs, path)
+
+
+@writes(QuantizedLayer)
+def write_quantized(graph, layer, x, path, registry):
+    """QDQ: x through QuantizeLinear and DequantizeLinear (per tensor: the layer's input scale and
+    int8 zero point), the int8 weights through DequantizeLinear (per output channel, axis 0, zero
+    point 0), then the float layer's Conv or Gemm with the float32 bias. The codes are the layer's
+    own; a runtime may run the product in int8 or in float on the dequantized values."""
+    host = layer.host
+    scale = graph.constant(f"{path}.input_scale", host["input_scale"])
+    zero = graph.constant(f"{path}.input_zero_point", host["input_zero_point"], np.int8)
+    codes = graph.node("QuantizeLinear", [x, scale, zero], f"{path}.input")
+    x = graph.node("DequantizeLinear", [codes, scale, zero], f"{path}.input")
+    weight = [
+        graph.constant(f"{path}.int8_weight", host["weight"], np.int8),
+        graph.constant(f"{path}.weight_scale", host["weight_scale"]),
+        graph.constant(f"{path}.weight_zero_point", np.zeros(len(host["weight_scale"])), np.int8),
+    ]
+    weight = graph.node("DequantizeLinear", weight, f"{path}.weight", axis=0)
+    bias = graph.constant(f"{path}.bias", host["bias"])
+    product = conv_node if isinstance(layer.original, Conv2d) else gemm_node
+    return product(graph, layer.original, [x, weight, bias], path)
 
 
 @writes(BatchNorm)

@@ -49,6 +49,8 @@ from nn.tensor import shape_of
 QUANTIZED_TYPES = (Linear, Conv2d)
 CHAINED_OPS = ("int8_linear_to_int8", "int8_conv2d_to_int8", "maxpool2d_int8")
 ARRAYS = ("weight", "weight_scale", "input_scale", "input_zero_point", "bias")
+DTYPES = {"weight": np.int8, "weight_scale": np.float32, "input_scale": np.float32,
+          "input_zero_point": np.int8, "bias": np.float32}  # fmt: skip
 INT8_PREFIX = "int8/"
 
 
@@ -290,10 +292,15 @@ def restore_quantized(path, arrays, model):
         weight_shape = shape_of(layer.params["weight"].value)
         shapes = {"weight": weight_shape, "weight_scale": weight_shape[:1], "input_scale": (),
                   "input_zero_point": (), "bias": weight_shape[:1]}  # fmt: skip
+        missing = [key + name for name in ARRAYS if key + name not in arrays]
+        if missing:
+            raise CheckpointError(f"checkpoint {path}: int8 layer {layer_path} lacks "
+                                  f"{', '.join(missing)}")  # fmt: skip
         values = {name: _checked(path, arrays, key + name, shapes[name]) for name in ARRAYS}
-        if values["weight"].dtype != np.int8 or values["input_zero_point"].dtype != np.int8:
-            raise CheckpointError(f"checkpoint {path}: {key}weight and {key}input_zero_point "
-                                  "must be int8")  # fmt: skip
+        for name, dtype in DTYPES.items():
+            if values[name].dtype != dtype:
+                raise CheckpointError(f"checkpoint {path}: {key}{name} holds "
+                                      f"{values[name].dtype}, not {np.dtype(dtype)}")  # fmt: skip
         if not (values["weight_scale"] > 0).all() or not values["input_scale"] > 0:
             raise CheckpointError(f"checkpoint {path}: {key}weight_scale and {key}input_scale "
                                   "must be > 0")  # fmt: skip

@@ -10,7 +10,7 @@ identity or a zero a mistake could hide behind.
 import numpy as np
 
 from nn.checkpoint import save_checkpoint
-from nn.data import Normalizer
+from nn.data import Normalizer, load_data
 from nn.layers import (
     AvgPool2d,
     BatchNorm,
@@ -28,7 +28,7 @@ from nn.layers import (
 )
 from nn.models import build_model
 from nn.network import Model
-from nn.recipes import Recipe
+from nn.recipes import Recipe, recipe_for
 
 # model kind: (data set, input shape, classes)
 MODEL_DATA = {
@@ -123,3 +123,20 @@ def random_inputs(shape, count, rng):
 def write_checkpoint(path, model, meta):
     save_checkpoint(path, model, None, meta)
     return path
+
+
+def blobs_checkpoint(path):
+    """(a float checkpoint at `path` of an MLP on the synthetic blobs, as nn.train writes one, the
+    data): untrained, as quantization and export do not care how the weights were found."""
+    import stage2_numpy
+
+    recipe = recipe_for("mlp", "blobs")
+    data = load_data("blobs", None, recipe.val_size, recipe.synthetic_size)
+    model = build_model("mlp", data.input_shape, data.num_classes, hidden=32)
+    model.build(stage2_numpy, seed=3)
+    save_checkpoint(path, model, None, {
+        "data": "blobs", "class_names": data.class_names,
+        "normalizer": data.normalizer.to_json(), "model_options": {"hidden": 32},
+        "input_shape": list(data.input_shape), "num_classes": data.num_classes,
+        "recipe": recipe.to_json()})  # fmt: skip
+    return path, data

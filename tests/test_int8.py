@@ -9,18 +9,16 @@ import re
 
 import numpy as np
 import pytest
+from onnx_cases import blobs_checkpoint
 
 import stage1_python as oracle
 from grader.builders import build_int8_conv2d, build_int8_linear, build_quantize
 from nn.backend import load_tier
-from nn.checkpoint import save_checkpoint
-from nn.data import load_data
 from nn.models import build_model
 from nn.predict import load_model
 from nn.quantize import calibrate, predictions
 from nn.quantize import main as quantize_main
 from nn.quantized import CHAINED_OPS, QuantizedLayer, quantize_model, quantized_layers
-from nn.recipes import recipe_for
 
 CASES = [
     ("quantize_int8", build_quantize, ((3, 37), -5, True)),
@@ -94,21 +92,7 @@ def test_a_sum_too_long_for_int32_is_refused(tier):
 
 @pytest.fixture(scope="module")
 def float_checkpoint(tmp_path_factory):
-    """A float checkpoint of an MLP on the synthetic blobs, as nn.train writes one (untrained:
-    quantization does not care how the weights were found)."""
-    import stage2_numpy
-
-    recipe = recipe_for("mlp", "blobs")
-    data = load_data("blobs", None, recipe.val_size, recipe.synthetic_size)
-    model = build_model("mlp", data.input_shape, data.num_classes, hidden=32)
-    model.build(stage2_numpy, seed=3)
-    path = tmp_path_factory.mktemp("int8") / "float.npz"
-    save_checkpoint(path, model, None, {
-        "data": "blobs", "class_names": data.class_names,
-        "normalizer": data.normalizer.to_json(), "model_options": {"hidden": 32},
-        "input_shape": list(data.input_shape), "num_classes": data.num_classes,
-        "recipe": recipe.to_json()})  # fmt: skip
-    return path, data
+    return blobs_checkpoint(tmp_path_factory.mktemp("int8") / "float.npz")
 
 
 @pytest.mark.parametrize("method", ["minmax", "percentile", "entropy"])

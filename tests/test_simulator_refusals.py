@@ -1,11 +1,12 @@
 """Commands that would run for hours on numba's CUDA simulator (no NVIDIA GPU) refuse at once,
-saying what to run instead: the bench (speed means nothing there), training and bench.epoch (full
+saying what to run instead: the benches (speed means nothing there), training and bench.epoch (full
 data sets through kernels imitated in Python threads)."""
 
 import pytest
 
 import grader.__main__
 from bench import epoch
+from bench import int8 as int8_bench
 from nn import train
 
 COMMANDS = {
@@ -14,6 +15,8 @@ COMMANDS = {
                               "fashion-mnist", "--epochs", "1", "--train-size", "256"],
                  5, "make train STAGE=3"),
     "bench.epoch": (epoch.main, ["--stage", "4", "--models", "lenet5"], 2, "make bench STAGE=3"),
+    "bench.int8": (int8_bench.main, ["--model", "lenet5=runs/none.npz", "--stages", "4",
+                                     "--output", "runs/never"], 5, "--stages 4 --output"),
 }  # fmt: skip
 
 
