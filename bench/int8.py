@@ -241,7 +241,8 @@ def gpu_speed_rows(name, checkpoint, int8_checkpoint, repeats, data_dir):
 def qdq_row(name, int8_checkpoint, stage, out_dir, data_dir):
     """Our int8 model's QDQ export (written beside its checkpoint) in ONNX Runtime against our
     int8 forward on stage `stage`, on the whole test split."""
-    model, meta = load_model(int8_checkpoint, load_tier(stage))
+    # unchained: the QDQ graph quantizes floats at each layer's input, as the unchained model does
+    model, meta = load_model(int8_checkpoint, load_tier(stage), chained=False)
     proto = export_model(model, meta)
     path = Path(out_dir) / f"{Path(int8_checkpoint).stem}.onnx"
     save_onnx(proto, path)

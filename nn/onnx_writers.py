@@ -32,6 +32,7 @@ from nn.layers import (
     Sigmoid,
     Tanh,
 )
+from nn.layers.fusion import MaxPoolReLU
 from nn.quantized import QuantizedLayer
 
 
@@ -77,8 +78,10 @@ def writes(*layer_classes, registry=NODE_WRITERS):
 
 
 def write_layer(graph, layer, x, path, registry=NODE_WRITERS):
-    """Write `layer` (at dotted `path` in its model) on tensor `x`; returns its output tensor."""
-    writer = registry.get(type(layer))
+    """Write `layer` (at dotted `path` in its model) on tensor `x`; returns its output tensor.
+    A layer without a writer of its own takes its nearest base class's: a chained int8 model's
+    FusedReLU and CodesMaxPool2d compute what ReLU and MaxPool2d do, on int8 codes."""
+    writer = next((registry[cls] for cls in type(layer).__mro__ if cls in registry), None)
     if writer is None:
         raise ValueError(f"layer {path} ({layer.describe()}) has no ONNX node writer")
     return writer(graph, layer, x, path, registry)
@@ -172,10 +175,16 @@ def write_pool(graph, layer, x, path, registry):
     return graph.node(op_type, [x], path, kernel_shape=[k, k], strides=[s, s])
 
 
+@writes(MaxPoolReLU)
+def write_pool_relu(graph, layer, x, path, registry):
+    # one layer of the model where the tier fuses them (nn/layers/fusion.py), two nodes here
+    return graph.node("Relu", [write_pool(graph, layer, x, path, registry)], path)
+
+
 @writes(ReLU, Tanh, Sigmoid)
 def write_activation(graph, layer, x, path, registry):
-    # A ReLU fused into the pooling before it (nn/layers/fusion.py) is still a ReLU of the model
-    op_type = {ReLU: "Relu", Tanh: "Tanh", Sigmoid: "Sigmoid"}[type(layer)]
+    op_type = next(name for cls, name in ((ReLU, "Relu"), (Tanh, "Tanh"), (Sigmoid, "Sigmoid"))
+                   if isinstance(layer, cls))  # fmt: skip
     return graph.node(op_type, [x], path)
 
 

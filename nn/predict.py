@@ -22,7 +22,7 @@ from nn.data import DATA_NAMES, Normalizer, load_data
 from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
 from nn.inference import prepare_for_inference
 from nn.models import build_model
-from nn.quantized import restore_quantized
+from nn.quantized import quantized_layers, restore_quantized
 from nn.recipes import Recipe
 from nn.setting_checks import is_int, is_number
 
@@ -44,8 +44,9 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def load_model(path, tier):
-    """(model in evaluation mode with the checkpoint's weights, the checkpoint's meta)."""
+def load_model(path, tier, chained=True):
+    """(model in evaluation mode with the checkpoint's weights, the checkpoint's meta); an int8
+    checkpoint's layers pass int8 codes to each other where they can, unless not `chained`."""
     meta, arrays = read_checkpoint(path)
     check_record(path, meta)
     try:
@@ -56,7 +57,7 @@ def load_model(path, tier):
     except ValueError as error:
         raise CheckpointError(f"checkpoint {path}: its model cannot be built: {error}") from None
     if "quantization" in meta:  # an int8 checkpoint of nn.quantize
-        restore_quantized(path, arrays, model)
+        restore_quantized(path, arrays, model, chained)
     else:
         restore(path, meta, arrays, model)
     model.eval()
@@ -129,7 +130,9 @@ def main(argv=None):
         print("\ninterrupted", file=sys.stderr)
         return INTERRUPTED
     normalized = Normalizer.from_json(meta["normalizer"])(inputs)
-    logits = prepare_for_inference(model).forward(tier.from_numpy(normalized))
+    # an int8 model runs its own int8 layers; a float one runs folded and fused (nn/inference.py)
+    runner = model if quantized_layers(model) else prepare_for_inference(model)
+    logits = runner.forward(tier.from_numpy(normalized))
     probabilities = model.loss.probabilities(tier, logits)[0]
     for rank, label in enumerate(np.argsort(-probabilities)[: args.top_k], start=1):
         print(f"{rank}. {meta['class_names'][label]:<12} {probabilities[label]:.4f}")

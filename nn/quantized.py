@@ -230,8 +230,9 @@ def replace_layer(root, path, new):
         setattr(parent, last, new)
 
 
-def quantize_model(model, input_ranges):
-    """Swap every Linear and Conv2d of built `model` for its QuantizedLayer, in place.
+def quantize_model(model, input_ranges, chained=True):
+    """Swap every Linear and Conv2d of built `model` for its QuantizedLayer, in place; `chained`:
+    int8 codes flow between the layers where they can (chain_int8), else floats do.
 
     `input_ranges` maps each layer's path (quantizable_layers) to its calibrated (low, high)."""
     for path, layer in quantizable_layers(model.net).items():
@@ -242,7 +243,8 @@ def quantize_model(model, input_ranges):
         quantized = QuantizedLayer(layer, codes, weight_scale, scale, zero, bias)
         replace_layer(model.net, path, quantized)
     model.net.layers[0].needs_input_grad = False
-    chain_int8(model.net, model.tier)
+    if chained:
+        chain_int8(model.net, model.tier)
     return model
 
 
@@ -277,7 +279,7 @@ def quantized_layers(model):
     return found
 
 
-def restore_quantized(path, arrays, model):
+def restore_quantized(path, arrays, model, chained=True):
     """Make built float `model` (built from the checkpoint's meta) the int8 model whose `arrays`
     the checkpoint at `path` holds: every name, shape and dtype checked, as
     nn.checkpoint.restore checks a float one."""
@@ -319,5 +321,6 @@ def restore_quantized(path, arrays, model):
         else:
             stored = _checked(path, arrays, f"buffer/{name}", shape_of(value))
             model.load_buffer(name, tier.from_numpy(stored))
-    chain_int8(model.net, tier)
+    if chained:
+        chain_int8(model.net, tier)
     return model

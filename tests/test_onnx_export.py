@@ -216,3 +216,21 @@ def test_a_graph_written_elsewhere_in_the_op_set_is_read(numpy_tier, tmp_path, r
         + np.float32(bias)
     np.testing.assert_allclose(logits_of(imported.model, imported.normalizer, points), expected,
                                rtol=1e-4, atol=1e-5)
+
+
+def test_a_fused_max_pool_and_relu_exports_both(numpy_tier, rng):
+    """A model whose tier fuses max-pooling and ReLU into one layer (nn/layers/fusion.py, the nvcc
+    variant) exports the same graph computations as the model before the rewrite."""
+    from nn.layers import Sequential
+    from nn.layers.fusion import MaxPoolReLU, _fused
+
+    model, meta, proto, normalizer = exported("fashion_cnn", numpy_tier)
+    sequentials = [layer for layer in [model.net, *model.net.children().values()]
+                   if isinstance(layer, Sequential)]  # fmt: skip
+    for layer in sequentials:
+        layer.layers, layer.names = _fused(layer.layers, layer.names)
+    assert any(isinstance(layer, MaxPoolReLU) for s in sequentials for layer in s.layers)
+    fused = export_model(model, meta)
+    inputs = user_inputs(random_inputs(model.input_shape, 50, rng), normalizer)
+    unfused_logits = runtime_logits(proto.SerializeToString(), inputs)
+    np.testing.assert_array_equal(runtime_logits(fused.SerializeToString(), inputs), unfused_logits)
