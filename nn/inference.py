@@ -37,6 +37,7 @@ from nn.layers import (
     Sigmoid,
     Tanh,
 )
+from nn.layers.fusion import MaxPoolReLU
 from nn.tensor import reshape, shape_of
 
 FUSED_OP = "conv2d_bias_relu_pool"
@@ -215,7 +216,7 @@ def _statistics(norm):
 
 def _steps(layers, tier):
     """The steps of a list of layers (a Sequential's), folding, dropping and fusing."""
-    layers = [layer for layer in layers if type(layer) is not Dropout]
+    layers = [part for layer in layers if type(layer) is not Dropout for part in _unfused(layer)]
     steps, index = [], 0
     while index < len(layers):
         layer = layers[index]
@@ -240,6 +241,14 @@ def _steps(layers, tier):
             steps.append(_plain_step(layer, tier))
             index += 1
     return steps
+
+
+def _unfused(layer):
+    """A training-time MaxPoolReLU (nn/layers/fusion.py) as the MaxPool2d and ReLU it stands for,
+    which the steps fuse with the convolution before them; any other layer as itself."""
+    if type(layer) is MaxPoolReLU:
+        return [MaxPool2d(layer.kernel_size, layer.stride), ReLU()]
+    return [layer]
 
 
 def _children(layer):
