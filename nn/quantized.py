@@ -224,8 +224,8 @@ def replace_layer(root, path, new):
     parent = root
     for name in parents:
         parent = parent.children()[name]
-    if hasattr(parent, "layers"):
-        parent.layers[int(last)] = new
+    if hasattr(parent, "layers"):  # by name: a fused Sequential's names skip positions
+        parent.layers[parent.names.index(last)] = new
     else:
         setattr(parent, last, new)
 

@@ -190,3 +190,18 @@ def test_chained_layers_pass_int8_codes_as_the_unchained_model_computes_them(sta
     assert found.dtype == np.float32
     assert np.sqrt(np.mean((found - want) ** 2) / np.mean(want**2)) < 0.05
     assert np.mean(found.argmax(1) == want.argmax(1)) >= 0.85
+
+
+def test_a_layer_is_replaced_by_its_name_in_a_fused_sequential():
+    """Where the tier fused a MaxPool2d and ReLU into one layer (the nvcc variant), the layers
+    after them sit one position before their names: a quantized layer goes in by name."""
+    from nn.layers import Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential
+    from nn.layers.fusion import _fused
+    from nn.quantized import replace_layer
+
+    net = Sequential(Conv2d(1, 2, 3), MaxPool2d(2, 2), ReLU(), Flatten(), Linear(8, 3))
+    net.layers, net.names = _fused(net.layers, net.names)
+    assert net.names == ["0", "1", "3", "4"]
+    marker = ReLU()
+    replace_layer(net, "4", marker)
+    assert net.children()["4"] is marker and net.layers[-1] is marker
