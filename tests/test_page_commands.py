@@ -52,7 +52,7 @@ CLASSES = [
     (r"\bpip (install|download)\b|\bapt-get\b|^make data\b|datasets fetch\b", CHECK,
      "downloads from the network (make data: the sets it does not find)"),
     (r"^make (bench|results)\b|bench_matmul|grader bench\b"
-     r"|bench\.(ops_vs_pytorch|epoch|inference)\b", CHECK,
+     r"|bench\.(ops_vs_pytorch|epoch|inference|int8)\b", CHECK,
      "benchmarks for minutes (make results also rewrites curriculum/results/)"),
     (r"^make portability\b", CHECK, "the whole suite on three C builds at two thread counts"),
     (r"^make asan\b", CHECK, "rebuilds the C tier every other test loads, with ASan, for minutes"),
@@ -63,7 +63,8 @@ CLASSES = [
      "deletes the build outputs the other tests load (test_makefile runs it in a copy)"),
     (r"^make test\b|-m pytest\b|^pytest\b", CHECK,
      "runs the test suite from inside it; test_weeks.py checks each -m weekNN a page cites"),
-    (r"-m (nn\.(predict|evaluate|export|import_onnx)|bench\.onnx_parity)\b|^make export\b", CHECK,
+    (r"-m (nn\.(predict|evaluate|export|import_onnx|quantize)|bench\.onnx_parity)\b|^make export\b",
+     CHECK,
      "needs a checkpoint trained by make train (runs/...), or its export"),
     (r"^\$EDITOR\b|^git\b|-m cProfile\b|^jupyter\b", CHECK,
      "an editor, git, a profiler or Jupyter (interactive): the files it names are checked"),
