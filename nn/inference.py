@@ -49,9 +49,11 @@ def fold_batchnorm(weight, bias, gamma, beta, mean, var, eps):
     weight [K, ...] (a conv's [K, C, R, S] or a linear layer's [K, I]) and every other array [K],
     as NumPy arrays; computed and returned in float64 (the tier's from_numpy rounds them once).
     """
+    # BEGIN SOLUTION week 19, task fold_batchnorm
     scale = np.asarray(gamma, np.float64) / np.sqrt(np.asarray(var, np.float64) + eps)
     folded_weight = np.asarray(weight, np.float64) * scale.reshape(-1, *[1] * (weight.ndim - 1))
     folded_bias = (np.asarray(bias, np.float64) - mean) * scale + beta
+    # END SOLUTION
     return folded_weight, folded_bias
 
 

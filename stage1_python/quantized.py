@@ -22,7 +22,7 @@ INT8_MIN, INT8_MAX = -128, 127
 def _code(ratio, zero_point, low=INT8_MIN):
     """The int8 code of a value over its scale: rounded half to even, plus zero_point, clamped to
     [low, 127]; a NaN is zero_point."""
-    # BEGIN SOLUTION week 18, task quantize_int8
+    # BEGIN SOLUTION week 19, task quantize_int8
     if ratio != ratio:  # NaN
         return max(zero_point, low)
     ratio = min(max(ratio, -256.0), 256.0)  # beyond any code: clamped below, and round() works
@@ -48,7 +48,7 @@ def quantize_int8(x, scale, zero_point):
 def _rows_times_weights(rows, x_zero, w, scale, b):
     """[scale[m] * sum_k (row[k] - x_zero) * w[m][k] + b[m] for m] for each row: the int8 GEMM
     with its float rescaling, on Python ints."""
-    # BEGIN SOLUTION week 18, task int8_linear
+    # BEGIN SOLUTION week 19, task int8_linear
     out = []
     for row in rows:
         centred = [value - x_zero for value in row]
@@ -82,7 +82,7 @@ def int8_conv2d(x, x_zero, w, scale, b, stride=1, padding=0):
     )
     _, _, h, width = tensor_shape(x)
     _, _, r, s = tensor_shape(w)
-    # BEGIN SOLUTION week 18, task int8_conv2d
+    # BEGIN SOLUTION week 19, task int8_conv2d
     w_rows = [[q for plane in filt for line in plane for q in line] for filt in w]
     out = []
     for image in x:
@@ -108,7 +108,7 @@ def int8_conv2d(x, x_zero, w, scale, b, stride=1, padding=0):
 def _requantized(y, y_zero, relu):
     """The int8 codes of floats y under scale 1 and zero point y_zero, none below y_zero (the
     code of 0.0) with relu."""
-    # BEGIN SOLUTION week 18, task int8_linear_to_int8
+    # BEGIN SOLUTION week 19, task int8_linear_to_int8
     low = y_zero if relu else INT8_MIN
     return _codes(y, lambda value: _code(value, y_zero, low))
     # END SOLUTION
@@ -139,7 +139,7 @@ def maxpool2d_int8(x, k, stride):
     code of the largest value, so pooling needs no float. No argmax: inference only.
     """
     x, k, stride, oh, ow = checks.maxpool2d_int8(x, k, stride)
-    # BEGIN SOLUTION week 18, task maxpool2d_int8
+    # BEGIN SOLUTION week 19, task maxpool2d_int8
     return [[[[max(plane[oy * stride + i][ox * stride + j] for i in range(k) for j in range(k))
                for ox in range(ow)] for oy in range(oh)] for plane in image]
             for image in x]  # fmt: skip

@@ -25,7 +25,7 @@ def quantize_int8(x, scale, zero_point):
 
 def codes_of(ratio, zero_point, low=-128):
     """int8 clamp(rint(ratio) + zero_point, low, 127), NaN -> zero_point (clamped to low)."""
-    # BEGIN SOLUTION week 18, task quantize_int8
+    # BEGIN SOLUTION week 19, task quantize_int8
     codes = np.rint(np.clip(ratio, -256.0, 256.0))  # clip keeps NaN
     codes[np.isnan(codes)] = 0.0
     return np.clip(codes + zero_point, low, 127).astype(np.int8)
@@ -34,7 +34,7 @@ def codes_of(ratio, zero_point, low=-128):
 
 def int8_gemm(rows, x_zero, w, scale, b):
     """rows [P, K] int8 codes, w [M, K] int8 -> y [P, M] float32 (the int8 GEMM + rescaling)."""
-    # BEGIN SOLUTION week 18, task int8_linear
+    # BEGIN SOLUTION week 19, task int8_linear
     centred = rows.astype(np.int32) - np.int32(x_zero)  # int8 - int8 needs 9 bits
     acc = centred @ w.astype(np.int32).T  # int32 sums: NumPy's loop, no BLAS
     return acc.astype(np.float32) * scale + b
@@ -54,7 +54,7 @@ def int8_conv2d(x, x_zero, w, scale, b, stride=1, padding=0):
     x, x_zero, w, scale, b, stride, padding, oh, ow = checks.int8_conv2d(
         x, x_zero, w, scale, b, stride, padding
     )
-    # BEGIN SOLUTION week 18, task int8_conv2d
+    # BEGIN SOLUTION week 19, task int8_conv2d
     n, c, h, width = x.shape
     m, _, r, s = w.shape
     padded = np.full((n, c, h + 2 * padding, width + 2 * padding), x_zero, dtype=np.int8)
@@ -72,7 +72,7 @@ def int8_linear_to_int8(x, x_zero, w, scale, b, y_zero, relu=False):
     x, x_zero, w, scale, b, y_zero, relu = checks.int8_linear_to_int8(
         x, x_zero, w, scale, b, y_zero, relu
     )
-    # BEGIN SOLUTION week 18, task int8_linear_to_int8
+    # BEGIN SOLUTION week 19, task int8_linear_to_int8
     return codes_of(int8_gemm(x, x_zero, w, scale, b), y_zero, y_zero if relu else -128)
     # END SOLUTION
 
@@ -82,7 +82,7 @@ def int8_conv2d_to_int8(x, x_zero, w, scale, b, y_zero, stride=1, padding=0, rel
     x, x_zero, w, scale, b, y_zero, stride, padding, relu, _, _ = checks.int8_conv2d_to_int8(
         x, x_zero, w, scale, b, y_zero, stride, padding, relu
     )
-    # BEGIN SOLUTION week 18, task int8_conv2d_to_int8
+    # BEGIN SOLUTION week 19, task int8_conv2d_to_int8
     y = int8_conv2d(x, x_zero, w, scale, b, stride, padding)
     return codes_of(y, y_zero, y_zero if relu else -128)
     # END SOLUTION
@@ -92,7 +92,7 @@ def maxpool2d_int8(x, k, stride):
     """q [N, C, OH, OW] int8: the largest code of each k x k window (codes keep their values'
     order, so no float is needed); no argmax (inference)."""
     x, k, stride, oh, ow = checks.maxpool2d_int8(x, k, stride)
-    # BEGIN SOLUTION week 18, task maxpool2d_int8
+    # BEGIN SOLUTION week 19, task maxpool2d_int8
     windows = sliding_window_view(x, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
     return np.ascontiguousarray(windows.max(axis=(4, 5)))
     # END SOLUTION

@@ -70,6 +70,12 @@ EXERCISES = {
     "s2c_batchnorm_backward": (13, "batchnorm_backward", "norm.c"),
     "s2c_dropout_forward": (13, "dropout_forward", "dropout.c"),
     "s2c_dropout_backward": (13, "dropout_backward", "dropout.c"),
+    "s2c_quantize_int8": (19, "quantize_int8", "int8.c"),
+    "s2c_int8_linear": (19, "int8_linear", "int8.c"),
+    "s2c_int8_linear_to_int8": (19, "int8_linear_to_int8", "int8.c"),
+    "s2c_int8_conv2d": (19, "int8_conv2d", "int8.c"),
+    "s2c_int8_conv2d_to_int8": (19, "int8_conv2d_to_int8", "int8.c"),
+    "s2c_maxpool2d_int8": (19, "maxpool2d_int8", "int8.c"),
 }
 
 # The status codes of csrc/s2c.h (the same numbers as lib.S2C_OK and friends, which exist only

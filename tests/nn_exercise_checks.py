@@ -496,6 +496,66 @@ def check_batchnorm(rng):
           layer.forward(x), as_numpy(y))
 
 
+
+# -- week 19: deployment ---------------------------------------------------------------------------
+def check_fold_batchnorm(rng):
+    from nn.inference import fold_batchnorm
+
+    eps = 1e-3
+    gamma, beta, mean = (rng.standard_normal(4) for _ in range(3))
+    var = rng.uniform(0.1, 2.0, 4)
+    for what, weight, x in [
+        ("a linear layer's weight [4, 5]", rng.standard_normal((4, 5)),
+         rng.standard_normal((6, 5))),
+        ("a conv's weight [4, 2, 3, 3]", rng.standard_normal((4, 2, 3, 3)),
+         rng.standard_normal((6, 2, 3, 3))),  # six receptive fields, each one output pixel
+    ]:  # fmt: skip
+        bias = rng.standard_normal(4)
+        folded_weight, folded_bias = fold_batchnorm(weight, bias, gamma, beta, mean, var, eps)
+        expect(np.asarray(folded_weight).dtype == np.float64 == np.asarray(folded_bias).dtype,
+               "fold_batchnorm: the folded weight and bias in float64 (the tier rounds them once)")
+        layer = np.einsum("nf,kf->nk", x.reshape(6, -1), weight.reshape(4, -1)) + bias
+        expected = gamma * (layer - mean) / np.sqrt(var + eps) + beta  # BatchNorm in evaluation
+        folded = np.einsum("nf,kf->nk", x.reshape(6, -1),
+                           np.asarray(folded_weight).reshape(4, -1)) + folded_bias
+        close(f"fold_batchnorm of {what}: the folded layer's output against batchnorm(layer(x)) "
+              f"(each output channel k scaled by gamma[k] / sqrt(var[k] + eps))", folded, expected)
+
+
+def check_conv_node(rng):
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    from nn.onnx_writers import GraphWriter, write_layer
+
+    layer = built(Conv2d(2, 3, 3, stride=2, padding=1), (2, 7, 7))
+    graph = GraphWriter()
+    y = write_layer(graph, layer, "x", "conv")
+    nodes = [node.op_type for node in graph.nodes]
+    expect(nodes == ["Conv"], f"conv_node: one Conv node, got {nodes}")
+    x = rng.standard_normal((3, 2, 7, 7)).astype(np.float32)
+    weight, bias = layer.params["weight"].value, layer.params["bias"].value
+    expected = as_numpy(TIER.conv2d_forward(native(x), weight, bias, 2, 1))
+    value = onnx.helper.make_tensor_value_info
+    model = onnx.helper.make_model(
+        onnx.helper.make_graph(graph.nodes, "conv", [value("x", onnx.TensorProto.FLOAT, x.shape)],
+                               [value(y, onnx.TensorProto.FLOAT, expected.shape)],
+                               graph.initializers),
+        opset_imports=[onnx.helper.make_opsetid("", 17)],
+    )
+    onnx.checker.check_model(model)
+    try:
+        (found,) = ReferenceEvaluator(model).run(None, {"x": x})
+    except Exception as error:  # a malformed attribute: say which node, not the evaluator's line
+        message = "conv_node: ONNX's reference evaluator cannot run the Conv node "
+        message += f"({type(error).__name__}: {error}); pads must hold four values"
+        raise CheckFailed(message) from None
+    close("conv_node: the Conv node's output (ONNX's reference evaluator) against the layer's "
+          "conv2d_forward with stride 2 and padding 1 (kernel_shape, strides, pads on all four "
+          "sides, weight and bias as initializers)",
+          found, expected)
+
+
 # -- week 9: train, on the learner's tiers -------------------------------------------------------
 def train(impl, stage, *flags):
     """nn.train on `stage` (IMPL's tier when it holds it); returns (status, output, run folder)."""
@@ -576,6 +636,8 @@ CHECKS = {  # name: (week, the tasks it grades, function, what it takes: "" / "r
     "train_lenet5": (9, None, check_train_lenet5, "impl"),
     "residual": (10, ["Residual.forward", "Residual.backward"], check_residual, ""),
     "batchnorm": (10, ["BatchNorm.forward", "BatchNorm.backward"], check_batchnorm, ""),
+    "fold_batchnorm": (19, ["fold_batchnorm"], check_fold_batchnorm, ""),
+    "conv_node": (19, ["conv_node"], check_conv_node, ""),
 }
 
 

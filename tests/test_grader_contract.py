@@ -111,8 +111,11 @@ def test_a_module_missing_from_a_tier_names_it(tmp_path):
 def test_weeks_cover_every_group_of_every_stage():
     for stage, weeks in WEEKS.items():
         assert set(weeks) == set(GROUPS), stage
-    deployment = [name for name in OPS if week_of(2, name) == 18]  # int8 inference
+    deployment = ops_for_week(2, 19)  # int8 inference
+    assert deployment and all(OPS[name].group == "quantization" for name in deployment)
     assert sorted(ops_for_week(2, 7) + ops_for_week(2, 8) + deployment) == sorted(OPS)
+    # the capstone grades every op taught before it, not week 19's
+    assert sorted(ops_for_week(2, 18)) == sorted(set(OPS) - set(deployment))
     assert ops_for_week(1, 1) == ["matmul", "transpose", "add", "mul", "scale", "sum_rows"]
     assert week_of(4, "matmul") == 15 and week_of(4, "add") == 14
     assert ops_for_week(2, 9) == []

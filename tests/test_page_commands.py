@@ -52,7 +52,7 @@ CLASSES = [
     (r"\bpip (install|download)\b|\bapt-get\b|^make data\b|datasets fetch\b", CHECK,
      "downloads from the network (make data: the sets it does not find)"),
     (r"^make (bench|results)\b|bench_matmul|grader bench\b"
-     r"|bench\.(ops_vs_pytorch|epoch|inference)\b", CHECK,
+     r"|bench\.(ops_vs_pytorch|epoch|inference|int8)\b", CHECK,
      "benchmarks for minutes (make results also rewrites curriculum/results/)"),
     (r"^make portability\b", CHECK, "the whole suite on three C builds at two thread counts"),
     (r"^make asan\b", CHECK, "rebuilds the C tier every other test loads, with ASan, for minutes"),

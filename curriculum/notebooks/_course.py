@@ -41,10 +41,12 @@ def grader_records():
 
 
 def machine_name(machine):
-    """How a record's machine is named in titles: its GPU when it has one, else its CPU."""
+    """How a record's machine is named in titles: its GPU when it has one, else its CPU (a
+    grader record names them cpu and cores, a benchmark's processor and cpu_count)."""
     if machine.get("gpu"):
         return machine["gpu"]
-    return f"{machine.get('cpu') or 'unknown CPU'}, {machine.get('cores')} cores"
+    cpu = machine.get("cpu") or machine.get("processor") or "unknown CPU"
+    return f"{cpu}, {machine.get('cores') or machine.get('cpu_count')} cores"
 
 
 def speed_rows(records):

@@ -78,9 +78,11 @@ static inline int8_t code_of(float ratio, int zero, int low)
 int s2c_quantize_int8(const float *x, int8_t *q, int64_t size, float scale, int zero_point)
 {
     S2C_REQUIRE(size >= 1 && scale > 0.0f && zero_point >= -128 && zero_point <= 127);
+    /* BEGIN SOLUTION week 19, task quantize_int8 */
     #pragma omp parallel for num_threads(s2c_get_num_threads()) if (size >= S2C_PARALLEL_MIN)
     for (int64_t i = 0; i < size; i++)
         q[i] = code_of(x[i] / scale, zero_point, -128);
+    /* END SOLUTION */
     return S2C_OK;
 }
 
@@ -188,9 +190,11 @@ static inline void write_row(const struct output *out, int64_t i, int64_t j0, in
 
 /* ---- the rungs: rows [rows][k4] of u8, packed weights, one tile of rows x all channels ---- */
 
-static void tile_scalar(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
-                        const int8_t *packed, int64_t nb, const struct output *out)
+/* Each rung returns S2C_OK (S2C_NOT_IMPLEMENTED while it is an exercise stub). */
+static int tile_scalar(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
+                       const int8_t *packed, int64_t nb, const struct output *out)
 {
+    /* BEGIN SOLUTION week 19, task int8_gemm_scalar */
     for (int64_t r = 0; r < rows; r++) {
         const uint8_t *row = u + (first + r) * k4;
         for (int64_t j = 0; j < out->m; j++) {
@@ -201,6 +205,8 @@ static void tile_scalar(const uint8_t *u, int64_t first, int64_t rows, int64_t k
             write_row(out, first + r, j, 1, &acc);
         }
     }
+    /* END SOLUTION */
+    return S2C_OK;
 }
 
 /* The four bytes of a row at p as one int32, to broadcast. */
@@ -224,10 +230,11 @@ static inline __m512i codes_avx512(__m512 v, const struct output *out)
     return _mm512_min_epi32(code, _mm512_set1_epi32(127));
 }
 
-__attribute__((always_inline)) static inline void
+__attribute__((always_inline)) static inline int
 rows_avx512_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4,
                  const int8_t *packed, const struct output *out)
 {
+    /* BEGIN SOLUTION week 19, task int8_gemm_avx512_vnni */
     for (int64_t j0 = 0; j0 < out->m; j0 += 16) {
         const int8_t *block = packed + j0 * k4;
         __m512i acc[ROWS_PER_TILE];
@@ -288,16 +295,19 @@ rows_avx512_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4,
             }
         }
     }
+    /* END SOLUTION */
+    return S2C_OK;
 }
 
-static void tile_avx512_vnni(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
-                             const int8_t *packed, const struct output *out)
+static int tile_avx512_vnni(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
+                            const int8_t *packed, const struct output *out)
 {
     if (rows == ROWS_PER_TILE)
-        rows_avx512_vnni(u, first, ROWS_PER_TILE, k4, packed, out);
-    else
-        for (int64_t r = 0; r < rows; r++)
-            rows_avx512_vnni(u, first + r, 1, k4, packed, out);
+        return rows_avx512_vnni(u, first, ROWS_PER_TILE, k4, packed, out);
+    int status = S2C_OK;
+    for (int64_t r = 0; r < rows && status == S2C_OK; r++)
+        status = rows_avx512_vnni(u, first + r, 1, k4, packed, out);
+    return status;
 }
 
 /* A convolution with a short K (a first layer: C*R*S = 9 or 25) turned around: 16 neighbouring
@@ -306,9 +316,10 @@ static void tile_avx512_vnni(const uint8_t *u, int64_t first, int64_t rows, int6
  * than on the products; here a channel's 16 results are already one contiguous store into its
  * plane. Each group of four codes of the 16 pixels' rows is gathered once (the rows are k4 bytes
  * apart) and meets every channel's four weights, broadcast. */
-static void pixel_tile_avx512_vnni(const uint8_t *u, int64_t first, int count, int64_t k4,
-                                   const int8_t *packed, const struct output *out)
+static int pixel_tile_avx512_vnni(const uint8_t *u, int64_t first, int count, int64_t k4,
+                                  const int8_t *packed, const struct output *out)
 {
+    /* BEGIN SOLUTION week 19, task int8_gemm_avx512_vnni */
     uint32_t fields[PIXEL_K4_MAX / 4][16]; /* group g of the 16 pixels' rows */
     const __mmask16 valid = (__mmask16)((1u << count) - 1);
     const __m512i rows = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
@@ -346,14 +357,17 @@ static void pixel_tile_avx512_vnni(const uint8_t *u, int64_t first, int count, i
                 _mm512_mask_storeu_ps(out->y + at, valid, y);
         }
     }
+    /* END SOLUTION */
+    return S2C_OK;
 }
 #endif
 
 #ifdef S2C_INT8_AVX_VNNI
-__attribute__((always_inline)) static inline void
+__attribute__((always_inline)) static inline int
 rows_avx_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4, const int8_t *packed,
               const struct output *out)
 {
+    /* BEGIN SOLUTION week 19, task int8_gemm_avx_vnni */
     for (int64_t j0 = 0; j0 < out->m; j0 += 8) {
         const int8_t *block = packed + j0 * k4;
         __m256i acc[HALF_TILE];
@@ -373,17 +387,23 @@ rows_avx_vnni(const uint8_t *u, int64_t first, const int rows, int64_t k4, const
             write_row(out, first + r, j0, channels, sums);
         }
     }
+    /* END SOLUTION */
+    return S2C_OK;
 }
 
-static void tile_avx_vnni(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
-                          const int8_t *packed, const struct output *out)
+static int tile_avx_vnni(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
+                         const int8_t *packed, const struct output *out)
 {
+    int status = S2C_OK;
     if (rows == ROWS_PER_TILE) {
-        rows_avx_vnni(u, first, HALF_TILE, k4, packed, out);
-        rows_avx_vnni(u, first + HALF_TILE, HALF_TILE, k4, packed, out);
-    } else
-        for (int64_t r = 0; r < rows; r++)
-            rows_avx_vnni(u, first + r, 1, k4, packed, out);
+        status = rows_avx_vnni(u, first, HALF_TILE, k4, packed, out);
+        if (status == S2C_OK)
+            status = rows_avx_vnni(u, first + HALF_TILE, HALF_TILE, k4, packed, out);
+        return status;
+    }
+    for (int64_t r = 0; r < rows && status == S2C_OK; r++)
+        status = rows_avx_vnni(u, first + r, 1, k4, packed, out);
+    return status;
 }
 #endif
 
@@ -391,10 +411,11 @@ static void tile_avx_vnni(const uint8_t *u, int64_t first, int64_t rows, int64_t
 /* Eight channels x four k of packed weights (32 bytes) widened to int16: channels 0-3 in `low`,
  * 4-7 in `high`. vpmaddwd of a row's four u8 (widened, repeated) with them sums each pair of
  * products into an int32: lanes (2c, 2c + 1) hold channel c's two halves until the end. */
-__attribute__((always_inline)) static inline void
+__attribute__((always_inline)) static inline int
 rows_avx2(const uint8_t *u, int64_t first, const int rows, int64_t k4, const int8_t *packed,
           const struct output *out)
 {
+    /* BEGIN SOLUTION week 19, task int8_gemm_avx2 */
     for (int64_t j0 = 0; j0 < out->m; j0 += 8) {
         const int8_t *block = packed + j0 * k4;
         __m256i low_acc[HALF_TILE], high_acc[HALF_TILE];
@@ -421,76 +442,94 @@ rows_avx2(const uint8_t *u, int64_t first, const int rows, int64_t k4, const int
             write_row(out, first + r, j0, channels, sums);
         }
     }
+    /* END SOLUTION */
+    return S2C_OK;
 }
 
-static void tile_avx2(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
-                      const int8_t *packed, const struct output *out)
+static int tile_avx2(const uint8_t *u, int64_t first, int64_t rows, int64_t k4,
+                     const int8_t *packed, const struct output *out)
 {
+    int status = S2C_OK;
     if (rows == ROWS_PER_TILE) {
-        rows_avx2(u, first, HALF_TILE, k4, packed, out);
-        rows_avx2(u, first + HALF_TILE, HALF_TILE, k4, packed, out);
-    } else
-        for (int64_t r = 0; r < rows; r++)
-            rows_avx2(u, first + r, 1, k4, packed, out);
+        status = rows_avx2(u, first, HALF_TILE, k4, packed, out);
+        if (status == S2C_OK)
+            status = rows_avx2(u, first + HALF_TILE, HALF_TILE, k4, packed, out);
+        return status;
+    }
+    for (int64_t r = 0; r < rows && status == S2C_OK; r++)
+        status = rows_avx2(u, first + r, 1, k4, packed, out);
+    return status;
 }
 #endif
 
 /* With AVX-512 VNNI, a convolution of short K runs as tiles of 16 pixels of one image (the last
- * tile of an image shorter). Returns whether it did. */
+ * tile of an image shorter). Returns whether it did; *status is the tiles' (S2C_OK: 0, so the
+ * largest is a failure if any failed). */
 static int pixel_tiles(int kernel, const uint8_t *u, int64_t rows, int64_t k4,
-                       const int8_t *packed, const struct output *out)
+                       const int8_t *packed, const struct output *out, int *status)
 {
 #ifdef S2C_INT8_AVX512_VNNI
     if (kernel != KERNEL_AVX512_VNNI || out->group == 1 || k4 > PIXEL_K4_MAX)
         return 0;
     const int64_t per_image = (out->group + 15) / 16, tiles = rows / out->group * per_image;
     const int parallel = rows * k4 * out->m >= INT8_PARALLEL_MIN;
-    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (parallel) schedule(static)
+    int worst = S2C_OK;
+    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (parallel) schedule(static) \
+        reduction(max : worst)
     for (int64_t t = 0; t < tiles; t++) {
         const int64_t image = t / per_image, pixel = t % per_image * 16;
-        pixel_tile_avx512_vnni(u, image * out->group + pixel,
-                               (int)s2c_min(16, out->group - pixel), k4, packed, out);
+        const int tile = pixel_tile_avx512_vnni(u, image * out->group + pixel,
+                                                (int)s2c_min(16, out->group - pixel), k4, packed,
+                                                out);
+        worst = tile > worst ? tile : worst;
     }
+    *status = worst;
     return 1;
 #else
-    (void)kernel, (void)u, (void)rows, (void)k4, (void)packed, (void)out;
+    (void)kernel, (void)u, (void)rows, (void)k4, (void)packed, (void)out, (void)status;
     return 0;
 #endif
 }
 
-/* Every tile of rows of u [rows][k4] times the packed weights, with `kernel`'s rung. */
-static void gemm_tiles(int kernel, const uint8_t *u, int64_t rows, int64_t k4,
-                       const int8_t *packed, const struct output *out)
+/* Every tile of rows of u [rows][k4] times the packed weights, with `kernel`'s rung; returns
+ * S2C_OK, or the largest status a tile returned. */
+static int gemm_tiles(int kernel, const uint8_t *u, int64_t rows, int64_t k4,
+                      const int8_t *packed, const struct output *out)
 {
-    if (pixel_tiles(kernel, u, rows, k4, packed, out))
-        return;
+    int worst = S2C_OK;
+    if (pixel_tiles(kernel, u, rows, k4, packed, out, &worst))
+        return worst;
     const int64_t tiles = (rows + ROWS_PER_TILE - 1) / ROWS_PER_TILE;
     const int64_t nb = block_channels(kernel);
     const int parallel = rows * k4 * out->m >= INT8_PARALLEL_MIN;
-    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (parallel) schedule(static)
+    #pragma omp parallel for num_threads(s2c_get_num_threads()) if (parallel) schedule(static) \
+        reduction(max : worst)
     for (int64_t t = 0; t < tiles; t++) {
         const int64_t first = t * ROWS_PER_TILE;
         const int64_t count = s2c_min(ROWS_PER_TILE, rows - first);
+        int tile;
         switch (kernel) {
 #ifdef S2C_INT8_AVX512_VNNI
         case KERNEL_AVX512_VNNI:
-            tile_avx512_vnni(u, first, count, k4, packed, out);
+            tile = tile_avx512_vnni(u, first, count, k4, packed, out);
             break;
 #endif
 #ifdef S2C_INT8_AVX_VNNI
         case KERNEL_AVX_VNNI:
-            tile_avx_vnni(u, first, count, k4, packed, out);
+            tile = tile_avx_vnni(u, first, count, k4, packed, out);
             break;
 #endif
 #ifdef S2C_INT8_AVX2
         case KERNEL_AVX2:
-            tile_avx2(u, first, count, k4, packed, out);
+            tile = tile_avx2(u, first, count, k4, packed, out);
             break;
 #endif
         default:
-            tile_scalar(u, first, count, k4, packed, nb, out);
+            tile = tile_scalar(u, first, count, k4, packed, nb, out);
         }
+        worst = tile > worst ? tile : worst;
     }
+    return worst;
 }
 
 static void *alloc_bytes(size_t count)
@@ -514,8 +553,7 @@ static int int8_gemm(int kernel, uint8_t *u, int64_t rows, int64_t k, int64_t k4
         pack_weights(w, packed, out->m, k, k4, nb);
         zero_corrections(w, correction, out->m, k, x_zero);
         out->correction = correction;
-        gemm_tiles(kernel, u, rows, k4, packed, out);
-        status = S2C_OK;
+        status = gemm_tiles(kernel, u, rows, k4, packed, out);
     }
     free(u);
     free(packed);
@@ -559,8 +597,10 @@ static int linear(const int8_t *x, int x_zero, const int8_t *w, int64_t n, int64
 int s2c_int8_linear(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
                     const float *b, float *y, int64_t n, int64_t k, int64_t m, int kernel)
 {
+    /* BEGIN SOLUTION week 19, task int8_linear */
     struct output out = floats(y, m, 1, scale, b);
     return linear(x, x_zero, w, n, k, kernel, &out);
+    /* END SOLUTION */
 }
 
 int s2c_int8_linear_to_int8(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
@@ -568,8 +608,10 @@ int s2c_int8_linear_to_int8(const int8_t *x, int x_zero, const int8_t *w, const 
                             int64_t m, int kernel)
 {
     S2C_REQUIRE(y_zero >= -128 && y_zero <= 127);
+    /* BEGIN SOLUTION week 19, task int8_linear_to_int8 */
     struct output out = codes(q, y_zero, relu, m, 1, scale, b);
     return linear(x, x_zero, w, n, k, kernel, &out);
+    /* END SOLUTION */
 }
 
 /* dst[0 .. s-1] = src[0 .. s-1]; a constant length for the usual kernel widths lets the compiler
@@ -638,9 +680,11 @@ int s2c_int8_conv2d(const int8_t *x, int x_zero, const int8_t *w, const float *s
                     const float *b, float *y, int64_t n, int64_t c, int64_t h, int64_t width,
                     int64_t m, int64_t r, int64_t s, int64_t stride, int64_t padding, int kernel)
 {
+    /* BEGIN SOLUTION week 19, task int8_conv2d */
     struct output out = floats(y, m, s2c_out_size(h, r, stride, padding) *
                                s2c_out_size(width, s, stride, padding), scale, b);
     return conv2d(x, x_zero, w, n, c, h, width, r, s, stride, padding, kernel, &out);
+    /* END SOLUTION */
 }
 
 int s2c_int8_conv2d_to_int8(const int8_t *x, int x_zero, const int8_t *w, const float *scale,
@@ -649,9 +693,11 @@ int s2c_int8_conv2d_to_int8(const int8_t *x, int x_zero, const int8_t *w, const 
                             int64_t stride, int64_t padding, int kernel)
 {
     S2C_REQUIRE(y_zero >= -128 && y_zero <= 127);
+    /* BEGIN SOLUTION week 19, task int8_conv2d_to_int8 */
     struct output out = codes(q, y_zero, relu, m, s2c_out_size(h, r, stride, padding) *
                               s2c_out_size(width, s, stride, padding), scale, b);
     return conv2d(x, x_zero, w, n, c, h, width, r, s, stride, padding, kernel, &out);
+    /* END SOLUTION */
 }
 
 /* Max-pooling of int8 codes: x [planes, h, w] -> y [planes, oh, ow], no padding. A code's order
@@ -661,6 +707,7 @@ int s2c_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, in
                        int64_t k, int64_t stride)
 {
     S2C_REQUIRE(planes >= 1 && h >= 1 && w >= 1 && k >= 1 && stride >= 1 && k <= h && k <= w);
+    /* BEGIN SOLUTION week 19, task maxpool2d_int8 */
     const int64_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
     if (k == 2 && stride == 2) { /* the networks' pooling, 32 windows a step where AVX-512 runs */
 #ifdef S2C_INT8_AVX512_VNNI
@@ -710,5 +757,6 @@ int s2c_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, in
                         row[ox] = line[ox * stride + j] > row[ox] ? line[ox * stride + j] : row[ox];
             }
         }
+    /* END SOLUTION */
     return S2C_OK;
 }

@@ -233,7 +233,7 @@ int s2c_cuda_graph_launch(void *graph_exec);
 int s2c_cuda_graph_destroy(void *graph_exec);
 int s2c_cuda_copy(void *destination, const void *source, int64_t bytes);
 
-/* int8/: int8 inference (week 18). quantize_int8: q = clamp(round_half_even(x / scale) + zero,
+/* int8/: int8 inference (week 19). quantize_int8: q = clamp(round_half_even(x / scale) + zero,
  * -128, 127). int8_linear x [n, k], w [m, k] -> y [n, m] and int8_conv2d x [n, c, h, width],
  * w [m, c, r, s] -> y [n, m, oh, ow]: y = scale[j] * sum (x - x_zero) * w[j] + b[j], the sum in
  * int32. Scratch: rows [rows, k32] int8 (rows = n, or n * oh * ow; k32 = k, or c * r * s, rounded

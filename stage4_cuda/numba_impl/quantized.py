@@ -1,4 +1,4 @@
-"""INT8 inference in numba.cuda (week 18): quantization, and the int8 GEMM with int32 sums.
+"""INT8 inference in numba.cuda (week 19): quantization, and the int8 GEMM with int32 sums.
 
 The math is stage 1's (stage1_python/quantized.py). What numba cannot do here: it has no
 `__dp4a` (four int8 products a instruction) and no inline PTX, so neither the dp4a rung nor the
@@ -24,7 +24,7 @@ ROUNDING_SHIFT = np.float32(12582912.0)  # 1.5 * 2^23: adding it rounds to an in
 def _code(ratio, zero_point, low):
     """The int8 code of a value over its scale: rounded half to even, plus zero_point, clamped to
     [low, 127]; NaN is zero_point."""
-    # BEGIN SOLUTION week 18, task quantize_int8
+    # BEGIN SOLUTION week 19, task quantize_int8
     ratio = float32(ratio)
     ratio = float32(256.0) if ratio > 256.0 else ratio
     ratio = float32(-256.0) if ratio < -256.0 else ratio
@@ -36,7 +36,7 @@ def _code(ratio, zero_point, low):
 
 @cuda.jit
 def _quantize(x, q, scale, zero_point):
-    # BEGIN SOLUTION week 18, task quantize_int8
+    # BEGIN SOLUTION week 19, task quantize_int8
     i = cuda.grid(1)
     if i < x.size:
         q[i] = _code(x[i] / scale, zero_point, -128)
@@ -57,7 +57,7 @@ def _int8_linear(x, x_zero, w, scale, b, y, codes, y_zero, low):
     """y[i, j] = scale[j] * sum_k (x[i, k] - x_zero) * w[j, k] + b[j] (with `codes`, its int8
     code: zero point y_zero, none below low): a TILE x TILE block of outputs, the codes staged
     TILE columns at a time in shared memory as int32."""
-    # BEGIN SOLUTION week 18, task int8_linear
+    # BEGIN SOLUTION week 19, task int8_linear
     rows = cuda.shared.array((TILE, TILE), np.int32)
     weights = cuda.shared.array((TILE, TILE), np.int32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
@@ -97,7 +97,7 @@ def _int8_conv2d(x, x_zero, w, scale, b, stride, padding, y, codes, y_zero, low)
     """One thread an output y[image, j, oy, ox] (with `codes`, its int8 code as _int8_linear's):
     its receptive field read in place (an implicit im2col), x_zero where the window leaves the
     image."""
-    # BEGIN SOLUTION week 18, task int8_conv2d
+    # BEGIN SOLUTION week 19, task int8_conv2d
     at = cuda.grid(1)
     _, c, h, width = x.shape
     count, m, oh, ow = y.shape
@@ -140,7 +140,7 @@ def int8_linear_to_int8(x, x_zero, w, scale, b, y_zero, relu=False):
     (to [y_zero, 127] with relu)."""
     x, x_zero, w, scale, b, y_zero, relu = checks.int8_linear_to_int8(x, x_zero, w, scale, b,
                                                                       y_zero, relu)  # fmt: skip
-    # BEGIN SOLUTION week 18, task int8_linear_to_int8
+    # BEGIN SOLUTION week 19, task int8_linear_to_int8
     (n, _), m = x.shape, w.shape[0]
     q = device.empty((n, m), np.int8)
     blocks = (-(-m // TILE), -(-n // TILE))
@@ -155,7 +155,7 @@ def int8_conv2d_to_int8(x, x_zero, w, scale, b, y_zero, stride=1, padding=0, rel
     x, x_zero, w, scale, b, y_zero, stride, padding, relu, oh, ow = checks.int8_conv2d_to_int8(
         x, x_zero, w, scale, b, y_zero, stride, padding, relu
     )
-    # BEGIN SOLUTION week 18, task int8_conv2d_to_int8
+    # BEGIN SOLUTION week 19, task int8_conv2d_to_int8
     q = device.empty((x.shape[0], w.shape[0], oh, ow), np.int8)
     launch_elementwise(_int8_conv2d, q.size, x, x_zero, w, scale, b, stride, padding, q, True,
                        y_zero, y_zero if relu else -128)  # fmt: skip
@@ -166,7 +166,7 @@ def int8_conv2d_to_int8(x, x_zero, w, scale, b, y_zero, stride=1, padding=0, rel
 @cuda.jit
 def _maxpool_int8(x, k, stride, y):
     """One thread an output: the largest code of its window."""
-    # BEGIN SOLUTION week 18, task maxpool2d_int8
+    # BEGIN SOLUTION week 19, task maxpool2d_int8
     at = cuda.grid(1)
     count, c, oh, ow = y.shape
     if at >= count * c * oh * ow:

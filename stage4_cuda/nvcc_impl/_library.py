@@ -84,12 +84,12 @@ EXERCISES = {
     "s2c_cuda_im2col": (16, "im2col", "conv/im2col.cu"),
     "s2c_cuda_col2im": (16, "col2im", "conv/im2col.cu"),
     # int8 inference (csrc/int8/)
-    "s2c_cuda_quantize_int8": (18, "quantize_int8", "int8/quantize.cu"),
-    "s2c_cuda_int8_linear": (18, "int8_linear", "int8/gemm.cu"),
-    "s2c_cuda_int8_conv2d": (18, "int8_conv2d", "int8/gemm.cu"),
-    "s2c_cuda_int8_linear_to_int8": (18, "int8_linear_to_int8", "int8/gemm.cu"),
-    "s2c_cuda_int8_conv2d_to_int8": (18, "int8_conv2d_to_int8", "int8/gemm.cu"),
-    "s2c_cuda_maxpool2d_int8": (18, "maxpool2d_int8", "int8/pool.cu"),
+    "s2c_cuda_quantize_int8": (19, "quantize_int8", "int8/quantize.cu"),
+    "s2c_cuda_int8_linear": (19, "int8_linear", "int8/gemm.cu"),
+    "s2c_cuda_int8_conv2d": (19, "int8_conv2d", "int8/gemm.cu"),
+    "s2c_cuda_int8_linear_to_int8": (19, "int8_linear_to_int8", "int8/gemm.cu"),
+    "s2c_cuda_int8_conv2d_to_int8": (19, "int8_conv2d_to_int8", "int8/gemm.cu"),
+    "s2c_cuda_maxpool2d_int8": (19, "maxpool2d_int8", "int8/pool.cu"),
     # the conv2d ladder (csrc/conv/conv.cuh)
     "s2c_cuda_conv2d_direct": (16, "conv_direct", "conv/01_direct.cu"),
     "s2c_cuda_conv2d_im2col": (16, "conv_im2col", "conv/02_im2col_gemm.cu"),

@@ -1,4 +1,4 @@
-"""INT8 inference (csrc/int8/, week 18): quantization, and the int8 GEMM of int8_linear and
+"""INT8 inference (csrc/int8/, week 19): quantization, and the int8 GEMM of int8_linear and
 int8_conv2d on __dp4a or on the tensor cores' int8 MMA; their _to_int8 forms write the next
 layer's int8 codes from the same GEMM, and maxpool2d_int8 pools codes (csrc/int8/pool.cu).
 

@@ -1,4 +1,4 @@
-/* int8/gemm.cu -- the int8 GEMM of int8_linear and int8_conv2d (week 18):
+/* int8/gemm.cu -- the int8 GEMM of int8_linear and int8_conv2d (week 19):
  *     y = scale[j] * sum_k (x[i, k] - x_zero) * w[j, k] + b[j]      (the sum exact in int32)
  *
  * Both ops first lay their rows out as `rows` [R, K32] int8 (K padded with zeros to a multiple of
@@ -105,10 +105,12 @@ static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_
                           out);
         LAUNCH_CHECK("gemm_mma_kernel");
     } else if (rung == 1) {
+        // BEGIN SOLUTION week 19, task int8_gemm_dp4a
         dim3 grid((unsigned)ceil_div(out.m, TILE), (unsigned)ceil_div(out.rows, TILE));
         launch_overlapped(gemm_dp4a_kernel, grid, dim3(16, 16), 0, rows, (const int8_t *)packed,
                           k32, out);
         LAUNCH_CHECK("gemm_dp4a_kernel");
+        // END SOLUTION
     } else {
         return S2C_CUDA_BAD_ARGUMENT;
     }
@@ -121,7 +123,7 @@ static int linear(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed
 {
     if (out.rows < 1 || k < 1 || out.m < 1 || out.x_zero < -128 || out.x_zero > 127)
         return S2C_CUDA_BAD_ARGUMENT;
-    // BEGIN SOLUTION week 18, task int8_linear
+    // BEGIN SOLUTION week 19, task int8_linear
     const int64_t k32 = ceil_div(k, K_STEP) * K_STEP;
     launch_overlapped(linear_rows_kernel, dim3((unsigned)blocks_for(out.rows * k32, 256)),
                       dim3(256), 0, x, rows, out.rows, k, k32);
@@ -141,7 +143,7 @@ static int conv2d(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed
     const int64_t oh = (h + 2 * padding - r) / stride + 1, ow = (width + 2 * padding - s) / stride + 1;
     if (oh < 1 || ow < 1)
         return S2C_CUDA_BAD_ARGUMENT;
-    // BEGIN SOLUTION week 18, task int8_conv2d
+    // BEGIN SOLUTION week 19, task int8_conv2d
     const int64_t k = c * r * s, k32 = ceil_div(k, K_STEP) * K_STEP, count = n * oh * ow;
     launch_overlapped(conv_rows_kernel, dim3((unsigned)blocks_for(count * k32, 256)), dim3(256), 0,
                       x, rows, n, c, h, width, r, s, stride, padding, oh, ow, out.x_zero, k32);
@@ -175,7 +177,7 @@ extern "C" int s2c_cuda_int8_linear_to_int8(const int8_t *x, int x_zero, const i
 {
     if (y_zero < -128 || y_zero > 127)
         return S2C_CUDA_BAD_ARGUMENT;
-    // BEGIN SOLUTION week 18, task int8_linear_to_int8
+    // BEGIN SOLUTION week 19, task int8_linear_to_int8
     return linear(x, w, rows, packed, weight_sums, k, rung,
                   codes(q, y_zero, relu, scale, b, n, m, 1, x_zero));
     // END SOLUTION
@@ -201,7 +203,7 @@ extern "C" int s2c_cuda_int8_conv2d_to_int8(const int8_t *x, int x_zero, const i
 {
     if (y_zero < -128 || y_zero > 127)
         return S2C_CUDA_BAD_ARGUMENT;
-    // BEGIN SOLUTION week 18, task int8_conv2d_to_int8
+    // BEGIN SOLUTION week 19, task int8_conv2d_to_int8
     const int64_t group = conv_outputs(h, width, r, s, stride, padding);
     return conv2d(x, w, rows, packed, weight_sums, n, c, h, width, r, s, stride, padding, rung,
                   codes(q, y_zero, relu, scale, b, n * group, m, group, x_zero));
@@ -265,6 +267,7 @@ __global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64
                                  int8_output out)
 {
     wait_for_previous_kernel();
+    // BEGIN SOLUTION week 19, task int8_gemm_dp4a
     __shared__ int row_tile[TILE][K_STEP / 4], weight_tile[TILE][K_STEP / 4];
     const int tx = threadIdx.x, ty = threadIdx.y, thread = ty * 16 + tx;
     const int64_t first_row = (int64_t)blockIdx.y * TILE, first_column = (int64_t)blockIdx.x * TILE;
@@ -287,6 +290,7 @@ __global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 4; b++)
             write_output(out, first_row + ty * 4 + a, first_column + tx * 4 + b, sums[a][b]);
+    // END SOLUTION
 }
 
 /* d += a (16 x 32, row-major) x b (32 x 8, column-major), int8 into int32, for the warp; each

@@ -1,4 +1,4 @@
-/* int8/pool.cu -- max-pooling of int8 codes (week 18): x [planes, h, w] -> y [planes, oh, ow], no
+/* int8/pool.cu -- max-pooling of int8 codes (week 19): x [planes, h, w] -> y [planes, oh, ow], no
  * padding, one thread an output. A code's order is its value's (x = scale * (q - zero), scale >
  * 0), so the largest code is the code of the largest value; no argmax is kept (inference). */
 #include "../common.h"
@@ -14,7 +14,7 @@ extern "C" int s2c_cuda_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t plane
 {
     if (planes < 1 || h < 1 || w < 1 || k < 1 || stride < 1 || k > h || k > w)
         return S2C_CUDA_BAD_ARGUMENT;
-    // BEGIN SOLUTION week 18, task maxpool2d_int8
+    // BEGIN SOLUTION week 19, task maxpool2d_int8
     const int64_t oh = (h - k) / stride + 1, ow = (w - k) / stride + 1;
     launch_overlapped(maxpool2d_int8_kernel, dim3((unsigned)blocks_for(planes * oh * ow,
                                                                        POOL_THREADS)),

@@ -13,7 +13,7 @@ extern "C" int s2c_cuda_quantize_int8(const float *x, int8_t *q, int64_t n, floa
 {
     if (n < 1 || !(scale > 0.0f) || zero_point < -128 || zero_point > 127)
         return S2C_CUDA_BAD_ARGUMENT;
-    // BEGIN SOLUTION week 18, task quantize_int8
+    // BEGIN SOLUTION week 19, task quantize_int8
     launch_overlapped(quantize_int8_kernel, dim3((unsigned)blocks_for(n, QUANTIZE_THREADS)),
                       dim3(QUANTIZE_THREADS), 0, x, q, n, scale, zero_point);
     LAUNCH_CHECK("quantize_int8_kernel");
