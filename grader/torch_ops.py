@@ -435,6 +435,12 @@ def _maxpool_int8(torch, t, a):
 
 
 TORCH_OPS |= {
+    "quantize_int8": Counterpart("round(x / scale) + zero_point, clamped, as int8", "expression",
+                                 _one("q", _quantize)),
+    "int8_linear": Counterpart("(x - x_zero) @ w.t() * scale + b (float64 sums)", "expression",
+                               _one("y", _int8_linear)),
+    "int8_conv2d": Counterpart(f"{F}conv2d(x - x_zero, w) * scale + b (float64 sums)",
+                               "expression", _one("y", _int8_conv2d)),
     "int8_linear_to_int8": Counterpart("int8_linear's y rounded + y_zero, clamped, as int8",
                                        "expression",
                                        _one("q", lambda torch, t, a: _requantize(
@@ -445,12 +451,6 @@ TORCH_OPS |= {
                                            torch, _int8_conv2d(torch, t, a).double(), a))),
     "maxpool2d_int8": Counterpart(f"{F}max_pool2d(x.float(), k, stride).to(int8)", "expression",
                                   _one("q", _maxpool_int8)),
-    "quantize_int8": Counterpart("round(x / scale) + zero_point, clamped, as int8", "expression",
-                                 _one("q", _quantize)),
-    "int8_linear": Counterpart("(x - x_zero) @ w.t() * scale + b (float64 sums)", "expression",
-                               _one("y", _int8_linear)),
-    "int8_conv2d": Counterpart(f"{F}conv2d(x - x_zero, w) * scale + b (float64 sums)",
-                               "expression", _one("y", _int8_conv2d)),
 }
 
 

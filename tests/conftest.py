@@ -10,6 +10,7 @@ workers too): `exercise_workspace`, the workspace `make exercises` writes.
 
 import os
 import secrets
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,10 @@ import pytest
 from made_once import made_once, write_exercise_workspace
 
 import tiers
+
+# A run started in the background without job control (nohup, `cmd &` in a script) inherits
+# SIGINT ignored; the tests of Ctrl-C need Python's own handler, as a run from a terminal has.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # `make test ARGS=...` hands its command-line variables to every make a test starts (through
 # MAKEFLAGS and the environment): `make bench` in a page-command test would take pytest's ARGS.

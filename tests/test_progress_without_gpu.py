@@ -28,7 +28,7 @@ def test_without_a_gpu_next_is_the_numba_variant_and_the_nvcc_one_needs_a_gpu(st
     assert upcoming.startswith("next: week 14, task ") and "stage4_cuda/numba_impl/" in upcoming
     assert "`make grade STAGE=4 VARIANT=numba WEEK=14" in upcoming
     assert "numba's CUDA simulator runs it" in upcoming
-    assert needs_gpu.startswith("needs a GPU: ") and "of stage 4 (nvcc) (weeks 14-16)" in needs_gpu
+    assert needs_gpu.startswith("needs a GPU: ") and "of stage 4 (nvcc) (weeks 14-19)" in needs_gpu
     assert "`make grade STAGE=4 VARIANT=nvcc` can only say it is unavailable" in needs_gpu
 
 

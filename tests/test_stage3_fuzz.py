@@ -71,6 +71,22 @@ def array_mutations(value, fixed_rank, in_place=False):
     return out + [(RAISES if in_place else SUCCEEDS, what, view) for what, view in views]
 
 
+def codes_mutations(value):
+    """(outcome, description, new value) for an int8 array of codes (the int8 ops' x and w)."""
+    out = [(RAISES, f"dtype {dtype.__name__}", value.astype(dtype))
+           for dtype in (np.uint8, np.int16, np.int32, np.float32, np.bool_)]  # fmt: skip
+    out += [
+        (RAISES, "zero-size dimension", np.zeros((0,) + value.shape[1:], np.int8)),
+        (RAISES, "a Python list", value.tolist()),
+        (RAISES, "an extra axis", value[None]),
+        (RAISES, "one axis less", value.reshape(-1)),
+    ]
+    out += [(RAISES, f"type {type(v).__name__}", v) for v in WRONG_TYPES]
+    views = [("non-contiguous", non_contiguous(value)),
+             ("negative strides", negative_strides(value)), ("read-only", read_only(value))]
+    return out + [(None, what, view) for what, view in views]
+
+
 def integer_array_mutations(value, limit, name):
     """Mutations of labels (limit = classes) or argmax (limit = plane size)."""
     out = [
@@ -136,6 +152,8 @@ def mutations(kind, value):
         return array_mutations(value, fixed_rank=kind[1])
     if tag == "state":
         return array_mutations(value, fixed_rank=True, in_place=True)
+    if tag == "codes":
+        return codes_mutations(value)
     if tag in ("labels", "argmax"):
         return integer_array_mutations(value, kind[1], tag)
     if tag == "int":
@@ -175,6 +193,29 @@ NON_NEGATIVE = ("real", 0, None, False, False)
 PROBABILITY = ("real", 0, 1, False, True)
 UNIT = ("real", 0, 1, False, False)
 POSITIVE = ("real", 0, None, True, False)
+
+
+CODES, ZERO = ("codes",), ("int", -128, 127)
+
+
+def codes(rng, *shape):
+    return rng.integers(-128, 128, shape).astype(np.int8)
+
+
+def int8_call(rng, conv, requantized):
+    """An int8 layer's call: x codes, x_zero, w codes, scale, b (then y_zero; stride, padding;
+    relu), as int8_linear, int8_conv2d and their _to_int8 forms take them."""
+    x, w = (codes(rng, 2, 3, 7, 6), codes(rng, 4, 3, 3, 2)) if conv else (codes(rng, 3, 5),
+                                                                          codes(rng, 4, 5))
+    scale = (np.abs(floats(rng, 4)) + 0.01) / 64
+    args, kinds = [x, -5, w, scale, floats(rng, 4)], [CODES, ZERO, CODES, FIXED, FIXED]
+    if requantized:
+        args, kinds = args + [3], kinds + [ZERO]
+    if conv:
+        args, kinds = args + [2, 1], kinds + [INT1, INT0]
+    if requantized:
+        args, kinds = args + [True], kinds + [("flag",)]
+    return args, kinds
 
 
 def conv_call(rng, backward):
@@ -271,6 +312,15 @@ CALLS = {
                (1e-8, POSITIVE), (0.0, NON_NEGATIVE)]),
     "xavier_uniform": lambda r: ([(3, 4, 2), 5], [("shape", None), ("seed",)]),
     "he_normal": lambda r: ([(3, 4, 2), 5], [("shape", None), ("seed",)]),
+    "conv2d_bias_relu_pool": lambda r: (
+        [floats(r, 2, 3, 7, 6), floats(r, 4, 3, 3, 2), floats(r, 4), 1, 1, 2],
+        [FIXED, FIXED, FIXED, INT1, INT0, INT1]),
+    "quantize_int8": lambda r: ([floats(r, 3, 4), 0.05, 3], [ANY, POSITIVE, ZERO]),
+    "int8_linear": lambda r: int8_call(r, conv=False, requantized=False),
+    "int8_conv2d": lambda r: int8_call(r, conv=True, requantized=False),
+    "int8_linear_to_int8": lambda r: int8_call(r, conv=False, requantized=True),
+    "int8_conv2d_to_int8": lambda r: int8_call(r, conv=True, requantized=True),
+    "maxpool2d_int8": lambda r: ([codes(r, 2, 3, 7, 7), 3, 2], [CODES, INT1, INT1]),
 }  # fmt: skip
 
 
