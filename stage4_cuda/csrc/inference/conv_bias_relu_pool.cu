@@ -74,8 +74,8 @@ extern "C" int s2c_cuda_conv2d_bias_relu_pool(const float *x, const float *w, co
                                               float *y, const struct s2c_conv_geometry *g,
                                               int64_t pool)
 {
-    if (pool < 1 || g->out_height < pool || g->out_width < pool) return S2C_CUDA_BAD_ARGUMENT;
     // BEGIN SOLUTION week 16, task conv2d_bias_relu_pool
+    if (pool < 1 || g->out_height < pool || g->out_width < pool) return S2C_CUDA_BAD_ARGUMENT;
     fused_tile t;
     if (plan_tiles(*g, pool, &t)) {
         dim3 grid((unsigned)(g->n * t.tiles_h * t.tiles_w),
