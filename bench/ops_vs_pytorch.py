@@ -108,6 +108,22 @@ FUSED_CONV = tuple(Case(named.label, named.size, False) for batch in (1, *BATCHE
                    for named in fused_layers(batch, list(CONV_LAYERS))) \
     + (Case("Tiny-ImageNet CNN conv2 + ReLU + pool 2, batch 256",
             (256, 32, 32, 32, 64, 3, 3, 1, 1, 2), True),)
+# int8 inference at the same layers: activations' zero point -128 (the code of 0.0 after a ReLU's
+# calibration), the requantizing forms with a ReLU
+INT8_INPUTS = per_batch((("LeNet-5 conv1 input", lambda b: ((b, 1, 28, 28), 0, False)),
+                         ("Fashion-CNN conv2 input", lambda b: ((b, 64, 13, 13), -128, False)))) \
+    + large(((4096, 4096), 0, False))
+INT8_LINEAR = per_batch((("LeNet-5 fc1", lambda b: (b, 400, 120, -128)),
+                         ("Fashion-CNN fc1", lambda b: (b, 3200, 256, -128)))) \
+    + large((4096, 4096, 4096, 0))
+INT8_LINEAR_TO_INT8 = tuple(Case(case.label, (*case.size, 5, True, 127), case.large)
+                            for case in INT8_LINEAR)
+INT8_CONV = tuple(Case(case.label, (*case.size, -128), case.large) for case in CONV)
+INT8_CONV_TO_INT8 = tuple(Case(case.label, (*case.size, -128, 5, True, 127), case.large)
+                          for case in CONV)
+INT8_POOL = per_batch((("LeNet-5 pool1", lambda b: (b, 6, 28, 28, 2, 2)),
+                       ("Fashion-CNN pool1", lambda b: (b, 64, 26, 26, 2, 2)))) \
+    + large((256, 128, 64, 64, 2, 2))
 
 # A backward op is timed at its forward's shapes: its arguments are built from the forward's.
 BY_GROUP = {  # the shapes of a group of grader/ops.py
@@ -127,6 +143,9 @@ BY_OP = {  # forward ops whose shapes are not their group's
     + large((16384, 4096)),
     "mse_loss": LOSS, "bce_with_logits_loss": LOSS, "cross_entropy_loss": CROSS_ENTROPY,
     "hinge_loss": HINGE, "conv2d_bias_relu_pool": FUSED_CONV,
+    "quantize_int8": INT8_INPUTS, "int8_linear": INT8_LINEAR, "int8_conv2d": INT8_CONV,
+    "int8_linear_to_int8": INT8_LINEAR_TO_INT8, "int8_conv2d_to_int8": INT8_CONV_TO_INT8,
+    "maxpool2d_int8": INT8_POOL,
 }
 # fmt: on
 
