@@ -27,7 +27,7 @@ import numpy as np
 from nn.backend import STAGES, load_tier
 from nn.checkpoint import write_arrays
 from nn.data import Normalizer, load_data
-from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
+from nn.exits import EPILOG, reporting
 from nn.predict import load_model
 from nn.quantized import (
     QuantizedLayer,
@@ -184,30 +184,29 @@ def quantize_checkpoint(checkpoint, out, calibration, method, stage, impl=None, 
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        float_model, model, meta, data = quantize_checkpoint(
-            args.checkpoint, args.out, args.calibration, args.method, args.stage, args.impl,
-            args.data_dir,
-        )
-        for path, layer in quantized_layers(model).items():
-            low, high = meta["quantization"]["layers"][path]["range"]
-            print(f"{path:<10} {layer.describe():<34} input [{low:9.4f}, {high:9.4f}] -> "
-                  f"scale {layer.input_scale:.3g}, zero point {layer.input_zero_point}")
-        print(f"wrote {args.out} ({args.method}, {args.calibration} calibration images)")
-        if args.compare:
-            images = Normalizer.from_json(meta["normalizer"])(data.test.inputs)
-            expected = predictions(float_model, images)
-            found = predictions(model, images)
-            labels = data.test.labels
-            print(f"float32 test accuracy {np.mean(expected == labels):.4f}; int8 agrees with it "
-                  f"on {np.mean(found == expected):.4%} of {len(labels)} test images")
-            print(f"test_accuracy={np.mean(found == labels):.4f}")
-    except REPORTED as error:
-        print(f"error: {error}", file=sys.stderr)
-        return exit_status(error)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return INTERRUPTED
+    return reporting(lambda: quantize_and_report(args))
+
+
+def quantize_and_report(args):
+    """Quantize as `args` say and print each layer's calibration (and with --compare the
+    accuracies); the exit status."""
+    float_model, model, meta, data = quantize_checkpoint(
+        args.checkpoint, args.out, args.calibration, args.method, args.stage, args.impl,
+        args.data_dir,
+    )
+    for path, layer in quantized_layers(model).items():
+        low, high = meta["quantization"]["layers"][path]["range"]
+        print(f"{path:<10} {layer.describe():<34} input [{low:9.4f}, {high:9.4f}] -> "
+              f"scale {layer.input_scale:.3g}, zero point {layer.input_zero_point}")
+    print(f"wrote {args.out} ({args.method}, {args.calibration} calibration images)")
+    if args.compare:
+        images = Normalizer.from_json(meta["normalizer"])(data.test.inputs)
+        expected = predictions(float_model, images)
+        found = predictions(model, images)
+        labels = data.test.labels
+        print(f"float32 test accuracy {np.mean(expected == labels):.4f}; int8 agrees with it "
+              f"on {np.mean(found == expected):.4%} of {len(labels)} test images")
+        print(f"test_accuracy={np.mean(found == labels):.4f}")
     return 0
 
 
