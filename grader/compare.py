@@ -1,6 +1,8 @@
 """Elementwise comparison with a tolerance, and the failure message a learner reads.
 
-An element passes when |received - expected| <= atol + rtol * |expected|, computed in float64.
+An element passes when |received - expected| <= atol + rtol * size, computed in float64, where
+size is |expected| or, for an op ending in a subtraction, the size of its operands
+(grader/tolerance.py, grader/terms.py).
 NaN and Inf never pass: the comparison is false for NaN, and an infinite difference is never
 within tolerance (even Inf against Inf, whose difference is NaN).
 """
@@ -30,14 +32,15 @@ def mismatch(op, name, received, expected, tol=None, how="", never_written=None)
     received, expected = np.asarray(received), np.asarray(expected)
     if received.shape != expected.shape:
         return f"{op}: {name} has shape {list(received.shape)}, expected {list(expected.shape)}"
-    if tol is None or tol.atol == tol.rtol == 0:  # integers, or floats exact by construction
+    exact = tol is None or tol.atol == tol.rtol == 0  # integers, or floats exact by construction
+    if exact:
         bad = received != expected
         rule = "(exact match required)"
     else:
         r, e = received.astype(np.float64), expected.astype(np.float64)
+        bound = tol.bound(name, e)
         with np.errstate(invalid="ignore", over="ignore"):
-            bad = ~(np.abs(r - e) <= tol.atol + tol.rtol * np.abs(e))
-        rule = f"(tolerance {tol.atol:.1e} + {tol.rtol:.1e}*|expected|)"
+            bad = ~(np.abs(r - e) <= bound)
     count = int(np.count_nonzero(bad))
     if count == 0:
         return None
@@ -51,6 +54,8 @@ def mismatch(op, name, received, expected, tol=None, how="", never_written=None)
             f"{received.size} elements never written"
         )
     index = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    if not exact:
+        rule = tol.describe(name, float(np.broadcast_to(bound, e.shape)[index]))
     message = (
         f"{op}: {format_index(name, index)} expected {format_value(expected[index])}, "
         f"received {format_value(received[index])}"

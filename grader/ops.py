@@ -66,6 +66,7 @@ from .costs import (
     work_quantize,
     work_written,
 )
+from .terms import TERMS, Terms
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,9 @@ class Op(contract.Op):
     # Whether the long sums behind an output add terms of one sign (exponentials, squares, the
     # terms of a loss): their rounding is then relative to the result (grader/tolerance.py).
     positive_sum: bool = False
+    # For an op ending in a subtraction that may cancel: the size of its operands, which its
+    # rounding is relative to (grader/terms.py); None: relative to the result.
+    terms: Terms | None = None
     work: Callable = work_arrays  # args -> (flops or None, bytes moved), grader/costs.py
     dist: tuple = ()  # sizes for the distribution check (init, dropout)
     note: Callable | None = None  # size -> how a case was built, for its messages (ties), or None
@@ -268,7 +272,8 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
     "softmax_backward": dict(accum=lambda a: a["y"].shape[1], positive_sum=True),
     "log_softmax": dict(build=build_logits("x"), cases=ROWWISE_CASES, tier_cases=LONG_ROWS,
                         accum=lambda a: a["x"].shape[1], positive_sum=True),
-    "log_softmax_backward": dict(accum=lambda a: a["y"].shape[1], positive_sum=True),
+    "log_softmax_backward": dict(accum=lambda a: a["y"].shape[1], positive_sum=True,
+                                 terms=TERMS["log_softmax_backward"]),
     # losses
     "mse_loss": dict(build=build_mse, accum=lambda a: a["pred"].size,
                      work=work_written(ONE_VALUE),
@@ -278,7 +283,8 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
     "cross_entropy_loss": dict(build=build_cross_entropy, cases=ROWWISE_CASES,
                                tier_cases=LONG_ROWS, accum=lambda a: a["logits"].size,
                                positive_sum=True, work=work_written(ONE_VALUE)),
-    "cross_entropy_loss_backward": dict(accum=lambda a: a["logits"].shape[1], positive_sum=True),
+    "cross_entropy_loss_backward": dict(accum=lambda a: a["logits"].shape[1], positive_sum=True,
+                                        terms=TERMS["cross_entropy_loss_backward"]),
     "bce_with_logits_loss": dict(
         build=build_bce,
         cases=(((1, 5), 1.0), ((7, 3), 3.0), ((2, 3, 4), 1.0), ((4, 6), 100.0), ((3, 8), EXTREME)),

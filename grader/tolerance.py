@@ -1,18 +1,41 @@
 """How close a result must be: the tolerance of a tier pair, widened for long sums."""
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 
 @dataclass(frozen=True)
 class Tolerance:
-    """An element passes when |received - expected| <= atol + rtol * |expected|."""
+    """An element passes when |received - expected| <= atol + rtol * |expected|; for an output
+    of an op ending in a subtraction (grader/terms.py), |expected| is replaced by the larger of it
+    and the size of the operands (`terms`), and an exponential of a rounded argument adds
+    `slack`; `rule` says how both are made."""
 
     rtol: float
     atol: float
+    terms: dict = field(default_factory=dict, compare=False)  # output -> float64 sizes
+    slack: dict = field(default_factory=dict, compare=False)  # output -> float64 allowances
+    rule: str = ""
 
     def __add__(self, other):
-        return Tolerance(self.rtol + other.rtol, self.atol + other.atol)
+        return Tolerance(self.rtol + other.rtol, self.atol + other.atol, self.terms or other.terms,
+                         self.slack or other.slack, self.rule or other.rule)  # fmt: skip
+
+    def bound(self, name, expected):
+        """The largest |received - expected| that passes, per element of output `name`."""
+        size = np.abs(expected)
+        if name in self.terms:
+            size = np.maximum(size, self.terms[name])
+        return self.atol + self.rtol * size + self.slack.get(name, 0.0)
+
+    def describe(self, name, bound):
+        """'(tolerance 2.0e-06 + 1.3e-04*|expected|)'; for terms, the rule and the failing
+        element's `bound`."""
+        if name not in self.terms:
+            return f"(tolerance {self.atol:.1e} + {self.rtol:.1e}*|expected|)"
+        return f"(tolerance {self.atol:.1e} + {self.rtol:.1e}*{self.rule}: {bound:.2g} here)"
 
 
 # Per (graded float bits, reference float bits), for one rounding of O(1) values: a float32 tier
@@ -46,12 +69,16 @@ def tolerance(op, graded_bits, reference_bits, args, gpu=False):
     (`op.positive_sum`: a softmax's exponentials, a loss's mean of n terms) has no cancellation:
     its error stays relative to its size, SUM_DRIFT * u * sqrt(n), and the absolute part is one
     rounding of the base, however long the sum (a loss of 4096 x 4096 terms must still be right to
-    about 0.2%).
+    about 0.2%). An op ending in a subtraction (`op.terms`) measures the relative part from
+    the size of its operands (grader/terms.py); with `positive_sum`, the sums behind them are
+    sums of absolute values.
     """
     base = BASE_TOLERANCE[(graded_bits, reference_bits)]
     n = max(1, op.accum(args))
     factor = op.tol * (GPU_TOLERANCE_FACTOR if gpu else 1)
+    unit = UNIT_ROUNDOFF[min(graded_bits, reference_bits)]
+    terms = op.terms.tolerance(args, unit * factor) if op.terms else {}
     if op.positive_sum:
-        drift = SUM_DRIFT * UNIT_ROUNDOFF[min(graded_bits, reference_bits)] * math.sqrt(n)
-        return Tolerance(rtol=factor * (base.rtol + drift), atol=factor * base.atol)
-    return Tolerance(rtol=base.rtol * factor * math.sqrt(n), atol=base.atol * factor * n)
+        drift = SUM_DRIFT * unit * math.sqrt(n)
+        return Tolerance(rtol=factor * (base.rtol + drift), atol=factor * base.atol, **terms)
+    return Tolerance(rtol=base.rtol * factor * math.sqrt(n), atol=base.atol * factor * n, **terms)

@@ -1,0 +1,99 @@
+"""The tolerance of ops ending in a subtraction (grader/terms.py): every correct float32 order of
+the sums passes on every seed, and a missing term still fails.
+
+The float32 implementations here sum each row strictly left to right (np.cumsum is sequential),
+the order of a plain C loop and the one whose rounding drifts most; the expected values are the
+op in float64 on the same inputs, as the grader's reference gives them.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from grader.compare import mismatch
+from grader.ops import OPS
+from grader.tolerance import tolerance
+
+F32 = np.float32
+SEEDS = range(40)
+
+
+def sequential_sum(rows):
+    """Each row's sum in float32, left to right: [N, C] -> [N, 1]."""
+    return np.cumsum(rows, axis=1, dtype=F32)[:, -1:]
+
+
+def log_softmax_rows(rng, shape, scale=3.0, offset=0.0):
+    x = rng.standard_normal(shape) * scale + offset
+    return x - np.logaddexp.reduce(x, axis=1, keepdims=True)
+
+
+def log_softmax_backward_case(rng, shape, drop_last=False):
+    y = log_softmax_rows(rng, shape).astype(F32)
+    dy = rng.standard_normal(shape).astype(F32)
+    received = dy - np.exp(y) * sequential_sum(dy[:, :-1] if drop_last else dy)
+    expected = dy - np.exp(y.astype(float)) * dy.astype(float).sum(axis=1, keepdims=True)
+    return {"y": y, "dy": dy}, {"dx": received}, {"dx": expected}
+
+
+def cross_entropy_backward_case(rng, shape, drop_last=False):
+    """p = exp(x - lse) with lse = max + log(sum) rounded in float32, as a kernel reducing a
+    log-sum-exp computes it. Rows past 9 classes are spread as the other ops' (scale 3); short
+    rows as the grader's case of logits near 1000 (scale 50), where lse rounds at 6e-5."""
+    n, classes = shape
+    scale, offset = (50.0, 1000.0) if classes <= 9 else (3.0, 0.0)
+    logits = (rng.standard_normal(shape) * scale + offset).astype(F32)
+    labels = rng.integers(0, classes, n)
+    top = logits.max(axis=1, keepdims=True)
+    exps = np.exp(logits - top)
+    lse = top + np.log(sequential_sum(exps[:, :-1] if drop_last else exps))
+    hot = np.zeros(shape)
+    hot[np.arange(n), labels] = 1
+    received = ((np.exp(logits - lse) - hot) / n).astype(F32)
+    x = logits.astype(float)
+    expected = (np.exp(x - np.logaddexp.reduce(x, axis=1, keepdims=True)) - hot) / n
+    return {"logits": logits, "labels": labels}, {"dlogits": received}, {"dlogits": expected}
+
+
+CASES = {
+    "log_softmax_backward": (log_softmax_backward_case, (2, 50257)),
+    "cross_entropy_loss_backward": (cross_entropy_backward_case, (4, 9)),
+}
+
+
+def problems(op, case, shape, seeds, drop_last=False, terms=True):
+    """The mismatch messages of `case` over `seeds`, judged as the grader judges float32 against
+    float64; `terms=False` judges relative to |expected| alone."""
+    found = []
+    for seed in seeds:
+        args, received, expected = case(np.random.default_rng(seed), shape, drop_last)
+        tol = tolerance(OPS[op], 32, 64, args)
+        if not terms:
+            tol = dataclasses.replace(tol, terms={}, slack={}, rule="")
+        for name, value in received.items():
+            problem = mismatch(op, name, value, expected[name], tol)
+            if problem:
+                found.append(problem)
+    return found
+
+
+@pytest.mark.parametrize("op", CASES)
+def test_a_sequential_float32_order_passes_on_every_seed(op):
+    case, shape = CASES[op]
+    assert problems(op, case, shape, SEEDS) == []
+
+
+@pytest.mark.parametrize("op", CASES)
+def test_judged_against_the_result_alone_the_same_sums_fail(op):
+    """Why the terms are needed: where the subtraction cancels, correct float32 code lands
+    outside a tolerance relative to the small difference on some seeds."""
+    case, shape = CASES[op]
+    assert problems(op, case, shape, SEEDS, terms=False)
+
+
+@pytest.mark.parametrize("op", CASES)
+def test_a_sum_missing_its_last_term_fails(op):
+    case, _ = CASES[op]
+    found = problems(op, case, (3, 13), range(3), drop_last=True)
+    assert len(found) == 3 and all("max(|expected|, " in problem for problem in found), found
