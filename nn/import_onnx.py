@@ -36,6 +36,9 @@ from nn.onnx_readers import SUPPORTED_OPS, describe, read_graph
 from nn.tensor import shape_of
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
+# The ops of quantized graphs: QDQ pairs and the integer-arithmetic forms.
+QUANTIZED_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv",
+                 "QLinearMatMul", "ConvInteger", "MatMulInteger"}  # fmt: skip
 
 
 def parse_args(argv=None):
@@ -77,6 +80,7 @@ def load_onnx(path):
     if not proto.HasField("graph"):
         raise OnnxFileError(f"ONNX file {path} is truncated or not ONNX (it holds no graph)")
     check_opset(path, proto)
+    check_float_graph(path, proto)
     for tensor in proto.graph.initializer:
         check_tensor(path, tensor)
     for node in proto.graph.node:
@@ -112,6 +116,18 @@ def check_opset(path, proto):
     if not MIN_READ_OPSET <= version <= newest:
         raise OnnxFileError(f"ONNX file {path} has opset {version}: nn reads opsets "
                             f"{MIN_READ_OPSET} to {newest}")
+
+
+def check_float_graph(path, proto):
+    """UnsupportedNodeError for a quantized graph (QDQ, as nn.export writes an int8 checkpoint
+    and ONNX Runtime's quantize_static does), saying what runs it instead."""
+    quantized = sorted({node.op_type for node in proto.graph.node} & QUANTIZED_OPS)
+    if quantized:
+        raise UnsupportedNodeError(
+            f"ONNX file {path} is a quantized graph ({', '.join(quantized)} nodes): nn imports "
+            "float32 graphs; run this one in ONNX Runtime, or import the float32 export and "
+            "quantize it with python -m nn.quantize"
+        )
 
 
 def check_tensor(path, tensor):

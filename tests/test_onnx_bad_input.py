@@ -99,6 +99,20 @@ def non_residual_add(proto):
     consumer.input[list(consumer.input).index(relu.output[0])] = "shifted"
 
 
+def quantized(proto):
+    """A QuantizeLinear / DequantizeLinear pair on the input, as a QDQ export holds."""
+    pixels = proto.graph.input[0].name
+    first = next(node for node in proto.graph.node if pixels in node.input)
+    scale = onnx.numpy_helper.from_array(np.float32(1 / 255), "pixels_scale")
+    zero = onnx.numpy_helper.from_array(np.int8(0), "pixels_zero_point")
+    proto.graph.initializer.extend([scale, zero])
+    proto.graph.node.insert(0, onnx.helper.make_node(
+        "QuantizeLinear", [pixels, "pixels_scale", "pixels_zero_point"], ["pixels_q"]))
+    proto.graph.node.insert(1, onnx.helper.make_node(
+        "DequantizeLinear", ["pixels_q", "pixels_scale", "pixels_zero_point"], ["pixels_dq"]))
+    first.input[list(first.input).index(pixels)] = "pixels_dq"
+
+
 HOSTILE = {  # name: (change to a good file, exit status, words the message must hold)
     "truncated": (truncated, exits.ONNX_FILE, ["truncated"]),
     "opset 99": (opset(99), exits.ONNX_FILE, ["opset 99", "13 to"]),
@@ -110,6 +124,8 @@ HOSTILE = {  # name: (change to a good file, exit status, words the message must
     "grouped conv": (grouped_conv, exits.UNSUPPORTED_NODE, ["'0:Conv'", "group=2"]),
     "dynamic channels": (dynamic_channels, exits.ONNX_FILE, ["input 'pixels'", "['?', '?'"]),
     "add of a constant": (non_residual_add, exits.UNSUPPORTED_NODE, ["'bias_add'", "(Add)"]),
+    "quantized": (quantized, exits.UNSUPPORTED_NODE,
+                  ["quantized graph (DequantizeLinear, QuantizeLinear nodes)", "nn.quantize"]),
 }
 
 
