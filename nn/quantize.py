@@ -93,9 +93,14 @@ def entropy_high(sample, low, bins=2048, levels=255):
     Kullback-Leibler divergence between P, the histogram of the values up to t with those beyond
     added to the last bin (they clip there), and Q, the values up to t alone merged into
     `levels` codes and spread back over the bins (so Q pays for both the clipping and the
-    merging; a Q made from P would pay nothing for the clipping)."""
+    merging; a Q made from P would pay nothing for the clipping).
+
+    Values no upper end clips are left out: 0.0 (ReLU's zeros, exact in every range) and the low
+    end itself (MNIST's background: 81% of the first layer's inputs). Left in, their spike
+    outweighs the tail the divergence is meant to weigh, and the end chosen clips the strokes'
+    brightest pixels (a 10% error on the first layer, against 0.6% without them)."""
+    sample = sample[(sample != 0.0) & (sample != low)]
     low = min(float(low), 0.0)
-    sample = sample[sample != 0.0]  # 0.0 has an exact code whatever the range (ReLU's zeros)
     if sample.size == 0:
         return 0.0
     counts, edges = np.histogram(sample, bins=bins, range=(low, float(sample.max())))
