@@ -23,6 +23,8 @@
 
 #define DIRECT_FILTERS 16 /* the most filters a layer convolved by direct loops has */
 #define GROUP_FLOATS 131072 /* 512 KB: the most a group's convolution holds, in the L2 cache */
+#define WINOGRAD_CHANNELS 8 /* the fewest input channels a layer goes through winograd.c with */
+#define WINOGRAD_TILES 128 /* about how many 2 x 2 tiles one Winograd group of images takes */
 
 /* Every size >= 1, the convolution's window fits the padded input, and the pooling window fits
  * the convolution's output. */
@@ -134,23 +136,8 @@ static inline __attribute__((always_inline)) int direct_convolution(const float 
     /* END SOLUTION */
 }
 
-/* image [c, h, w] -> padded [c, h + 2 * padding, w + 2 * padding] with zeros around it, and
- * `slack` zeros after it. */
-static inline void pad_image(const float *image, float *padded, int64_t c, int64_t h, int64_t w,
-                             int64_t padding, int64_t slack)
-{
-    int64_t padded_h = h + 2 * padding, padded_w = w + 2 * padding;
-    for (int64_t f = 0; f < c * padded_h * padded_w + slack; f++)
-        padded[f] = 0.0f;
-    for (int64_t channel = 0; channel < c; channel++)
-        for (int64_t y = 0; y < h; y++)
-            for (int64_t x = 0; x < w; x++)
-                padded[(channel * padded_h + y + padding) * padded_w + x + padding] =
-                    image[(channel * h + y) * w + x];
-}
-
-/* What the images of one call share: the sizes, and the weights packed for the direct loops
- * (NULL when the layer goes through the GEMM). */
+/* What the images of one call share: the sizes, and the weights packed for the direct loops or
+ * transformed for Winograd's (NULL when the layer goes through the im2col GEMM). */
 struct fused_layer {
     int64_t c, h, w, k, r, s, stride, padding, pool, oh, ow;
     const float *weights, *bias, *packed;
@@ -161,12 +148,24 @@ static inline int is_direct(const struct fused_layer *l)
     return l->k <= DIRECT_FILTERS;
 }
 
+/* 3 x 3 filters at stride 1 pooled 2 x 2 (winograd.c), over enough channels that its 16 products
+ * of depth c are worth a GEMM each. */
+static inline int is_winograd(const struct fused_layer *l)
+{
+    return !is_direct(l) && l->r == 3 && l->s == 3 && l->stride == 1 && l->pool == 2 &&
+           l->c >= WINOGRAD_CHANNELS;
+}
+
 /* Images a work item takes: one for the direct loops; for the GEMM, as many as keep their
  * convolution [images, k, oh, ow] within GROUP_FLOATS (in the cache for the pooling). */
 static inline int64_t images_per_group(const struct fused_layer *l, int64_t n)
 {
     if (is_direct(l))
         return 1;
+    if (is_winograd(l)) {
+        int64_t tiles = (l->oh / 2) * (l->ow / 2);
+        return s2c_min(n, tiles >= WINOGRAD_TILES ? 1 : WINOGRAD_TILES / tiles);
+    }
     int64_t fit = GROUP_FLOATS / (l->k * l->oh * l->ow);
     return s2c_min(n, fit > 1 ? fit : 1);
 }
@@ -175,6 +174,8 @@ static inline int64_t images_per_group(const struct fused_layer *l, int64_t n)
  * image's convolution [k, oh, ow]; for the GEMM, the group's convolution. */
 static inline int64_t group_scratch(const struct fused_layer *l, int64_t images)
 {
+    if (is_winograd(l))
+        return s2c_winograd_scratch(images, l->c, l->h, l->w, l->k, l->padding);
     int64_t padded = l->c * (l->h + 2 * l->padding) * (l->w + 2 * l->padding) + LANES;
     return (is_direct(l) ? padded : 0) + images * l->k * l->oh * l->ow;
 }
@@ -189,12 +190,15 @@ static inline int fused_group(const struct fused_layer *l, const float *x, float
     int64_t ph = l->oh / l->pool, pw = l->ow / l->pool, columns = l->oh * l->ow;
     const float *image = x + first * l->c * l->h * l->w;
     float *out = scratch;
+    if (is_winograd(l))
+        return s2c_winograd_bias_relu_pool(image, l->packed, l->bias, y + first * l->k * ph * pw,
+                                           images, l->c, l->h, l->w, l->k, l->padding, scratch);
     int status;
     int bias_added = !is_direct(l);
     if (is_direct(l)) {
         float *padded = scratch;
         out = scratch + group_scratch(l, 0);
-        pad_image(image, padded, l->c, l->h, l->w, l->padding, LANES);
+        s2c_pad_image(image, padded, l->c, l->h, l->w, l->padding, LANES);
         int64_t padded_h = l->h + 2 * l->padding, padded_w = l->w + 2 * l->padding;
         /* stride 1 (the usual) as a constant: the lanes' loads are then one contiguous vector */
         status = l->stride == 1
@@ -227,16 +231,19 @@ int s2c_conv2d_bias_relu_pool(const float *x, const float *weights, const float 
                             s2c_out_size(h, r, stride, padding), s2c_out_size(w, s, stride, padding),
                             weights, bias, NULL};
     int64_t group = images_per_group(&l, n), groups = (n + group - 1) / group;
-    int64_t packed_size = is_direct(&l) ? (k + FILTER_BLOCK - 1) / FILTER_BLOCK * FILTER_BLOCK * c * r * s : 0;
+    int64_t packed_size = is_winograd(&l) ? 16 * k * c
+                          : is_direct(&l) ? (k + FILTER_BLOCK - 1) / FILTER_BLOCK * FILTER_BLOCK * c * r * s
+                                          : 0;
     size_t per_thread = (size_t)group_scratch(&l, group);
     int threads = groups > 1 ? s2c_get_num_threads() : 1;
     float *scratch = malloc(((size_t)packed_size + (size_t)threads * per_thread) * sizeof(float));
     if (scratch == NULL)
         return S2C_OUT_OF_MEMORY;
-    if (is_direct(&l)) {
+    if (is_winograd(&l))
+        s2c_winograd_filters(weights, k, c, scratch);
+    if (is_direct(&l))
         pack_filters(weights, k, c * r * s, scratch);
-        l.packed = scratch;
-    }
+    l.packed = packed_size > 0 ? scratch : NULL;
     int status = S2C_OK;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
     for (int64_t index = 0; index < groups; index++) {
