@@ -120,6 +120,7 @@ int s2c_winograd_bias_relu_pool(const float *x, const float *transformed, const 
         s2c_pad_image(x + image * c * h * w, padded, c, h, w, padding, 0);
         for (int64_t channel = 0; channel < c; channel++)
             for (int64_t ty = 0; ty < ph; ty++)
+                #pragma omp simd
                 for (int64_t tx = 0; tx < pw; tx++)
                     transform_patch(padded + (channel * padded_h + 2 * ty) * padded_w + 2 * tx,
                                     padded_w, v + channel * tiles + image * plane + ty * pw + tx,
@@ -136,6 +137,7 @@ int s2c_winograd_bias_relu_pool(const float *x, const float *transformed, const 
         for (int64_t filter = 0; filter < k; filter++) {
             const float *tile_m = m + filter * tiles + image * plane;
             float *y_plane = y + (image * k + filter) * plane;
+            #pragma omp simd
             for (int64_t t = 0; t < plane; t++)
                 y_plane[t] = tile_bias_relu(tile_m + t, k * tiles, bias[filter]);
         }
