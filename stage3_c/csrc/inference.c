@@ -85,49 +85,88 @@ static inline void pack_filters(const float *weights, int64_t k, int64_t taps, f
                     k0 + f < k ? weights[(k0 + f) * taps + tap] : 0.0f;
 }
 
-/* out [k, oh, ow] = the convolution of one image [c, h, w] by direct loops over `padded` (the image
- * with its zero border, and LANES floats of slack after it: at stride 1 a tile's lanes past the
- * row read there, and are not stored), every tap multiplied, padding included (a NaN weight gives NaN
- * there, as in PyTorch and the im2col path). `packed`: pack_filters' weights. */
-static inline __attribute__((always_inline)) int direct_convolution(const float *padded, const float *packed, float *out,
-                                     int64_t c, int64_t padded_h, int64_t padded_w, int64_t k,
-                                     int64_t r, int64_t s, int64_t stride, int64_t oh, int64_t ow)
+/* The 2 x 2 max-pooling of a register tile: `lane_mask` holds a comparison's lanes (all bits set
+ * where it holds), and the selects below are bitwise, as SIMD code makes them. */
+typedef int32_t lane_mask __attribute__((vector_size(LANES * sizeof(int32_t))));
+
+/* Lane by lane, value where it beats best (greater, or NaN) and best is not NaN, else best: a NaN
+ * wins and then stays, as in pool_bias_relu. */
+static inline lanes nan_max(lanes best, lanes value)
+{
+    lane_mask take = (best == best) & ~(value <= best);
+    return (lanes)(((lane_mask)value & take) | ((lane_mask)best & ~take));
+}
+
+/* y_row[0 : count] = relu(max over each 2 x 2 window of the rows top and bottom + bias):
+ * column pairs (2l, 2l + 1) of the row-wise max, its even and odd lanes shuffled side by side,
+ * give output l < LANES / 2. */
+static inline void store_pooled(lanes top, lanes bottom, float bias, float *y_row, int64_t count)
+{
+    const lane_mask evens = {0, 2, 4, 6, 8, 10, 12, 14}, odds = {1, 3, 5, 7, 9, 11, 13, 15};
+    lanes rows = nan_max(top, bottom);
+    lanes pooled = nan_max(__builtin_shuffle(rows, evens), __builtin_shuffle(rows, odds)) + bias;
+    pooled = (lanes)((lane_mask)pooled & ~(pooled <= 0.0f)); /* ReLU; NaN <= 0 is false */
+    if (count == LANES / 2) {
+        memcpy(y_row, &pooled, LANES / 2 * sizeof(float)); /* one unaligned store */
+    } else {
+        for (int64_t l = 0; l < count; l++)
+            y_row[l] = pooled[l];
+    }
+}
+
+/* The convolution of one image [c, h, w] by direct loops over `padded` (the image with its zero
+ * border, and LANES floats of slack after it: at stride 1 a tile's lanes past the row read there,
+ * and are not stored), every tap multiplied, padding included (a NaN weight gives NaN there, as in
+ * PyTorch and the im2col path). `packed`: pack_filters' weights. pool2 == 0: out [k, oh, ow] is
+ * the convolution; pool2 == 1: out [k, oh / 2, ow / 2] is already relu(its 2 x 2 max-pooling +
+ * bias): the tile holds two rows of outputs (16 registers of sums on AVX-512), which store_pooled
+ * reduces, so the convolution never leaves the registers. */
+static inline __attribute__((always_inline)) int
+direct_convolution(const float *padded, const float *packed, const float *bias, float *out,
+                   int64_t c, int64_t padded_h, int64_t padded_w, int64_t k, int64_t r, int64_t s,
+                   int64_t stride, int64_t oh, int64_t ow, int pool2)
 {
     /* BEGIN SOLUTION week 13, task conv2d_bias_relu_pool */
-    const int64_t taps = c * r * s;
+    const int64_t taps = c * r * s, rows = pool2 ? 2 : 1;
+    const int64_t out_h = oh / rows, out_w = ow / rows;
     for (int64_t k0 = 0; k0 < k; k0 += FILTER_BLOCK) {
         const float *block = packed + k0 * taps;
         const int64_t filters = s2c_min(FILTER_BLOCK, k - k0);
-        for (int64_t oy = 0; oy < oh; oy++)
-            for (int64_t ox0 = 0; ox0 < ow; ox0 += LANES) {
+        for (int64_t out_y = 0; out_y < out_h; out_y++)
+            for (int64_t ox0 = 0; ox0 < out_w * rows; ox0 += LANES) {
                 const int64_t lanes_left = s2c_min(LANES, ow - ox0);
-                lanes sums[FILTER_BLOCK];
-                for (int f = 0; f < FILTER_BLOCK; f++)
-                    sums[f] = (lanes){0.0f};
+                lanes sums[2][FILTER_BLOCK];
+                for (int q = 0; q < rows; q++)
+                    for (int f = 0; f < FILTER_BLOCK; f++)
+                        sums[q][f] = (lanes){0.0f};
                 const float *tap_weights = block;
                 for (int64_t channel = 0; channel < c; channel++)
-                    for (int64_t i = 0; i < r; i++) {
-                        const float *in_row =
-                            padded + (channel * padded_h + oy * stride + i) * padded_w + ox0 * stride;
-                        for (int64_t j = 0; j < s; j++, tap_weights += FILTER_BLOCK) {
-                            lanes pixels;
-                            if (stride == 1) {
-                                memcpy(&pixels, in_row + j, sizeof pixels); /* an unaligned load */
-                            } else { /* a gather, lanes past the row left at zero */
-                                for (int l = 0; l < LANES; l++)
-                                    pixels[l] = l < lanes_left ? in_row[l * stride + j] : 0.0f;
+                    for (int64_t i = 0; i < r; i++)
+                        for (int64_t j = 0; j < s; j++, tap_weights += FILTER_BLOCK)
+                            for (int q = 0; q < rows; q++) {
+                                const float *in_row =
+                                    padded + (channel * padded_h + (out_y * rows + q) * stride + i) *
+                                                 padded_w + ox0 * stride;
+                                lanes pixels;
+                                if (stride == 1) {
+                                    memcpy(&pixels, in_row + j, sizeof pixels); /* unaligned load */
+                                } else { /* a gather, lanes past the row left at zero */
+                                    for (int l = 0; l < LANES; l++)
+                                        pixels[l] = l < lanes_left ? in_row[l * stride + j] : 0.0f;
+                                }
+                                for (int f = 0; f < FILTER_BLOCK; f++)
+                                    sums[q][f] += tap_weights[f] * pixels;
                             }
-                            for (int f = 0; f < FILTER_BLOCK; f++)
-                                sums[f] += tap_weights[f] * pixels;
-                        }
-                    }
                 for (int64_t f = 0; f < filters; f++) {
-                    float *out_row = out + ((k0 + f) * oh + oy) * ow + ox0;
-                    if (lanes_left == LANES) {
-                        memcpy(out_row, &sums[f], sizeof sums[f]); /* one unaligned store */
+                    float *out_row = out + ((k0 + f) * out_h + out_y) * out_w + ox0 / rows;
+                    if (pool2) {
+                        store_pooled(sums[0][f], sums[1][f], bias[k0 + f], out_row,
+                                     s2c_min(LANES / 2, out_w - ox0 / 2));
+                    } else if (lanes_left == LANES) {
+                        memcpy(out_row, &sums[0][f], sizeof sums[0][f]); /* one unaligned store */
                     } else {
                         for (int64_t l = 0; l < lanes_left; l++)
-                            out_row[l] = sums[f][l];
+                            out_row[l] = sums[0][f][l];
                     }
                 }
             }
@@ -197,15 +236,23 @@ static inline int fused_group(const struct fused_layer *l, const float *x, float
     int bias_added = !is_direct(l);
     if (is_direct(l)) {
         float *padded = scratch;
-        out = scratch + group_scratch(l, 0);
         s2c_pad_image(image, padded, l->c, l->h, l->w, l->padding, LANES);
         int64_t padded_h = l->h + 2 * l->padding, padded_w = l->w + 2 * l->padding;
-        /* stride 1 (the usual) as a constant: the lanes' loads are then one contiguous vector */
-        status = l->stride == 1
-                     ? direct_convolution(padded, l->packed, out, l->c, padded_h, padded_w, l->k,
-                                          l->r, l->s, 1, l->oh, l->ow)
-                     : direct_convolution(padded, l->packed, out, l->c, padded_h, padded_w, l->k,
-                                          l->r, l->s, l->stride, l->oh, l->ow);
+        /* 2 x 2 pooling goes straight to y; stride 1 (the usual) and the pooling as constants:
+         * the lanes' loads are then one contiguous vector, and the tile's rows known */
+        int pool2 = l->pool == 2;
+        out = pool2 ? y + first * l->k * ph * pw : scratch + group_scratch(l, 0);
+        if (l->stride == 1 && pool2)
+            status = direct_convolution(padded, l->packed, l->bias, out, l->c, padded_h, padded_w,
+                                        l->k, l->r, l->s, 1, l->oh, l->ow, 1);
+        else if (l->stride == 1)
+            status = direct_convolution(padded, l->packed, l->bias, out, l->c, padded_h, padded_w,
+                                        l->k, l->r, l->s, 1, l->oh, l->ow, 0);
+        else
+            status = direct_convolution(padded, l->packed, l->bias, out, l->c, padded_h, padded_w,
+                                        l->k, l->r, l->s, l->stride, l->oh, l->ow, pool2);
+        if (pool2)
+            return status;
     } else {
         status = s2c_conv2d_forward(image, l->weights, l->bias, out, images, l->c, l->h, l->w,
                                     l->k, l->r, l->s, l->stride, l->padding);
