@@ -21,7 +21,8 @@
 
 #include "internal.h"
 
-#define DIRECT_FILTERS 16 /* the most filters a layer convolved by direct loops has */
+#define DIRECT_FILTERS 16 /* a layer of at most this many filters is convolved by direct loops, */
+#define DIRECT_TAPS 32 /* and so is one whose filters have at most this many taps (c * r * s) */
 #define GROUP_FLOATS 131072 /* 512 KB: the most a group's convolution holds, in the L2 cache */
 #define WINOGRAD_CHANNELS 8 /* the fewest input channels a layer goes through winograd.c with */
 #define WINOGRAD_TILES 128 /* about how many 2 x 2 tiles one Winograd group of images takes */
@@ -184,7 +185,7 @@ struct fused_layer {
 
 static inline int is_direct(const struct fused_layer *l)
 {
-    return l->k <= DIRECT_FILTERS;
+    return l->k <= DIRECT_FILTERS || l->c * l->r * l->s <= DIRECT_TAPS;
 }
 
 /* 3 x 3 filters at stride 1 pooled 2 x 2 (winograd.c), over enough channels that its 16 products

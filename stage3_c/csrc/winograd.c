@@ -20,6 +20,8 @@
  * A NaN or infinity spreads over its whole 4 x 4 patch in B^T d B, so it reaches every output of
  * the tiles whose patch holds it: the pooled output of each such tile, which the direct sums also
  * make NaN (every element of the window is read), so the pooled result matches theirs. */
+#include <string.h>
+
 #include "internal.h"
 #include "matmul.h"
 
@@ -31,22 +33,31 @@
  * of transformed[xi] [k, c] by V[xi]. */
 void s2c_winograd_filters(const float *weights, int64_t k, int64_t c, float *transformed)
 {
-    for (int64_t filter = 0; filter < k * c; filter++) {
-        const float *g = weights + filter * 9;
-        float half[TILE][3]; /* G g: rows of the filter combined */
-        for (int j = 0; j < 3; j++) {
-            half[0][j] = g[j];
-            half[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
-            half[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
-            half[3][j] = g[6 + j];
+    /* In chunks of FILTER_CHUNK filters, each position's values gathered in a local array first:
+     * written straight out, a filter's 16 values would land k * c floats apart, a power of two
+     * here, and so all in one set of the L1 cache, which holds only a few of them. */
+    enum { FILTER_CHUNK = 16 };
+    for (int64_t first = 0; first < k * c; first += FILTER_CHUNK) {
+        const int64_t count = s2c_min(FILTER_CHUNK, k * c - first);
+        float chunk[POSITIONS][FILTER_CHUNK];
+        for (int64_t f = 0; f < count; f++) {
+            const float *g = weights + (first + f) * 9;
+            float half[TILE][3]; /* G g: rows of the filter combined */
+            for (int j = 0; j < 3; j++) {
+                half[0][j] = g[j];
+                half[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+                half[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+                half[3][j] = g[6 + j];
+            }
+            for (int i = 0; i < TILE; i++) { /* (G g) G^T: its columns combined */
+                chunk[i * TILE + 0][f] = half[i][0];
+                chunk[i * TILE + 1][f] = 0.5f * (half[i][0] + half[i][1] + half[i][2]);
+                chunk[i * TILE + 2][f] = 0.5f * (half[i][0] - half[i][1] + half[i][2]);
+                chunk[i * TILE + 3][f] = half[i][2];
+            }
         }
-        for (int i = 0; i < TILE; i++) { /* (G g) G^T: its columns combined */
-            float *out = transformed + (int64_t)(i * TILE) * k * c + filter;
-            out[0 * k * c] = half[i][0];
-            out[1 * k * c] = 0.5f * (half[i][0] + half[i][1] + half[i][2]);
-            out[2 * k * c] = 0.5f * (half[i][0] - half[i][1] + half[i][2]);
-            out[3 * k * c] = half[i][2];
-        }
+        for (int xi = 0; xi < POSITIONS; xi++)
+            memcpy(transformed + xi * k * c + first, chunk[xi], (size_t)count * sizeof(float));
     }
 }
 
