@@ -25,7 +25,7 @@
 #define DIRECT_TAPS 32 /* and so is one whose filters have at most this many taps (c * r * s) */
 #define GROUP_FLOATS 131072 /* 512 KB: the most a group's convolution holds, in the L2 cache */
 #define WINOGRAD_CHANNELS 8 /* the fewest input channels a layer goes through winograd.c with */
-#define WINOGRAD_TILES 128 /* about how many 2 x 2 tiles one Winograd group of images takes */
+#define WINOGRAD_TILES 256 /* about how many 2 x 2 tiles one Winograd group of images takes */
 
 /* Every size >= 1, the convolution's window fits the padded input, and the pooling window fits
  * the convolution's output. */
