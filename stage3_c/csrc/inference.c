@@ -158,7 +158,12 @@ direct_convolution(const float *padded, const float *packed, const float *bias, 
                                 for (int f = 0; f < FILTER_BLOCK; f++)
                                     sums[q][f] += tap_weights[f] * pixels;
                             }
-                for (int64_t f = 0; f < filters; f++) {
+                /* constant bounds, unrolled: the sums stay in registers (a loop to `filters`
+                 * would index them at run time, from memory) */
+                #pragma GCC unroll 8
+                for (int f = 0; f < FILTER_BLOCK; f++) {
+                    if (f >= filters)
+                        break;
                     float *out_row = out + ((k0 + f) * out_h + out_y) * out_w + ox0 / rows;
                     if (pool2) {
                         store_pooled(sums[0][f], sums[1][f], bias[k0 + f], out_row,
