@@ -4,17 +4,25 @@
  * x [n, c, h, w]; weights [k, c, r, s]; bias [k]; y [n, k, oh / pool, ow / pool], where
  * oh = (h + 2 * padding - r) / stride + 1 (likewise ow); pool = 1 is no pooling.
  *
- * Each image is convolved into a scratch plane per output channel that stays in the cache, and
- * the epilogue reads it once: the max of each window, plus the bias, through ReLU. The
- * convolution goes through im2col and s2c_gemm (whose micro-kernel is the widest SIMD the CPU
- * runs, chosen at run time: MATMUL.md), except for layers of few filters (K <= DIRECT_FILTERS,
- * LeNet-5's 6 and 16), whose GEMM tiles of 12 filters would be half empty and whose im2col copies
- * cost as much as their products: these run as direct loops over a zero-padded copy of the image,
- * a register tile of 8 filters x 16 outputs of a row taking every tap of the window in turn
- * (measured on one core of the AMD EPYC CI machine, 256 images: LeNet-5's conv1 3.4 -> 1.7 ms,
- * conv2 4.1 -> 1.8 ms; the Fashion CNN's 64 and 128 filters are 10-15% faster through the GEMM). Adding the bias and ReLU after the max gives the same numbers as before it: rounding
- * v + b is monotone in v, as ReLU is, so both commute with the max, and a NaN wins the max and
- * stays NaN through both; the epilogue then does them once per window, not once per element. */
+ * A layer takes one of three paths (numbers: one core of the AMD EPYC CI machine, 256 images):
+ * - direct loops, for layers of few filters (K <= DIRECT_FILTERS, LeNet-5's 6 and 16), whose GEMM
+ *   tiles of 12 filters would be half empty, or of few taps (C * R * S <= DIRECT_TAPS, the
+ *   Fashion CNN's first layer: 9), whose im2col copies cost as much as their products: a register
+ *   tile of 8 filters x 16 outputs of a row over a zero-padded copy of the image takes every tap
+ *   in turn; with 2 x 2 pooling the tile holds two rows, and is pooled, biased and ReLU'd in the
+ *   registers, so the convolution never reaches memory (the Fashion CNN's conv1 8.0 -> 2.5 ms,
+ *   LeNet-5's conv1 and conv2 1.3 + 1.8 -> 0.5 + 0.9 ms);
+ * - Winograd's F(2 x 2, 3 x 3) (winograd.c) for 3 x 3 filters at stride 1 pooled 2 x 2 over enough
+ *   channels: 2.7x fewer multiplies, through 16 GEMMs (the Fashion CNN's conv2 27 -> 14 ms);
+ * - otherwise im2col and s2c_gemm (whose micro-kernel is the widest SIMD the CPU runs, chosen at
+ *   run time: MATMUL.md) over a group of images, the convolution landing in a scratch that stays
+ *   in the cache, and an epilogue that reads it once: the max of each window, plus the bias,
+ *   through ReLU.
+ * Adding the bias and ReLU after the max gives the same numbers as before it: rounding v + b is
+ * monotone in v, as ReLU is, so both commute with the max, and a NaN wins the max and stays NaN
+ * through both; the epilogue then does them once per window, not once per element. */
+#include <float.h>
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,7 +194,18 @@ direct_convolution(const float *padded, const float *packed, const float *bias, 
 struct fused_layer {
     int64_t c, h, w, k, r, s, stride, padding, pool, oh, ow;
     const float *weights, *bias, *packed;
+    int finite_weights; /* no NaN or infinity in the weights (Winograd's condition) */
 };
+
+/* No NaN or infinity among values[0 .. count-1]: one vectorized pass, |v| <= FLT_MAX. */
+static inline int all_finite(const float *values, int64_t count)
+{
+    int outside = 0;
+    #pragma omp simd reduction(| : outside)
+    for (int64_t i = 0; i < count; i++)
+        outside |= !(fabsf(values[i]) <= FLT_MAX);
+    return !outside;
+}
 
 static inline int is_direct(const struct fused_layer *l)
 {
@@ -201,8 +220,10 @@ static inline int is_winograd(const struct fused_layer *l)
            l->c >= WINOGRAD_CHANNELS;
 }
 
-/* Images a work item takes: one for the direct loops; for the GEMM, as many as keep their
- * convolution [images, k, oh, ow] within GROUP_FLOATS (in the cache for the pooling). */
+/* Images a work item takes: one for the direct loops; for Winograd's, about WINOGRAD_TILES tiles
+ * (wide enough GEMMs, their operands, 12 KB a tile for the Fashion CNN's conv2, still in the L3
+ * cache; measured best near 256); for the GEMM, as many as keep their convolution
+ * [images, k, oh, ow] within GROUP_FLOATS (in the cache for the pooling). */
 static inline int64_t images_per_group(const struct fused_layer *l, int64_t n)
 {
     if (is_direct(l))
@@ -216,18 +237,22 @@ static inline int64_t images_per_group(const struct fused_layer *l, int64_t n)
 }
 
 /* A work item's scratch: for the direct loops, the padded image with the loops' slack, then the
- * image's convolution [k, oh, ow]; for the GEMM, the group's convolution. */
+ * image's convolution [k, oh, ow] (unused when pooling 2 x 2); for Winograd's, what winograd.c
+ * asks; for the GEMM, the group's convolution. */
 static inline int64_t group_scratch(const struct fused_layer *l, int64_t images)
 {
-    if (is_winograd(l))
-        return s2c_winograd_scratch(images, l->c, l->h, l->w, l->k, l->padding);
+    int64_t convolution = images * l->k * l->oh * l->ow;
+    if (is_winograd(l)) /* or the GEMM's, for a group Winograd's cannot take */
+        return s2c_max(s2c_winograd_scratch(images, l->c, l->h, l->w, l->k, l->padding),
+                       convolution);
     int64_t padded = l->c * (l->h + 2 * l->padding) * (l->w + 2 * l->padding) + LANES;
-    return (is_direct(l) ? padded : 0) + images * l->k * l->oh * l->ow;
+    return (is_direct(l) ? padded : 0) + convolution;
 }
 
-/* Images [first, first + images) of x: their convolution into `out` [images, k, oh, ow] (with the
- * bias, for the GEMM: s2c_conv2d_forward, im2col + s2c_gemm over the group), then each plane of
- * out pooled into y. */
+/* Images [first, first + images) of x into y: through Winograd's (winograd.c) or the direct loops
+ * pooling 2 x 2, straight; else their convolution into `out` [images, k, oh, ow] (with the bias,
+ * for the GEMM: s2c_conv2d_forward, im2col + s2c_gemm over the group), then each plane of out
+ * pooled into y. */
 static inline int fused_group(const struct fused_layer *l, const float *x, float *y, int64_t first,
                               int64_t images, float *scratch)
 {
@@ -235,7 +260,11 @@ static inline int fused_group(const struct fused_layer *l, const float *x, float
     int64_t ph = l->oh / l->pool, pw = l->ow / l->pool, columns = l->oh * l->ow;
     const float *image = x + first * l->c * l->h * l->w;
     float *out = scratch;
-    if (is_winograd(l))
+    /* Winograd's transforms mix a patch's pixels, and a filter's taps: an infinity there would
+     * spread (Inf - Inf = NaN) to outputs that the definition's sums keep finite, so a group with
+     * a NaN or infinity in its images or the layer's weights takes the GEMM, which multiplies as
+     * the definition does. */
+    if (is_winograd(l) && l->finite_weights && all_finite(image, images * l->c * l->h * l->w))
         return s2c_winograd_bias_relu_pool(image, l->packed, l->bias, y + first * l->k * ph * pw,
                                            images, l->c, l->h, l->w, l->k, l->padding, scratch);
     int status;
@@ -282,18 +311,21 @@ int s2c_conv2d_bias_relu_pool(const float *x, const float *weights, const float 
      * leaves the threads to them. */
     struct fused_layer l = {c, h, w, k, r, s, stride, padding, pool,
                             s2c_out_size(h, r, stride, padding), s2c_out_size(w, s, stride, padding),
-                            weights, bias, NULL};
+                            weights, bias, NULL, 0};
     int64_t group = images_per_group(&l, n), groups = (n + group - 1) / group;
-    int64_t packed_size = is_winograd(&l) ? 16 * k * c
-                          : is_direct(&l) ? (k + FILTER_BLOCK - 1) / FILTER_BLOCK * FILTER_BLOCK * c * r * s
+    int64_t blocks = (k + FILTER_BLOCK - 1) / FILTER_BLOCK;
+    int64_t packed_size = is_winograd(&l)  ? S2C_WINOGRAD_POSITIONS * k * c
+                          : is_direct(&l) ? blocks * FILTER_BLOCK * c * r * s
                                           : 0;
     size_t per_thread = (size_t)group_scratch(&l, group);
     int threads = groups > 1 ? s2c_get_num_threads() : 1;
     float *scratch = malloc(((size_t)packed_size + (size_t)threads * per_thread) * sizeof(float));
     if (scratch == NULL)
         return S2C_OUT_OF_MEMORY;
-    if (is_winograd(&l))
+    if (is_winograd(&l)) {
         s2c_winograd_filters(weights, k, c, scratch);
+        l.finite_weights = all_finite(weights, k * c * r * s);
+    }
     if (is_direct(&l))
         pack_filters(weights, k, c * r * s, scratch);
     l.packed = packed_size > 0 ? scratch : NULL;

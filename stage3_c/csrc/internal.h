@@ -22,6 +22,7 @@
     } while (0)
 
 static inline int64_t s2c_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t s2c_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* The largest of row[0 .. c-1] (c >= 1): softmax and the losses subtract it before exp. */
 static inline float s2c_row_max(const float *row, int64_t c)
@@ -54,7 +55,9 @@ static inline void s2c_pad_image(const float *image, float *padded, int64_t c, i
                     image[(channel * h + y) * w + x];
 }
 
-/* winograd.c: the fused convolution of 3 x 3 filters at stride 1 with 2 x 2 max-pooling. */
+/* winograd.c: the fused convolution of 3 x 3 filters at stride 1 with 2 x 2 max-pooling; its
+ * transformed filters are S2C_WINOGRAD_POSITIONS * k * c floats. */
+#define S2C_WINOGRAD_POSITIONS 16
 void s2c_winograd_filters(const float *weights, int64_t k, int64_t c, float *transformed);
 int64_t s2c_winograd_scratch(int64_t images, int64_t c, int64_t h, int64_t w, int64_t k,
                              int64_t padding);

@@ -26,7 +26,7 @@
 #include "matmul.h"
 
 #define TILE 4 /* the transform's size: a 2 x 2 output tile from a 4 x 4 patch */
-#define POSITIONS (TILE * TILE)
+#define POSITIONS S2C_WINOGRAD_POSITIONS /* TILE * TILE */
 
 /* transformed [POSITIONS][k][c] = G g G^T of each filter g [3, 3] of weights [k, c, 3, 3], with
  * G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]] (rows), so that M[xi] is one GEMM
