@@ -33,6 +33,7 @@
 #define DIRECT_TAPS 32 /* and so is one whose filters have at most this many taps (c * r * s) */
 #define GROUP_FLOATS 131072 /* 512 KB: the most a group's convolution holds, in the L2 cache */
 #define WINOGRAD_CHANNELS 8 /* the fewest input channels a layer goes through winograd.c with */
+#define WINOGRAD_IMAGES 2 /* the fewest images a call goes through winograd.c with */
 #define WINOGRAD_TILES 256 /* about how many 2 x 2 tiles one Winograd group of images takes */
 
 /* Every size >= 1, the convolution's window fits the padded input, and the pooling window fits
@@ -189,12 +190,13 @@ direct_convolution(const float *padded, const float *packed, const float *bias, 
     /* END SOLUTION */
 }
 
-/* What the images of one call share: the sizes, and the weights packed for the direct loops or
- * transformed for Winograd's (NULL when the layer goes through the im2col GEMM). */
+/* What the images of one call share: the sizes, whether they go through Winograd's (use_winograd),
+ * and the weights packed for the direct loops or transformed for Winograd's (NULL when the layer
+ * goes through the im2col GEMM). */
 struct fused_layer {
     int64_t c, h, w, k, r, s, stride, padding, pool, oh, ow;
     const float *weights, *bias, *packed;
-    int finite_weights; /* no NaN or infinity in the weights (Winograd's condition) */
+    int winograd;
 };
 
 /* No NaN or infinity among values[0 .. count-1]: one vectorized pass, |v| <= FLT_MAX. */
@@ -212,12 +214,18 @@ static inline int is_direct(const struct fused_layer *l)
     return l->k <= DIRECT_FILTERS || l->c * l->r * l->s <= DIRECT_TAPS;
 }
 
-/* 3 x 3 filters at stride 1 pooled 2 x 2 (winograd.c), over enough channels that its 16 products
- * of depth c are worth a GEMM each. */
-static inline int is_winograd(const struct fused_layer *l)
+/* Winograd's (winograd.c) for 3 x 3 filters at stride 1 pooled 2 x 2, over enough channels that
+ * its 16 products of depth c are worth a GEMM each, and at least WINOGRAD_IMAGES images: its
+ * filter transform costs about one image's convolution (measured, the Fashion CNN's conv2: 0.21
+ * against the GEMM's 0.18 ms for one image, 0.27 against 0.31 for two). Its transforms mix a
+ * filter's taps: an infinity there would spread (Inf - Inf = NaN) to outputs that the
+ * definition's sums keep finite, so weights holding a NaN or infinity take the GEMM, which
+ * multiplies as the definition does (and so does a group of images holding one: fused_group). */
+static inline int use_winograd(const struct fused_layer *l, int64_t n)
 {
     return !is_direct(l) && l->r == 3 && l->s == 3 && l->stride == 1 && l->pool == 2 &&
-           l->c >= WINOGRAD_CHANNELS;
+           l->c >= WINOGRAD_CHANNELS && n >= WINOGRAD_IMAGES &&
+           all_finite(l->weights, l->k * l->c * 9);
 }
 
 /* Images a work item takes: one for the direct loops; for Winograd's, about WINOGRAD_TILES tiles
@@ -228,7 +236,7 @@ static inline int64_t images_per_group(const struct fused_layer *l, int64_t n)
 {
     if (is_direct(l))
         return 1;
-    if (is_winograd(l)) {
+    if (l->winograd) {
         int64_t tiles = (l->oh / 2) * (l->ow / 2);
         return s2c_min(n, tiles >= WINOGRAD_TILES ? 1 : WINOGRAD_TILES / tiles);
     }
@@ -242,7 +250,7 @@ static inline int64_t images_per_group(const struct fused_layer *l, int64_t n)
 static inline int64_t group_scratch(const struct fused_layer *l, int64_t images)
 {
     int64_t convolution = images * l->k * l->oh * l->ow;
-    if (is_winograd(l)) /* or the GEMM's, for a group Winograd's cannot take */
+    if (l->winograd) /* or the GEMM's, for a group Winograd's cannot take */
         return s2c_max(s2c_winograd_scratch(images, l->c, l->h, l->w, l->k, l->padding),
                        convolution);
     int64_t padded = l->c * (l->h + 2 * l->padding) * (l->w + 2 * l->padding) + LANES;
@@ -260,11 +268,8 @@ static inline int fused_group(const struct fused_layer *l, const float *x, float
     int64_t ph = l->oh / l->pool, pw = l->ow / l->pool, columns = l->oh * l->ow;
     const float *image = x + first * l->c * l->h * l->w;
     float *out = scratch;
-    /* Winograd's transforms mix a patch's pixels, and a filter's taps: an infinity there would
-     * spread (Inf - Inf = NaN) to outputs that the definition's sums keep finite, so a group with
-     * a NaN or infinity in its images or the layer's weights takes the GEMM, which multiplies as
-     * the definition does. */
-    if (is_winograd(l) && l->finite_weights && all_finite(image, images * l->c * l->h * l->w))
+    /* a group with a NaN or infinity in its images takes the GEMM (see use_winograd) */
+    if (l->winograd && all_finite(image, images * l->c * l->h * l->w))
         return s2c_winograd_bias_relu_pool(image, l->packed, l->bias, y + first * l->k * ph * pw,
                                            images, l->c, l->h, l->w, l->k, l->padding, scratch);
     int status;
@@ -312,9 +317,10 @@ int s2c_conv2d_bias_relu_pool(const float *x, const float *weights, const float 
     struct fused_layer l = {c, h, w, k, r, s, stride, padding, pool,
                             s2c_out_size(h, r, stride, padding), s2c_out_size(w, s, stride, padding),
                             weights, bias, NULL, 0};
+    l.winograd = use_winograd(&l, n);
     int64_t group = images_per_group(&l, n), groups = (n + group - 1) / group;
     int64_t blocks = (k + FILTER_BLOCK - 1) / FILTER_BLOCK;
-    int64_t packed_size = is_winograd(&l)  ? S2C_WINOGRAD_POSITIONS * k * c
+    int64_t packed_size = l.winograd      ? S2C_WINOGRAD_POSITIONS * k * c
                           : is_direct(&l) ? blocks * FILTER_BLOCK * c * r * s
                                           : 0;
     size_t per_thread = (size_t)group_scratch(&l, group);
@@ -322,10 +328,8 @@ int s2c_conv2d_bias_relu_pool(const float *x, const float *weights, const float 
     float *scratch = malloc(((size_t)packed_size + (size_t)threads * per_thread) * sizeof(float));
     if (scratch == NULL)
         return S2C_OUT_OF_MEMORY;
-    if (is_winograd(&l)) {
+    if (l.winograd)
         s2c_winograd_filters(weights, k, c, scratch);
-        l.finite_weights = all_finite(weights, k * c * r * s);
-    }
     if (is_direct(&l))
         pack_filters(weights, k, c * r * s, scratch);
     l.packed = packed_size > 0 ? scratch : NULL;
