@@ -99,22 +99,27 @@ static inline void pack_filters(const float *weights, int64_t k, int64_t taps, f
  * where it holds), and the selects below are bitwise, as SIMD code makes them. */
 typedef int32_t lane_mask __attribute__((vector_size(LANES * sizeof(int32_t))));
 
-/* Lane by lane, value where it beats best (greater, or NaN) and best is not NaN, else best: a NaN
- * wins and then stays, as in pool_bias_relu. */
-static inline lanes nan_max(lanes best, lanes value)
+/* Lane by lane, *best = *value where it beats *best (greater, or NaN) and *best is not NaN: a NaN
+ * wins and then stays, as in pool_bias_relu. (Vectors pass by pointer: a 64-byte vector passed
+ * by value has no fixed calling convention on builds without AVX-512, and gcc warns of it.) */
+static inline void nan_max(lanes *best, const lanes *value)
 {
-    lane_mask take = (best == best) & ~(value <= best);
-    return (lanes)(((lane_mask)value & take) | ((lane_mask)best & ~take));
+    lane_mask take = (*best == *best) & ~(*value <= *best);
+    *best = (lanes)(((lane_mask)*value & take) | ((lane_mask)*best & ~take));
 }
 
-/* y_row[0 : count] = relu(max over each 2 x 2 window of the rows top and bottom + bias):
+/* y_row[0 : count] = relu(max over each 2 x 2 window of the rows *top and *bottom + bias):
  * column pairs (2l, 2l + 1) of the row-wise max, its even and odd lanes shuffled side by side,
  * give output l < LANES / 2. */
-static inline void store_pooled(lanes top, lanes bottom, float bias, float *y_row, int64_t count)
+static inline void store_pooled(const lanes *top, const lanes *bottom, float bias, float *y_row,
+                                int64_t count)
 {
     const lane_mask evens = {0, 2, 4, 6, 8, 10, 12, 14}, odds = {1, 3, 5, 7, 9, 11, 13, 15};
-    lanes rows = nan_max(top, bottom);
-    lanes pooled = nan_max(__builtin_shuffle(rows, evens), __builtin_shuffle(rows, odds)) + bias;
+    lanes rows = *top;
+    nan_max(&rows, bottom);
+    lanes pooled = __builtin_shuffle(rows, evens), odd = __builtin_shuffle(rows, odds);
+    nan_max(&pooled, &odd);
+    pooled += bias;
     pooled = (lanes)((lane_mask)pooled & ~(pooled <= 0.0f)); /* ReLU; NaN <= 0 is false */
     if (count == LANES / 2) {
         memcpy(y_row, &pooled, LANES / 2 * sizeof(float)); /* one unaligned store */
@@ -175,7 +180,7 @@ direct_convolution(const float *padded, const float *packed, const float *bias, 
                         break;
                     float *out_row = out + ((k0 + f) * out_h + out_y) * out_w + ox0 / rows;
                     if (pool2) {
-                        store_pooled(sums[0][f], sums[1][f], bias[k0 + f], out_row,
+                        store_pooled(&sums[0][f], &sums[1][f], bias[k0 + f], out_row,
                                      s2c_min(LANES / 2, out_w - ox0 / 2));
                     } else if (lanes_left == LANES) {
                         memcpy(out_row, &sums[0][f], sizeof sums[0][f]); /* one unaligned store */
