@@ -194,6 +194,9 @@ CONV_BIAS_RELU_POOL_CASES = (
     (1, 16, 4, 3, 16, 3, 3, 1, 1, 1),
     (1, 6, 14, 14, 16, 5, 5, 1, 0, 2),
     (1, 5, 13, 11, 19, 3, 3, 1, 1, 2),
+    # 3x3 at stride 1 pooled 2x2, from 2 images, 8 channels and 17 filters up: where stage 3
+    # switches to Winograd, whose transforms mix a patch (an infinity must not spread)
+    (2, 8, 9, 9, 17, 3, 3, 1, 1, 2),
 )
 # Past the tiles and channel chunks of a GPU's kernel (and C's SIMD rows): LeNet-5's first layer
 # (several tiles down the plane, the last one partial) and the Fashion CNN's second with 130
