@@ -132,6 +132,7 @@ def sanity_rows(checkpoint, tier, images, classes, layer, trained_maps, seeds):
             flat_maps += int(flat(maps).sum())
         values = np.concatenate(correlations)
         rows.append({"randomized": names, "seeds": list(seeds), "flat_maps": flat_maps,
+                     "described": [model.net.children()[name].describe() for name in names],
                      "correlation": distribution(values)})  # fmt: skip
     return rows
 
@@ -218,14 +219,15 @@ def markdown(record, stem):
         "nowhere positive is all zeros (a correlation with a constant is undefined): counted "
         "apart, in both or in one.",
         "",
-        "| stage | mean | min | images < 0.99 | flat in both | flat in one | largest difference "
-        "| seconds |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| stage | mean | min | 1 - min | images < 0.99 | flat in both | flat in one "
+        "| largest difference | seconds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for row in record["agreement"]:
         figures = row["correlation"]
         lines.append(
             f"| {row['stage']} | {figures['mean']:.6f} | {figures['min']:.6f} | "
+            f"{1 - figures['min']:.1e} | "
             f"{row['below_0.99']} | {row['both_flat']} | {row['one_flat']} | "
             f"{row['largest_difference']:.1e} | {row['seconds']:.3f} |"
         )
@@ -244,7 +246,8 @@ def markdown(record, stem):
     for row in record["sanity"]:
         figures = row["correlation"]
         lines.append(
-            f"| layers {', '.join(row['randomized'])} | {len(row['seeds'])} | "
+            f"| {', '.join(map(' '.join, zip(row['randomized'], row['described'])))} | "
+            f"{len(row['seeds'])} | "
             f"{figures['defined']} | {figures['mean']:.3f} | {figures['p10']:.3f} | "
             f"{figures['median']:.3f} | {figures['p90']:.3f} | {figures['max']:.3f} | "
             f"{figures['below_0.5']:.0%} | {row['flat_maps']} |"
