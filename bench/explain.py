@@ -245,8 +245,9 @@ def markdown(record, stem):
     ]
     for row in record["sanity"]:
         figures = row["correlation"]
+        layers = zip(row["randomized"], row["described"], strict=True)
         lines.append(
-            f"| {', '.join(map(' '.join, zip(row['randomized'], row['described'])))} | "
+            f"| {', '.join(f'{name} {described}' for name, described in layers)} | "
             f"{len(row['seeds'])} | "
             f"{figures['defined']} | {figures['mean']:.3f} | {figures['p10']:.3f} | "
             f"{figures['median']:.3f} | {figures['p90']:.3f} | {figures['max']:.3f} | "
