@@ -160,6 +160,7 @@ def run(args):
     record = {
         "command": args.command, "date": started, "machine": machine(),
         "checkpoint": str(args.checkpoint), "model": meta["model"], "data": meta["data"],
+        "checkpoint_epochs": meta.get("progress", {}).get("epoch"),
         "images": args.count, "layer": layer,
         "layer_described": model.net.children()[layer].describe(),
         "test_accuracy_of_these": float((classes == test.labels[:args.count]).mean()),
@@ -208,7 +209,8 @@ def markdown(record, stem):
     lines = [
         f"# Grad-CAM of {record['model']} on {record['data']}: our tiers against grad-cam",
         "",
-        f"`{record['command']}` on {record['machine']['processor']}, {record['date']}. "
+        f"`{record['command']}` on {record['machine']['processor']}, {record['date']}: a "
+        f"checkpoint of {record['checkpoint_epochs']} epoch(s) of nn.train. "
         f"The first {record['images']} test images, each explained for its predicted class "
         f"(right on {record['test_accuracy_of_these']:.0%} of them) through layer "
         f"{record['layer']}, {record['layer_described']}.",
