@@ -32,12 +32,11 @@ matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from nn.backend import STAGES, load_tier  # noqa: E402
-from nn.data import Normalizer, load_data  # noqa: E402
+from nn.backend import load_tier  # noqa: E402
+from nn.data import Normalizer  # noqa: E402
 from nn.exits import EPILOG, reporting  # noqa: E402
 from nn.layers import BatchNorm, Conv2d, Sequential  # noqa: E402
-from nn.predict import load_model, read_image  # noqa: E402
-from nn.recipes import Recipe  # noqa: E402
+from nn.predict import add_input_arguments, load_model, read_input  # noqa: E402
 
 
 def grad_cam(model, images, class_indices, layer=None):
@@ -178,18 +177,10 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m nn.explain", description=__doc__.split("\n")[0], epilog=EPILOG
     )
-    parser.add_argument("--checkpoint", type=Path, required=True)
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("image", nargs="?", type=Path, help="an image file (PNG, JPEG, ...)")
-    source.add_argument("--index", type=int, help="example i of the test split")
+    add_input_arguments(parser)
     parser.add_argument("--layer", help="the layer to look through (default: the last conv)")
     parser.add_argument("--class", dest="class_index", type=int,
                         help="the class to explain (default: the predicted one)")
-    parser.add_argument("--stage", type=int, default=2, choices=STAGES)
-    parser.add_argument("--impl", metavar="DIR",
-                        help="run on the tier in DIR (default: the reference)")
-    parser.add_argument("--data-dir", help="where the data set lives (for --index)")
-    parser.add_argument("--invert", action="store_true", help="invert the image's brightness")
     parser.add_argument("--out", type=Path, default=Path("gradcam.png"),
                         help="the overlay PNG to write (default: gradcam.png)")
     return parser.parse_args(argv)
@@ -204,14 +195,7 @@ def explain(args):
     """Load the model and the image, compute its map, save the overlay; exit status 0."""
     tier = load_tier(args.stage, args.impl)
     model, meta = load_model(args.checkpoint, tier)
-    if args.index is not None:
-        test = load_data(meta["data"], args.data_dir, 0,
-                         Recipe.from_json(meta["recipe"]).synthetic_size).test
-        if not 0 <= args.index < len(test):
-            raise ValueError(f"--index must be in [0, {len(test)}), got {args.index}")
-        pixels = test.inputs[args.index:args.index + 1]
-    else:
-        pixels = read_image(args.image, meta["input_shape"], args.invert)
+    pixels = read_input(args, meta)
     images = Normalizer.from_json(meta["normalizer"])(pixels)
     probabilities = model.loss.probabilities(tier, model.forward(tier.from_numpy(images)))[0]
     chosen = int(np.argmax(probabilities)) if args.class_index is None else args.class_index
