@@ -43,8 +43,8 @@ def read_events(path):
 
 @pytest.fixture(scope="module")
 def conv_run(tmp_path_factory):
-    """(tag -> [(step, value)], steps per epoch) of 2 epochs of a small CNN on random 8x8 images,
-    the trainer showing them on a Dashboard."""
+    """(tag -> [(step, value)], steps per epoch, model, folder) of 2 epochs of a small CNN on
+    random 8x8 images, the trainer showing them on a Dashboard."""
     tier = load_tier("numpy")
     rng = np.random.default_rng(0)
     train_split, test_split = (Split(rng.integers(0, 256, (count, 1, 8, 8), dtype=np.uint8),
@@ -62,7 +62,7 @@ def conv_run(tmp_path_factory):
     dashboard.final(test_accuracy=0.5, test_loss=1.0, best_val_loss=trainer.progress.best_val_loss)
     dashboard.close()
     (event_file,) = log_dir.glob("events.out.tfevents.*")
-    return summaries(read_events(event_file)), trainer.steps_per_epoch, model
+    return summaries(read_events(event_file)), trainer.steps_per_epoch, model, log_dir
 
 
 def summaries(events):
@@ -75,7 +75,7 @@ def summaries(events):
 
 
 def test_every_step_and_epoch_is_a_scalar(conv_run):
-    found, steps_per_epoch, _ = conv_run
+    found, steps_per_epoch, _, _ = conv_run
     steps = EPOCHS * steps_per_epoch
     for tag in ("step/loss", "step/accuracy", "step/lr"):
         assert [step for step, _ in found[tag]] == list(range(1, steps + 1)), tag
@@ -92,7 +92,7 @@ def test_every_step_and_epoch_is_a_scalar(conv_run):
 
 
 def test_weights_and_gradients_of_every_parameter_are_histograms(conv_run):
-    found, _, model = conv_run
+    found, _, model, _ = conv_run
     for name, parameter in model.parameters().items():
         for kind in ("weights", "gradients"):
             entries = found[f"{kind}/{name}"]
@@ -105,7 +105,7 @@ def test_weights_and_gradients_of_every_parameter_are_histograms(conv_run):
 
 
 def test_first_layer_filters_are_images_and_settings_are_text(conv_run):
-    found, _, _ = conv_run
+    found, _, _, _ = conv_run
     images = found["first_layer/filters"]
     assert [step for step, _ in images] == [1, 2]
     picture = Image.open(io.BytesIO(images[-1][1].image.encoded_image_string))
@@ -115,6 +115,25 @@ def test_first_layer_filters_are_images_and_settings_are_text(conv_run):
     text = settings.tensor.string_val[0].decode()
     assert "| optimizer | sgd |" in text and "small_cnn" in text
     assert "_hparams_/session_start_info" in found and "_hparams_/session_end_info" in found
+
+
+def test_tensorboard_itself_reads_the_run(conv_run):
+    """TensorBoard's own reader, where TensorBoard is installed (it is no dependency: the tests
+    above read the file with tensorboardX's protobuf)."""
+    accumulator = pytest.importorskip(
+        "tensorboard.backend.event_processing.event_accumulator",
+        reason="TensorBoard is not installed (pip install tensorboard to view the dashboard)")
+    found, _, _, log_dir = conv_run
+    events = accumulator.EventAccumulator(str(log_dir), size_guidance={
+        accumulator.SCALARS: 0, accumulator.HISTOGRAMS: 0, accumulator.IMAGES: 0})
+    events.Reload()
+    tags = events.Tags()
+    assert set(tags["scalars"]) == {tag for tag in found if tag.split("/")[0] in
+                                    ("step", "epoch", "final")}
+    assert len(events.Scalars("step/loss")) == len(found["step/loss"])
+    assert set(tags["histograms"]) == {tag for tag in found
+                                       if tag.startswith(("weights/", "gradients/"))}
+    assert tags["images"] == ["first_layer/filters"]
 
 
 def test_train_writes_the_dashboard_into_the_run_folder(tmp_path, capsys):
