@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.epoch import to_torch
-from nn.backend import STAGES, load_tier
+from nn.backend import STAGES, load_tier, refuse_simulated
 from nn.data import Normalizer, load_data
 from nn.exits import reporting
 from nn.explain import default_layer, grad_cam, save_overlays
@@ -144,6 +144,9 @@ def run(args):
     except ImportError:
         raise ValueError("bench.explain compares with the grad-cam package (PyTorch): "
                          "pip install -r requirements-oracle.txt") from None
+    if 4 in args.stages:  # at once, before the CPU tiers' work
+        refuse_simulated(4, None, "bench.explain's stage 4 side",
+                         "run --stages 1 2 3 here and --stages 2 4 on a machine with a GPU")
     torch.set_num_threads(1)
     started = time.strftime("%Y-%m-%d")
     model, meta = load_model(args.checkpoint, load_tier(2))
