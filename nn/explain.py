@@ -56,7 +56,7 @@ def grad_cam(model, images, class_indices, layer=None):
     choices = layer_choices(model)
     name = default_layer(model) if layer is None else str(layer)
     if name not in choices:
-        raise ValueError(f"--layer must be one of {_listed(choices)}, got {layer!r}")
+        raise ValueError(f"layer must be one of {_listed(choices)}, got {layer!r}")
     images = np.asarray(images)
     if images.dtype != np.float32 or images.shape[1:] != model.input_shape or not len(images):
         raise ValueError(f"images must be float32 [N, {', '.join(map(str, model.input_shape))}] "

@@ -101,7 +101,7 @@ def test_bad_arguments_are_refused_naming_what_was_expected():
     tier = load_tier("numpy")
     model = small_cnn().build(tier, seed=3)
     images = np.zeros((2, *SHAPE), np.float32)
-    with pytest.raises(ValueError, match=r"--layer must be one of 0 \(Conv2d.*got '6'"):
+    with pytest.raises(ValueError, match=r"layer must be one of 0 \(Conv2d.*got '6'"):
         grad_cam(model, images, [0, 1], "6")  # Linear's output is no feature map
     with pytest.raises(ValueError, match=r"images must be float32 \[N, 1, 10, 10\]"):
         grad_cam(model, images.astype(np.float64), [0, 1])
@@ -161,7 +161,7 @@ def test_the_command_saves_an_overlay_and_reports_bad_input_in_one_line(
     assert Image.open(out).size[0] > 100
     for extra, status, message in (
         (["--class", "10"], exits.USAGE, "--class must be in [0, 10), got 10"),
-        (["--layer", "7"], exits.USAGE, "--layer must be one of"),
+        (["--layer", "7"], exits.USAGE, "layer must be one of"),
     ):
         assert explain.main(common + extra) == status
         err = capsys.readouterr().err.splitlines()
