@@ -1,5 +1,6 @@
-"""The network drawn: a diagram of a model's layers with their output shapes and parameter counts,
-generated from the model itself (`Model.layer_rows`, the rows of its summary).
+"""The network drawn: each layer of a model with its output shape and parameter count.
+
+The figure is generated from the model itself (`Model.layer_rows`, the rows of its summary).
 
     python -m nn.draw --model lenet5 --out curriculum/results/network-lenet5.svg
     python -m nn.draw --model resnet_mini --out resnet_mini.png
@@ -90,8 +91,8 @@ def parse_args(argv=None):
         prog="python -m nn.draw", description=__doc__.split("\n")[0], epilog=EPILOG
     )
     parser.add_argument("--model", required=True, choices=sorted(MODELS))
-    parser.add_argument("--out", type=Path, help="the figure to write, .svg or .png "
-                        "(default: network-MODEL.svg)")
+    parser.add_argument("--out", type=Path, metavar="FILE",
+                        help="the figure to write, .svg or .png (default: network-MODEL.svg)")
     return parser.parse_args(argv)
 
 

@@ -1,5 +1,6 @@
-"""Grad-CAM (Selvaraju et al., 2017): which pixels a class score depends on, seen through one
-convolutional layer, computed with the layers' own forward and backward on the model's tier.
+"""Grad-CAM (Selvaraju et al., 2017): the pixels a class score depends on, seen through one layer.
+
+The map comes from the layers' own forward and backward on the model's tier.
 
     python -m nn.explain --checkpoint runs/lenet5-mnist-stage2/best.npz --index 7
     python -m nn.explain --checkpoint runs/lenet5-mnist-stage2/best.npz digit.png --class 3
@@ -178,10 +179,11 @@ def parse_args(argv=None):
         prog="python -m nn.explain", description=__doc__.split("\n")[0], epilog=EPILOG
     )
     add_input_arguments(parser)
-    parser.add_argument("--layer", help="the layer to look through (default: the last conv)")
-    parser.add_argument("--class", dest="class_index", type=int,
+    parser.add_argument("--layer", metavar="NAME",
+                        help="the layer to look through (default: the last conv)")
+    parser.add_argument("--class", dest="class_index", type=int, metavar="C",
                         help="the class to explain (default: the predicted one)")
-    parser.add_argument("--out", type=Path, default=Path("gradcam.png"),
+    parser.add_argument("--out", type=Path, default=Path("gradcam.png"), metavar="PNG",
                         help="the overlay PNG to write (default: gradcam.png)")
     return parser.parse_args(argv)
 
