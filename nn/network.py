@@ -75,10 +75,19 @@ class Model:
     def parameter_count(self):
         return sum(prod(shape_of(p.value)) for p in self.parameters().values())
 
+    def layer_rows(self):
+        """One row per layer, nested ones after their container, in order: (depth, layer,
+        output shape or None, parameter count); depth 0 for the model's own layers."""
+        rows = []
+        _layer_rows(self.net, 0, rows)
+        return rows
+
     def summary(self):
         """A table of layers (nested ones indented), output shapes and parameter counts."""
         rows = [("layer", "output shape", "parameters")]
-        _summary_rows(self.net, 0, rows)
+        for depth, layer, shape, count_here in self.layer_rows():
+            shape = "" if shape is None else str(tuple(shape))
+            rows.append(("  " * depth + layer.describe(), shape, f"{count_here:,}"))
         widths = [max(len(row[column]) for row in rows) for column in range(3)]
         lines = [f"model {self.name}: input {self.input_shape}, {self.num_classes} classes"]
         for index, row in enumerate(rows):
@@ -91,10 +100,9 @@ class Model:
         return "\n".join(lines)
 
 
-def _summary_rows(layer, depth, rows):
-    """Append one row per child of `layer` (recursively), indented by depth."""
+def _layer_rows(layer, depth, rows):
+    """Append one row per child of `layer` (recursively), at `depth`."""
     for child in layer.children().values():
         count_here = sum(prod(shape_of(p.value)) for p in child.parameters().values())
-        shape = "" if child.output_shape is None else str(tuple(child.output_shape))
-        rows.append(("  " * depth + child.describe(), shape, f"{count_here:,}"))
-        _summary_rows(child, depth + 1, rows)
+        rows.append((depth, child, child.output_shape, count_here))
+        _layer_rows(child, depth + 1, rows)

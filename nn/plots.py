@@ -58,6 +58,14 @@ def plot_confusion(counts, class_names, path, title, labelled_up_to=20):
     plt.close(figure)
 
 
+def filter_images(weights, input_shape):
+    """The first layer's weights as images [K, C, R, S]: a conv kernel as it is, a dense weight
+    [O, C*H*W] on image inputs one row per template [C, H, W]; None when not image-like."""
+    if weights.ndim == 2 and len(input_shape) == 3:
+        weights = weights.reshape(-1, *input_shape)
+    return weights if weights.ndim == 4 else None
+
+
 def plot_filters(weights, input_shape, path, title):
     """The first layer's filters as a grid of small images.
 
@@ -65,9 +73,8 @@ def plot_filters(weights, input_shape, path, title):
     C == 3), or a dense weight [O, C*H*W] when the input is an image (each row shown as an H x W
     template). Returns False (drawing nothing) when the weights are not image-like.
     """
-    if weights.ndim == 2 and len(input_shape) == 3:
-        weights = weights.reshape(-1, *input_shape)
-    if weights.ndim != 4:
+    weights = filter_images(weights, input_shape)
+    if weights is None:
         return False
     count = min(len(weights), 64)
     columns = math.ceil(math.sqrt(count))

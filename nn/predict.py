@@ -31,17 +31,36 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m nn.predict", description=__doc__.split("\n")[0], epilog=EPILOG
     )
+    add_input_arguments(parser)
+    parser.add_argument("--top-k", type=int, default=3)
+    return parser.parse_args(argv)
+
+
+def add_input_arguments(parser):
+    """The arguments that choose a checkpoint, a tier and one input (nn.predict, nn.explain)."""
     parser.add_argument("--checkpoint", type=Path, required=True)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("image", nargs="?", type=Path, help="an image file (PNG, JPEG, ...)")
     source.add_argument("--index", type=int, help="example i of the test split")
-    parser.add_argument("--top-k", type=int, default=3)
     parser.add_argument("--stage", type=int, default=2, choices=STAGES)
     parser.add_argument("--impl", metavar="DIR",
                         help="run on the tier in DIR (default: the reference)")
     parser.add_argument("--data-dir", help="where the data set lives (for --index)")
     parser.add_argument("--invert", action="store_true", help="invert the image's brightness")
-    return parser.parse_args(argv)
+
+
+def read_input(args, meta):
+    """The input that `args` (add_input_arguments') choose, as uint8 [1, C, H, W]: example
+    --index of the checkpoint's test split (its true class printed), or the image file."""
+    if args.index is None:
+        return read_image(args.image, meta["input_shape"], args.invert)
+    recipe = Recipe.from_json(meta["recipe"])
+    test = load_data(meta["data"], args.data_dir, 0, recipe.synthetic_size).test
+    if not 0 <= args.index < len(test):
+        raise ValueError(f"--index must be in [0, {len(test)}), got {args.index}")
+    print(f"{meta['data']} test example {args.index}: true class "
+          f"{meta['class_names'][test.labels[args.index]]}")
+    return test.inputs[args.index:args.index + 1]
 
 
 def load_model(path, tier, chained=True):
@@ -113,16 +132,7 @@ def main(argv=None):
             raise ValueError(f"--top-k must be an integer >= 1, got {args.top_k}")
         tier = load_tier(args.stage, args.impl)
         model, meta = load_model(args.checkpoint, tier)
-        if args.index is not None:
-            recipe = Recipe.from_json(meta["recipe"])
-            test = load_data(meta["data"], args.data_dir, 0, recipe.synthetic_size).test
-            if not 0 <= args.index < len(test):
-                raise ValueError(f"--index must be in [0, {len(test)}), got {args.index}")
-            inputs = test.inputs[args.index:args.index + 1]
-            print(f"{meta['data']} test example {args.index}: true class "
-                  f"{meta['class_names'][test.labels[args.index]]}")
-        else:
-            inputs = read_image(args.image, meta["input_shape"], args.invert)
+        inputs = read_input(args, meta)
     except REPORTED as error:
         print(f"error: {error}", file=sys.stderr)
         return exit_status(error)

@@ -66,6 +66,9 @@ def parse_args(argv=None):
                         help="continue from the run's last.npz (or the checkpoint given)")
     parser.add_argument("--results", type=Path, metavar="DIR",
                         help="also write DIR/train-MODEL-DATA-stageN.{json,md,png}")
+    parser.add_argument("--tensorboard", nargs="?", const=True, metavar="DIR",
+                        help="write a live TensorBoard dashboard (nn/dashboard.py) into DIR "
+                        "(default: RUN_DIR/tensorboard); `tensorboard --logdir runs/` shows it")
     parser.add_argument("--summary", action="store_true",
                         help="print the model's layers and parameters, then exit")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -186,12 +189,29 @@ def train(args, tier):
         "input_shape": list(data.input_shape),
         "num_classes": data.num_classes,
     }
+    dashboard = None
+    if args.tensorboard:
+        from nn.dashboard import Dashboard  # tensorboardX is imported only when asked for
+
+        log_dir = run_dir / "tensorboard" if args.tensorboard is True else Path(args.tensorboard)
+        dashboard = Dashboard(log_dir, model, recipe, tier.NAME)
+        print(f"dashboard: tensorboard --logdir {log_dir}")
     trainer = Trainer(model, data, recipe, run_dir, record, progress_bar=not args.no_progress,
-                      recorded=not args.op_by_op, graph=args.graph)
+                      recorded=not args.op_by_op, graph=args.graph, dashboard=dashboard)
     if checkpoint:
         trainer.resume(checkpoint)
         print(f"resumed from {checkpoint}: {trainer.progress.epoch} epochs and "
               f"{trainer.progress.batch} batches done")
+    try:
+        return fit_and_report(args, tier, trainer, recipe, run_dir)
+    finally:
+        if dashboard:
+            dashboard.close()
+
+
+def fit_and_report(args, tier, trainer, recipe, run_dir):
+    """Train, evaluate on the test split, save the pictures and results; the exit status."""
+    model, data = trainer.model, trainer.data
 
     started = time.perf_counter()
     try:
@@ -205,6 +225,9 @@ def train(args, tier):
     wall_seconds = time.perf_counter() - started
 
     test_loss, test_accuracy, predictions = trainer.evaluate(data.test)
+    if trainer.dashboard:
+        trainer.dashboard.final(test_accuracy=test_accuracy, test_loss=test_loss,
+                                best_val_loss=trainer.progress.best_val_loss)
     title = f"{args.model} on {args.data}, stage {args.stage}"
     save_pictures(run_dir, model, data, history, data.test.labels, predictions, title)
     print(f"pictures and checkpoints in {run_dir}/ (best.npz: the best validation loss); "

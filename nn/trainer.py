@@ -39,10 +39,11 @@ class Trainer:
     metrics.jsonl (one line per epoch). `record` is extra JSON saved in checkpoints (the data
     set's name, class names, normalizer) so prediction can rebuild everything from a checkpoint.
     `recorded` and `graph` choose how a step runs on a tier that records steps (nn/steps/).
+    `dashboard` (an nn.dashboard.Dashboard, or None) is shown every step and epoch counted.
     """
 
     def __init__(self, model, data, recipe, run_dir, record=None, progress_bar=True, echo=print,
-                 recorded=True, graph=False):
+                 recorded=True, graph=False, dashboard=None):
         self.model = model
         self.tier = model.tier
         self.data = data
@@ -51,6 +52,7 @@ class Trainer:
         self.record = dict(record or {})
         self.progress_bar = progress_bar
         self.echo = echo
+        self.dashboard = dashboard
         self.steps_per_epoch = math.ceil(len(data.train) / recipe.batch_size)
         self.optimizer = make_optimizer(
             recipe.optimizer, self.tier, model.parameters(), recipe.weight_decay,
@@ -176,7 +178,10 @@ class Trainer:
             loss = float(loss)
             if not math.isfinite(loss):
                 raise self._diverged(f"the loss became {loss} at step {step}")
-            self.progress.count_result(loss, round(float(correct)), count)
+            correct = round(float(correct))
+            self.progress.count_result(loss, correct, count)
+            if self.dashboard:
+                self.dashboard.step(step, loss, correct / count, self.schedule(step - 1))
 
     def _diverged(self, what):
         """The TrainingDiverged to raise when `what` (a clause) went NaN or Inf."""
@@ -210,6 +215,8 @@ class Trainer:
         metrics["eval_seconds"] = time.perf_counter() - started
         self.mid_update = True  # until the checkpoints and the log agree with the new epoch
         progress.history.append(metrics)
+        if self.dashboard:
+            self.dashboard.epoch(metrics)
         progress.epoch += 1
         progress.batch = progress.seen = progress.correct = 0
         progress.loss_sum = progress.seconds = 0.0

@@ -63,7 +63,8 @@ CLASSES = [
      "deletes the build outputs the other tests load (test_makefile runs it in a copy)"),
     (r"^make test\b|-m pytest\b|^pytest\b", CHECK,
      "runs the test suite from inside it; test_weeks.py checks each -m weekNN a page cites"),
-    (r"-m (nn\.(predict|evaluate|export|import_onnx|quantize)|bench\.onnx_parity)\b|^make export\b",
+    (r"-m (nn\.(predict|evaluate|export|import_onnx|quantize|explain)|bench\.(onnx_parity|explain))"
+     r"\b|^make export\b",
      CHECK,
      "needs a checkpoint trained by make train (runs/...), or its export"),
     (r"^\$EDITOR\b|^git\b|-m cProfile\b|^jupyter\b", CHECK,
@@ -76,8 +77,8 @@ CLASSES = [
     (r"^make grade\b.*\bIMPL=(\s|$)", CHECK, "grades every reference op with timings (over a "
      "minute); test_weeks.py and test_grader_cli.py grade the reference"),
     (r"^make( (grade|train|exercises|lint|progress)\b|$)", RUN, "seconds"),
-    (r"-m (tiers|datasets (list|info|verify)|nn\.train|tools\.exercises)\b|^python3? -c ", RUN,
-     "seconds"),
+    (r"-m (tiers|datasets (list|info|verify)|nn\.(train|draw)|tools\.exercises)\b"
+     r"|^python3? -c ", RUN, "seconds"),
 ]  # fmt: skip
 FIGURE = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")  # 61,706: a count a page quotes from an output
 PLACEHOLDER = re.compile(r"\[|\.\.\.|\b(N|K|M|V|DIR|NAME|FILE|FLAGS|PATH)\b")
