@@ -223,7 +223,8 @@ def _run_variant(options, variant, plan, kind, out):
                 results += _own_reference_lines(own, reference, out)
             report.print_header(out)
             limit = options.timeout * (SIMULATOR_TIME_FACTOR if tier.simulated else 1)
-            _run_tasks(limit, runner, plan(options, info, results), results, out, options.week)
+            tasks = plan(options, info, results)
+            _run_tasks(limit, runner, tasks, results, out, options.week, bench=kind == "bench")
     except WorkerGone as gone:  # the worker died before it could describe the tiers
         results.append(Result("import", "import", FAILED, f"{label}: {gone}"))
         report.print_row(results[-1], out)
@@ -252,16 +253,20 @@ def _own_reference_lines(own, reference, out):
     return [Result("import", "agree", SKIPPED, message)]
 
 
-def _run_tasks(limit, runner, tasks, results, out, week=None):
+def _run_tasks(limit, runner, tasks, results, out, week=None, bench=False):
     """Run tasks in order, appending to `results`, each with `limit` seconds as its base time
     limit (grader/isolation.py says how a check gets longer). An op with a failed check is not
     timed (at its next sizes either, once a speed check failed); an op not implemented is reported
     once, its other checks skipped. A ladder's rung (`kernel`) counts as an op of its own. With
-    `week`, a check that stops at the stub of a later week is skipped: that week has not come."""
-    failed_ops, missing_ops = set(), set()
+    `week`, a check that stops at the stub of a later week is skipped: that week has not come.
+    The bench (`bench`) times what is written: an op that stops at any stub is skipped, and one
+    line at the end names them all."""
+    failed_ops, missing_ops, unwritten = set(), set(), {}
     for task in tasks:
         key = (task.op, task.kernel)
         if key in missing_ops or (task.kind == "speed" and key in failed_ops):
+            if bench and key in missing_ops:
+                continue  # named once, in the last line
             why = "not implemented" if key in missing_ops else "an earlier check of it failed"
             size = (task.size.label or "") if task.size else ""
             result = Result(task.op, task.kind, SKIPPED, f"skipped: {why}", size=size)
@@ -269,17 +274,37 @@ def _run_tasks(limit, runner, tasks, results, out, week=None):
             timed = task.kind in ("speed", "kernel", "blas")
             result = runner.run(task, limit * (SPEED_TIME_FACTOR if timed else 1))
             result = skipped_if_later_week(result, week)
+            stub = STUB.search(result.message)
             if result.status == FAILED:
                 failed_ops.add(key)
                 if ": not implemented (" in result.message:
                     missing_ops.add(key)
+                if bench and stub:
+                    unwritten.setdefault(int(stub.group(1)), []).append(task.kernel or task.op)
+                    results.append(replace(result, status=SKIPPED,
+                                           message=f"skipped: {result.message}"))  # fmt: skip
+                    continue
         report.print_row(result, out)
         results.append(result)
+    if unwritten:
+        print(unwritten_line(unwritten), file=out)
+
+
+STUB = re.compile(r": not implemented \(week (\d+),")
+
+
+def unwritten_line(unwritten):
+    """One line naming the ops {week: [op, ...]} the bench skipped because a stub stopped them."""
+    weeks = "; ".join(
+        f"week {week}: {', '.join(dict.fromkeys(ops))}" for week, ops in sorted(unwritten.items())
+    )
+    count = len({op for ops in unwritten.values() for op in ops})
+    return f"not benched, {count} not written yet (the stubs of {weeks})"
 
 
 def skipped_if_later_week(result, week):
     """`result`, skipped instead of failed when it stopped at a stub of a week after `week`."""
-    stub = re.search(r": not implemented \(week (\d+),", result.message)
+    stub = STUB.search(result.message)
     if week is None or result.status != FAILED or not stub or int(stub.group(1)) <= week:
         return result
     return replace(result, status=SKIPPED,
