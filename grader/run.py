@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import tiers
-from contract import ops_for_week
+from contract import ops_for_week, week_of
 from tiers.machine import machine_info
 
 from . import propagation, report
@@ -40,6 +40,7 @@ class Options:
     stage: int
     variant: str | None = None
     week: int | None = None
+    through: int | None = None
     ops: tuple = ()
     impl: str | None = None
     against: int | None = None
@@ -55,8 +56,11 @@ class Options:
 
 
 def selected_ops(options):
-    """The ops to grade: those of --week (all without it), narrowed by --ops."""
+    """The ops to grade: those of --week, or of the weeks up to --through (all without either),
+    narrowed by --ops."""
     names = list(OPS) if options.week is None else ops_for_week(options.stage, options.week)
+    if options.through is not None:
+        names = [name for name in names if week_of(options.stage, name) <= options.through]
     if options.ops:
         unknown = sorted(set(options.ops) - set(OPS))
         if unknown:
@@ -127,6 +131,7 @@ def default_json_path(options, kind="grade"):
     parts = [f"{kind}-stage{options.stage}"]
     parts += [options.variant] if options.variant else []
     parts += [f"week{options.week}"] if options.week else []
+    parts += [f"through{options.through}"] if options.through else []
     parts += ["quick"] if options.quick else []
     parts += ["against"] if options.against_impl else []
     folder = RESULTS if options.results else RUNS
@@ -224,7 +229,8 @@ def _run_variant(options, variant, plan, kind, out):
             report.print_header(out)
             limit = options.timeout * (SIMULATOR_TIME_FACTOR if tier.simulated else 1)
             tasks = plan(options, info, results)
-            _run_tasks(limit, runner, tasks, results, out, options.week, bench=kind == "bench")
+            last_week = options.week or options.through
+            _run_tasks(limit, runner, tasks, results, out, last_week, bench=kind == "bench")
     except WorkerGone as gone:  # the worker died before it could describe the tiers
         results.append(Result("import", "import", FAILED, f"{label}: {gone}"))
         report.print_row(results[-1], out)
@@ -258,9 +264,9 @@ def _run_tasks(limit, runner, tasks, results, out, week=None, bench=False):
     limit (grader/isolation.py says how a check gets longer). An op with a failed check is not
     timed (at its next sizes either, once a speed check failed); an op not implemented is reported
     once, its other checks skipped. A ladder's rung (`kernel`) counts as an op of its own. With
-    `week`, a check that stops at the stub of a later week is skipped: that week has not come.
-    The bench (`bench`) times what is written: an op that stops at any stub is skipped, and one
-    line at the end names them all."""
+    `week` (--week or --through), a check that stops at the stub of a later week is skipped:
+    that week has not come. The bench (`bench`) times what is written: an op that stops at any
+    stub is skipped, and one line at the end names them all."""
     failed_ops, missing_ops, unwritten = set(), set(), {}
     for task in tasks:
         key = (task.op, task.kernel)

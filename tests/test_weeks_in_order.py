@@ -28,7 +28,7 @@ from datasets.errors import DatasetError
 from datasets.sources import find
 from grader.ops import OPS
 from grader.records import FAILED, PASSED, SKIPPED, Result, Task
-from grader.run import Options, _run_tasks, grade, skipped_if_later_week
+from grader.run import Options, _run_tasks, grade, selected_ops, skipped_if_later_week
 from tiers.loading import build_if_stale
 from tools import exercises
 from tools.progress import NOT_IMPLEMENTED, grade_network, progress
@@ -213,3 +213,12 @@ def test_the_bench_of_a_workspace_written_up_to_a_week_times_what_is_written():
     graded = []  # a grading (no bench) still fails them: every op of the stage is due
     _run_tasks(20, StubbedAfterWeek7(), tasks, graded, io.StringIO())
     assert [r.status for r in graded].count(FAILED) == 2
+
+
+@pytest.mark.parametrize(("stage", "through"), [(1, 6), (2, 8), (3, 13), (4, 16)])
+def test_through_k_grades_the_whole_tier_as_far_as_week_k(stage, through):
+    """The whole tier a week ends (weeks 6, 8, 13, 16): every op of its weeks, none of week 19's,
+    whose stubs a learner in order still has."""
+    names = selected_ops(Options(stage=stage, through=through))
+    assert names == [name for name in OPS if week_of(stage, name) <= through]
+    assert "conv2d_forward" in names and "int8_linear" not in names
