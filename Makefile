@@ -9,6 +9,7 @@ STAMP := $(VENV)/.installed
 
 STAGE ?= 2
 WEEK ?=
+THROUGH ?=
 VARIANT ?=
 # Without an NVIDIA GPU, stage 4's numba kernels run on numba's CUDA simulator (correct, slow: the
 # grader then checks tiny sizes and gives no speed verdicts). Set NUMBA_ENABLE_CUDASIM to choose.
@@ -48,7 +49,7 @@ help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/  make \1\t\2/' | expand -t 24
 	@echo
-	@echo "variables: STAGE=1..4  WEEK=k  VARIANT=numba|nvcc  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
+	@echo "variables: STAGE=1..4  WEEK=k (make grade: that week's ops; THROUGH=k: weeks 1..k's)  VARIANT=numba|nvcc  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
 	@echo "           AGAINST=DIR (make grade: also against your own earlier stage in DIR, e.g. AGAINST=workspace)"
 	@echo "           CKPT=FILE OUT=FILE (make export: the checkpoint, the ONNX file to write)"
 	@echo "           S2C_ARCH_FLAGS='-march=x86-64-v2' (the C tier's target; default -march=native)"
@@ -107,10 +108,10 @@ portability: $(STAMP) ## run the tests on each C target (native, -mno-fma, x86-6
 	$(PY) -m stage3_c.build; \
 	exit $$status
 
-grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7] [IMPL=workspace] [AGAINST=workspace]
+grade: setup ## grade a tier against the one before: make grade STAGE=2 [WEEK=7 | THROUGH=8] [IMPL=workspace] [AGAINST=workspace]
 	$(NO_STAGE_IN_ARGS)
 	@$(BUILD_STAGE)
-	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(IMPL),--impl $(IMPL)) $(if $(AGAINST),--against-impl $(AGAINST)) $(ARGS)
+	$(PY) -m grader --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(THROUGH),--through $(THROUGH)) $(if $(IMPL),--impl $(IMPL)) $(if $(AGAINST),--against-impl $(AGAINST)) $(ARGS)
 
 results: setup ## rewrite the committed grader records of the repository's tier (stage 4: and every op against PyTorch): make results STAGE=3
 	$(NO_AGAINST)

@@ -1,6 +1,6 @@
 """ONNX Runtime against our tiers on the whole test set: the same logits, argmax and accuracy.
 
-    python -m bench.onnx_parity --checkpoint runs/lenet5-mnist-stage3/best.npz --stages 2,3
+    python -m bench.onnx_parity --checkpoint runs/lenet5-mnist-stage2/best.npz --stages 2,3
     python -m bench.onnx_parity --checkpoint CKPT --stages 4 --variant nvcc     (a GPU machine)
 
 The checkpoint is exported (nn/export.py; or --onnx FILE, a file exported from it) and run by ONNX

@@ -109,15 +109,15 @@ def main(argv=None):
     parser.add_argument("--data-dir")
     parser.add_argument("--output", type=Path, help="write OUTPUT.json and OUTPUT.md")
     args = parser.parse_args(argv)
+    try:  # the GPU first: without one, installing PyTorch would not help
+        tier = nvcc_tier("the race")
+    except TierError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         import torch
     except ImportError:
         print("error: the race needs PyTorch with CUDA: pip install torch", file=sys.stderr)
-        return 2
-    try:
-        tier = nvcc_tier("the race")
-    except TierError as error:
-        print(f"error: {error}", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         print("error: the race needs PyTorch built with CUDA (it sees no CUDA device)",

@@ -2,6 +2,7 @@
 
     python -m grader --stage 2                    grade stage 2 against stage 1
     python -m grader --stage 2 --week 7 --quick   only week 7's ops, fewer sizes and repeats
+    python -m grader --stage 2 --through 8        every op of weeks 1-8: the tier before week 19
     python -m grader --stage 2 --impl workspace   grade a learner's workspace/stage2_numpy
     python -m grader --stage 3 --impl workspace --against-impl workspace
                                                   and compare it with the learner's stage 2 too
@@ -78,7 +79,15 @@ def parse(argv):
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     if not bench:
-        parser.add_argument("--week", type=int, metavar="K", help="only the ops week K teaches")
+        weeks = parser.add_mutually_exclusive_group()
+        weeks.add_argument("--week", type=int, metavar="K", help="only the ops week K teaches")
+        weeks.add_argument(
+            "--through",
+            type=int,
+            metavar="K",
+            help="the ops of weeks 1 to K: the whole tier as far as week K (week 19's int8 ops "
+            "come after the tier's own weeks)",
+        )
         parser.add_argument("--ops", metavar="NAMES", help="only these ops, comma-separated")
         parser.add_argument(
             "--against",
@@ -119,7 +128,7 @@ def parse(argv):
             "no --impl, --against-impl, --quick, --json"
         )
     if not bench:
-        options.week, options.against = args.week, args.against
+        options.week, options.through, options.against = args.week, args.through, args.against
         options.against_impl = against_impl
         if against_impl:
             _check_against_impl(parser, args)
@@ -139,6 +148,11 @@ def parse(argv):
                 f"week {args.week} has no ops of stage {args.stage} to grade "
                 f"(stage {args.stage} weeks: {_weeks(args.stage)}); weeks 9-10 teach nn/: "
                 f"run `pytest -m week{args.week:02d}`"
+            )
+        if args.through is not None and args.through < min(WEEKS[args.stage].values()):
+            parser.error(
+                f"--through {args.through}: stage {args.stage} begins in week "
+                f"{min(WEEKS[args.stage].values())} (its weeks: {_weeks(args.stage)})"
             )
     return bench, options
 

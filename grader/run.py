@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import tiers
-from contract import ops_for_week
+from contract import ops_for_week, week_of
 from tiers.machine import machine_info
 
 from . import propagation, report
@@ -40,6 +40,7 @@ class Options:
     stage: int
     variant: str | None = None
     week: int | None = None
+    through: int | None = None
     ops: tuple = ()
     impl: str | None = None
     against: int | None = None
@@ -55,8 +56,11 @@ class Options:
 
 
 def selected_ops(options):
-    """The ops to grade: those of --week (all without it), narrowed by --ops."""
+    """The ops to grade: those of --week, or of the weeks up to --through (all without either),
+    narrowed by --ops."""
     names = list(OPS) if options.week is None else ops_for_week(options.stage, options.week)
+    if options.through is not None:
+        names = [name for name in names if week_of(options.stage, name) <= options.through]
     if options.ops:
         unknown = sorted(set(options.ops) - set(OPS))
         if unknown:
@@ -127,6 +131,7 @@ def default_json_path(options, kind="grade"):
     parts = [f"{kind}-stage{options.stage}"]
     parts += [options.variant] if options.variant else []
     parts += [f"week{options.week}"] if options.week else []
+    parts += [f"through{options.through}"] if options.through else []
     parts += ["quick"] if options.quick else []
     parts += ["against"] if options.against_impl else []
     folder = RESULTS if options.results else RUNS
@@ -223,7 +228,9 @@ def _run_variant(options, variant, plan, kind, out):
                 results += _own_reference_lines(own, reference, out)
             report.print_header(out)
             limit = options.timeout * (SIMULATOR_TIME_FACTOR if tier.simulated else 1)
-            _run_tasks(limit, runner, plan(options, info, results), results, out, options.week)
+            tasks = plan(options, info, results)
+            last_week = options.week or options.through
+            _run_tasks(limit, runner, tasks, results, out, last_week, bench=kind == "bench")
     except WorkerGone as gone:  # the worker died before it could describe the tiers
         results.append(Result("import", "import", FAILED, f"{label}: {gone}"))
         report.print_row(results[-1], out)
@@ -252,16 +259,20 @@ def _own_reference_lines(own, reference, out):
     return [Result("import", "agree", SKIPPED, message)]
 
 
-def _run_tasks(limit, runner, tasks, results, out, week=None):
+def _run_tasks(limit, runner, tasks, results, out, week=None, bench=False):
     """Run tasks in order, appending to `results`, each with `limit` seconds as its base time
     limit (grader/isolation.py says how a check gets longer). An op with a failed check is not
     timed (at its next sizes either, once a speed check failed); an op not implemented is reported
     once, its other checks skipped. A ladder's rung (`kernel`) counts as an op of its own. With
-    `week`, a check that stops at the stub of a later week is skipped: that week has not come."""
-    failed_ops, missing_ops = set(), set()
+    `week` (--week or --through), a check that stops at the stub of a later week is skipped:
+    that week has not come. The bench (`bench`) times what is written: an op that stops at any
+    stub is skipped, and one line at the end names them all."""
+    failed_ops, missing_ops, unwritten = set(), set(), {}
     for task in tasks:
         key = (task.op, task.kernel)
         if key in missing_ops or (task.kind == "speed" and key in failed_ops):
+            if bench and key in missing_ops:
+                continue  # named once, in the last line
             why = "not implemented" if key in missing_ops else "an earlier check of it failed"
             size = (task.size.label or "") if task.size else ""
             result = Result(task.op, task.kind, SKIPPED, f"skipped: {why}", size=size)
@@ -269,17 +280,37 @@ def _run_tasks(limit, runner, tasks, results, out, week=None):
             timed = task.kind in ("speed", "kernel", "blas")
             result = runner.run(task, limit * (SPEED_TIME_FACTOR if timed else 1))
             result = skipped_if_later_week(result, week)
+            stub = STUB.search(result.message)
             if result.status == FAILED:
                 failed_ops.add(key)
                 if ": not implemented (" in result.message:
                     missing_ops.add(key)
+                if bench and stub:
+                    unwritten.setdefault(int(stub.group(1)), []).append(task.kernel or task.op)
+                    results.append(replace(result, status=SKIPPED,
+                                           message=f"skipped: {result.message}"))  # fmt: skip
+                    continue
         report.print_row(result, out)
         results.append(result)
+    if unwritten:
+        print(unwritten_line(unwritten), file=out)
+
+
+STUB = re.compile(r": not implemented \(week (\d+),")
+
+
+def unwritten_line(unwritten):
+    """One line naming the ops {week: [op, ...]} the bench skipped because a stub stopped them."""
+    weeks = "; ".join(
+        f"week {week}: {', '.join(dict.fromkeys(ops))}" for week, ops in sorted(unwritten.items())
+    )
+    count = len({op for ops in unwritten.values() for op in ops})
+    return f"not benched, {count} not written yet (the stubs of {weeks})"
 
 
 def skipped_if_later_week(result, week):
     """`result`, skipped instead of failed when it stopped at a stub of a week after `week`."""
-    stub = re.search(r": not implemented \(week (\d+),", result.message)
+    stub = STUB.search(result.message)
     if week is None or result.status != FAILED or not stub or int(stub.group(1)) <= week:
         return result
     return replace(result, status=SKIPPED,

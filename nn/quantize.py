@@ -1,7 +1,7 @@
 """Quantize a trained model to INT8: calibrate its activations on training images, write an int8
 checkpoint that nn.predict (and every command loading a model through it) runs.
 
-    python -m nn.quantize --checkpoint runs/lenet5-mnist-stage3/best.npz --out lenet5-int8.npz
+    python -m nn.quantize --checkpoint runs/lenet5-mnist-stage2/best.npz --out lenet5-int8.npz
     python -m nn.quantize --checkpoint CKPT --out QCKPT --calibration 1000 --method percentile \
         --stage 3 --compare
 

@@ -13,9 +13,18 @@ import subprocess
 import pytest
 from made_once import copy_workspace
 
+import tiers
 from tools.exercise_index import collect
 from tools.exercises import LANGUAGE_OF_SUFFIX, REPO_ROOT, stub_line, stub_regions
-from tools.progress import FAILED, NOT_IMPLEMENTED, PASSED, UNCHECKED, main, progress
+from tools.progress import (
+    FAILED,
+    NOT_IMPLEMENTED,
+    PASSED,
+    UNCHECKED,
+    main,
+    progress,
+    why_not_graded,
+)
 
 STAGES = (1, 2, 3)  # the tiers progress grades without a GPU
 EXERCISES = collect()
@@ -171,3 +180,16 @@ def test_make_progress_reads_the_folder_IMPL_names():
 
     assert "--impl" not in command("")
     assert command("mine").split("-m tools.progress ")[1].strip() == "--impl mine"
+
+
+def test_without_a_gpu_the_nvcc_variant_is_not_graded_and_the_reason_says_what_runs_here(
+    monkeypatch,
+):
+    """Its exercises are unchecked, never sent to the simulator (which cannot run them), even
+    with --stages 4; the reason names the command that compiles them here."""
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    for stages in (None, (4,)):
+        reason = why_not_graded(tiers.find(4, "nvcc"), stages)
+        assert "only on an NVIDIA GPU" in reason and "VARIANT=nvcc" in reason
+    assert "VARIANT=numba" in why_not_graded(tiers.find(4, "numba"), None)
+    assert why_not_graded(tiers.find(4, "numba"), (4,)) == ""

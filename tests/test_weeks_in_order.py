@@ -27,8 +27,8 @@ from contract import ops_for_week, week_of
 from datasets.errors import DatasetError
 from datasets.sources import find
 from grader.ops import OPS
-from grader.records import FAILED, PASSED, SKIPPED, Result
-from grader.run import Options, grade, skipped_if_later_week
+from grader.records import FAILED, PASSED, SKIPPED, Result, Task
+from grader.run import Options, _run_tasks, grade, selected_ops, skipped_if_later_week
 from tiers.loading import build_if_stale
 from tools import exercises
 from tools.progress import NOT_IMPLEMENTED, grade_network, progress
@@ -186,3 +186,39 @@ def test_a_check_that_stops_at_a_later_weeks_stub_is_skipped(stub_week, graded_w
     result = skipped_if_later_week(Result("matmul", "correct", FAILED, message), graded_week)
     assert result.status == status
     assert message in result.message
+
+
+class StubbedAfterWeek7:
+    """A grader runner over a workspace written through week 7: week 8's ops stop at their stub."""
+
+    def run(self, task, limit):
+        if task.op in ("conv2d_forward", "maxpool2d_forward"):
+            stub = f"{task.op}: not implemented (week 8, task {task.op})"
+            return Result(task.op, task.kind, FAILED, stub)
+        return Result(task.op, task.kind, PASSED)
+
+
+def test_the_bench_of_a_workspace_written_up_to_a_week_times_what_is_written():
+    """make bench on weeks 1..k: later weeks' ops are skipped, named in one line, none failed."""
+    tasks = [Task("speed", op) for op in ("relu", "conv2d_forward", "conv2d_forward",
+                                          "maxpool2d_forward", "adam_step")]  # fmt: skip
+    results, out = [], io.StringIO()
+    _run_tasks(20, StubbedAfterWeek7(), tasks, results, out, bench=True)
+    assert [r.status for r in results] == [PASSED, SKIPPED, SKIPPED, PASSED]
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3 and "failed" not in out.getvalue()
+    assert lines[-1] == (
+        "not benched, 2 not written yet (the stubs of week 8: conv2d_forward, maxpool2d_forward)"
+    )
+    graded = []  # a grading (no bench) still fails them: every op of the stage is due
+    _run_tasks(20, StubbedAfterWeek7(), tasks, graded, io.StringIO())
+    assert [r.status for r in graded].count(FAILED) == 2
+
+
+@pytest.mark.parametrize(("stage", "through"), [(1, 6), (2, 8), (3, 13), (4, 16)])
+def test_through_k_grades_the_whole_tier_as_far_as_week_k(stage, through):
+    """The whole tier a week ends (weeks 6, 8, 13, 16): every op of its weeks, none of week 19's,
+    whose stubs a learner in order still has."""
+    names = selected_ops(Options(stage=stage, through=through))
+    assert names == [name for name in OPS if week_of(stage, name) <= through]
+    assert "conv2d_forward" in names and "int8_linear" not in names

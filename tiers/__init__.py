@@ -69,6 +69,12 @@ class Tier:
         the tier is not simulated."""
         if not self.simulated:
             return None
+        if self.gpu_needed:
+            return (
+                f"{work} on {self.label} needs an NVIDIA GPU: numba's CUDA simulator, which "
+                f"stands in for one here (NUMBA_ENABLE_CUDASIM=1), cannot run compiled .cu "
+                f"kernels. {instead}"
+            )
         return (
             f"{work} on {self.label} would run on numba's CUDA simulator here "
             "(NUMBA_ENABLE_CUDASIM=1: no NVIDIA GPU), which imitates every GPU thread in Python, "

@@ -58,7 +58,13 @@ NN_CHECK_SECONDS = 120  # one exercise's check; generous, the machine may be sha
 NN_STATUS = {0: PASSED, 1: FAILED, 3: NOT_IMPLEMENTED, 4: SKIPPED}
 SIMULATOR_REASON = (
     "not graded here: no GPU, and numba's CUDA simulator takes minutes for its checks "
-    "(`make grade STAGE=4 WEEK=k` grades one week; `make progress ARGS='--stages 4'` all of it)"
+    "(`make grade STAGE=4 WEEK=k VARIANT=numba` grades one week; "
+    "`make progress ARGS='--stages 4'` all of it)"
+)
+GPU_REASON = (
+    "not graded here: it runs only on an NVIDIA GPU (numba's CUDA simulator runs the numba variant "
+    "alone); `make grade STAGE=4 WEEK=k VARIANT=nvcc` compiles your .cu files here, showing nvcc's "
+    "errors"
 )
 
 
@@ -220,6 +226,8 @@ def why_not_graded(tier, stages):
     """Why `tier`'s written exercises are not graded here, or '' when they are."""
     if stages is not None and (tier is None or tier.stage not in stages):
         return "not graded here (--stages)"
+    if tier is not None and tier.gpu_needed:
+        return GPU_REASON
     if stages is None and tier is not None and tier.simulated:
         return SIMULATOR_REASON
     return ""
