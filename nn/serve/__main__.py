@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 import uvicorn
+from threadpoolctl import threadpool_limits
 
 from nn.backend import STAGES, VARIANTS, load_tier, refuse_simulated
 from nn.exits import EPILOG, REPORTED, reporting
@@ -54,9 +55,12 @@ def parse_args(argv=None):
                         help="408 when a request body stalls for this long")
     parser.add_argument("--limit-concurrency", type=int, default=1024,
                         help="open connections at most; beyond, 503")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="native threads of the worker's forward passes (BLAS, OpenMP); "
+                             "1 leaves the other cores to the event loop")
     parser.add_argument("--access-log", action="store_true", help="log every request")
     args = parser.parse_args(argv)
-    for name in ("max_batch", "queue", "limit_concurrency"):
+    for name in ("max_batch", "queue", "limit_concurrency", "threads"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be an integer >= 1")
     if not args.max_wait_ms >= 0 or not args.body_timeout_s > 0:
@@ -73,8 +77,12 @@ def serve(args):
     refuse_simulated(args.stage, args.variant, "serving", SIMULATED_INSTEAD)
     served = read_served(args.checkpoint)
 
-    def tier():
-        return load_tier(args.stage, args.impl, args.variant)
+    def tier():  # called on the worker's thread: OpenMP's thread count is per thread
+        threadpool_limits(args.threads)
+        loaded = load_tier(args.stage, args.impl, args.variant)
+        if callable(getattr(loaded, "set_num_threads", None)):
+            loaded.set_num_threads(args.threads)
+        return loaded
 
     holder = {}
     metrics = Metrics(args.max_batch, lambda: holder["batcher"].depth())

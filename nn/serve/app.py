@@ -38,6 +38,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 RETRY_AFTER_S = 1  # what a 503 asks a client to wait
 ROUTES = ("/", "/classify", "/models", "/health", "/metrics", "/docs", "/openapi.json")
 IMAGE_TYPES = ("image/png", "image/jpeg")
+INLINE_BYTES = 4096  # a body this small (a 28x28 PNG, a small drawing) is decoded on the loop
 BODY_DOC = {"requestBody": {"required": True, "content": {
     "multipart/form-data": {"schema": {"type": "object", "required": ["image"], "properties": {
         "image": {"type": "string", "format": "binary", "description": "PNG or JPEG"}}}},
@@ -115,9 +116,7 @@ def create_app(served, batcher, metrics, tier_name, body_timeout_s, max_body_byt
         grad_cam = explainer() if explain else None
         if isinstance(grad_cam, JSONResponse):
             return grad_cam
-        pixels = await read_pixels(request, chosen.input_shape[0])
-        image = await run_in_threadpool(to_model_input, pixels, chosen.input_shape, preprocess,
-                                        invert)  # fmt: skip
+        image = await read_image(request, chosen.input_shape, preprocess, invert)
         loop = asyncio.get_running_loop()
         job = Job(chosen, image, grad_cam, loop.create_future(), loop)
         try:
@@ -146,33 +145,37 @@ def explainer():
     return grad_cam
 
 
-async def read_pixels(request, channels):
-    """float32 [H, W] or [H, W, channels] in [0, 1] from the request's body."""
+async def read_image(request, input_shape, preprocess, invert):
+    """float32 [C, H, W] in [0, 1], the network's input (nn/preprocess.py), from the request's
+    body; decoded and preprocessed on the event loop when the body is small (a thread's round
+    trip would cost more), else in the threadpool."""
     body = await request.body()  # bounded in size and time by BoundedBody
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if not body:
         raise BadInput("the request body is empty: send an image or JSON pixels")
-
-    def convert(image):
-        return as_gray_or_rgb(image, channels)
-
     if kind == "multipart/form-data":
         async with request.form(max_files=1, max_fields=1) as form:
             upload = form.get("image")
             if upload is None or isinstance(upload, str):
                 raise BadInput("the multipart body must hold a file field named 'image'")
-            data = await upload.read()
-        return await run_in_threadpool(decode_image, data, convert)
-    if kind in IMAGE_TYPES:
-        return await run_in_threadpool(decode_image, body, convert)
-    if kind == "application/json":
-        return await run_in_threadpool(decode_json_pixels, body)
-    raise BadInput(f"Content-Type {kind or 'missing'}: send multipart/form-data (field 'image'), "
-                   f"{' or '.join(IMAGE_TYPES)}, or application/json", 415)
+            body = await upload.read()
+    elif kind not in (*IMAGE_TYPES, "application/json"):
+        raise BadInput(f"Content-Type {kind or 'missing'}: send multipart/form-data (field "
+                       f"'image'), {' or '.join(IMAGE_TYPES)}, or application/json", 415)
+
+    def decoded():
+        if kind == "application/json":
+            pixels = decode_json_pixels(body)
+        else:
+            pixels = decode_image(body, lambda image: as_gray_or_rgb(image, input_shape[0]))
+        return to_model_input(pixels, input_shape, preprocess, invert)
+
+    return decoded() if len(body) <= INLINE_BYTES else await run_in_threadpool(decoded)
 
 
 def answer(served, tier_name, image, result, top_k, start):
-    """The JSON answer to a classification."""
+    """The JSON answer to a classification (a JSONResponse: FastAPI's own encoder would walk the
+    784 numbers of the input one by one)."""
     order = top_classes(result.probabilities, top_k)
     shown = image[0] if image.shape[0] == 1 else image.transpose(1, 2, 0)
     reply = {
@@ -185,4 +188,4 @@ def answer(served, tier_name, image, result, top_k, start):
     }  # fmt: skip
     if result.heatmap is not None:
         reply["heatmap"] = np.round(result.heatmap, 4).tolist()
-    return reply
+    return JSONResponse(reply)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+POLL_S = 0.001  # how often a gathering worker looks for more requests
+
 
 class QueueFull(Exception):
     pass
@@ -98,20 +100,24 @@ class Batcher:
 
     def gather(self):
         """Up to max_batch jobs: the first to come (within 0.1 s, to notice `stopping`), then
-        whatever comes until max_wait_s after it."""
+        whatever has come by max_wait_s after it, looking every POLL_S: the worker sleeps while
+        requests arrive rather than waking for each one (a wake-up takes the interpreter's lock
+        from the event loop that is receiving them)."""
         try:
             jobs = [self.queue.get(timeout=0.1)]
         except queue.Empty:
             return []
         deadline = time.monotonic() + self.max_wait_s
-        while len(jobs) < self.max_batch:
+        while True:
+            while len(jobs) < self.max_batch:
+                try:
+                    jobs.append(self.queue.get_nowait())
+                except queue.Empty:
+                    break
             remaining = deadline - time.monotonic()
-            try:
-                jobs.append(self.queue.get(timeout=remaining) if remaining > 0
-                            else self.queue.get_nowait())  # fmt: skip
-            except queue.Empty:
-                break
-        return jobs
+            if len(jobs) >= self.max_batch or remaining <= 0:
+                return jobs
+            time.sleep(min(remaining, POLL_S))
 
     def run(self, jobs):
         """One forward pass per model among `jobs`, each job's future settled."""
