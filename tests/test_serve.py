@@ -8,6 +8,7 @@ import asyncio
 import importlib.util
 import socket
 import struct
+import sys
 import threading
 import time
 import zlib
@@ -25,6 +26,7 @@ from nn.serve.batcher import Batcher
 from nn.serve.decoding import MAX_BODY_BYTES
 from nn.serve.launch import running_service
 from nn.serve.metrics import Metrics
+from nn.serve.models import read_served
 
 BODY_TIMEOUT_S = 1
 
@@ -278,3 +280,47 @@ def test_the_command_refuses_a_bad_checkpoint_in_one_line(tmp_path, capsys):
     assert capsys.readouterr().err == f"error: checkpoint {missing} does not exist\n"
     with pytest.raises(SystemExit):
         serve_command.main(["--checkpoint", str(missing), "--max-batch", "0"])
+
+
+def test_explain_hands_grad_cam_the_model_the_normalized_images_and_the_top_classes(
+        checkpoint, monkeypatch):
+    """The service's side of Grad-CAM, whatever nn.explain computes: a stand-in grad_cam sees
+    the evaluation-mode model, the batch as the network's normalized input [N, 1, 28, 28] and
+    each request's top class, and its heatmap comes back in the answer."""
+    import types
+
+    import stage2_numpy
+
+    calls = []
+
+    def grad_cam(model, images, class_indices, layer=None):
+        calls.append((model, np.array(images), np.array(class_indices)))
+        return np.full((len(images), 28, 28), 0.25, np.float32)
+
+    monkeypatch.setitem(sys.modules, "nn.explain", types.SimpleNamespace(grad_cam=grad_cam))
+    served = read_served([checkpoint])
+    metrics = Metrics(4, lambda: batcher.depth())
+    batcher = Batcher(served, lambda: stage2_numpy, max_batch=4, max_wait_s=0, queue_size=4,
+                      batch_sizes=metrics.batch_size)  # fmt: skip
+    batcher.start(on_failure=print)
+    assert batcher.ready.wait(30)
+    app = create_app(served, batcher, metrics, "stage 2", 5, MAX_BODY_BYTES)
+    image = drawn_seven()
+
+    async def explained():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://explain") as client:
+            return await client.post("/classify?explain=1", **upload(png(image)))
+
+    try:
+        reply = asyncio.run(explained())
+    finally:
+        batcher.stop()
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert np.array(answer["heatmap"]).shape == (28, 28) and answer["heatmap"][0][0] == 0.25
+    [(model, images, classes)] = calls
+    assert model is served[0].model and images.shape == (1, 1, 28, 28)
+    expected = served[0].normalizer(to_model_input(image / 255, (1, 28, 28))[None] * 255)
+    np.testing.assert_allclose(images, expected, atol=1e-5)
+    assert classes.tolist() == [answer["top"][0]["index"]]
