@@ -6,14 +6,14 @@ one run; writes OUTPUT.json and OUTPUT.md.
 
 The service is started twice as its own process on a free loopback port (nn/serve/launch.py):
 with --max-batch 1 (every request its own forward pass) and with dynamic batching (--max-batch,
---max-wait-ms). Each time --clients concurrent clients (httpx, asyncio, one process) send
---requests POST /classify in all, each a PNG of an MNIST test digit (28x28: the network's input as
-it is, so that the comparison is of serving and batching, not of preprocessing), stopping early at
---time-limit seconds; a few warm-up requests go first, untimed. Reported per side: requests
-answered 200, errors (any other status or a transport error), latency p50 and p99 as the clients
-saw it, throughput (answers per second of wall-clock time) and the mean batch size the answers
-rode in. The clients run on the same machine as the service: on a small shared machine they take
-part of its CPU, and the load average before and after is in the record.
+--max-wait-ms). Each time --clients concurrent clients (httpx, asyncio), spread over --processes
+client processes, send --requests POST /classify in all, each a PNG of an MNIST test digit (28x28:
+the network's input as it is, so that the comparison is of serving and batching, not of
+preprocessing), stopping early at --time-limit seconds; a few warm-up requests go first, untimed.
+Reported per side: requests answered 200, errors (any other status or a transport error), latency
+p50 and p99 as the clients saw it, throughput (answers per second of wall-clock time) and the mean
+batch size the answers rode in. The clients run on the same machine as the service: on a small
+shared machine they take part of its CPU, and the load average before and after is in the record.
 
 On a machine with an NVIDIA GPU: the same with --stage 4 (the nvcc variant: --variant nvcc),
 --output curriculum/results/serve-load-gpu.
@@ -27,6 +27,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -50,6 +51,9 @@ def parse_args(argv=None):
     parser.add_argument("--variant", help="stage 4's variant")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--processes", type=int, default=2,
+                        help="client processes the clients are spread over (one process's "
+                             "event loop alone cannot keep 32 clients busy here)")
     parser.add_argument("--time-limit", type=float, default=120.0,
                         help="seconds each side may send for, at most")
     parser.add_argument("--max-batch", type=int, default=64, help="dynamic batching's largest")
@@ -96,6 +100,27 @@ async def send_all(url, bodies, count, clients, time_limit, path="/classify"):
         return replies, failures, time.perf_counter() - start
 
 
+def client_process(url, bodies, count, clients, time_limit):
+    """send_all in a process of its own: [(status, seconds, batch size or None)], failures."""
+    replies, failures, _ = asyncio.run(send_all(url, bodies, count, clients, time_limit))
+    return [(status, seconds, body and body["batch_size"]) for _, status, seconds, body
+            in replies], failures  # fmt: skip
+
+
+def load_from_processes(url, bodies, count, clients, processes, time_limit):
+    """send_all's load spread over `processes` processes: (replies, failures, wall seconds)."""
+    shares = [count // processes + (n < count % processes) for n in range(processes)]
+    users = [clients // processes + (n < clients % processes) for n in range(processes)]
+    with ProcessPoolExecutor(processes) as pool:
+        list(pool.map(int, range(processes)))  # the processes started before the clock
+        start = time.perf_counter()
+        done = list(pool.map(client_process, [url] * processes, [bodies] * processes, shares,
+                             users, [time_limit] * processes))  # fmt: skip
+        seconds = time.perf_counter() - start
+    return ([reply for replies, _ in done for reply in replies],
+            [failure for _, failures in done for failure in failures], seconds)  # fmt: skip
+
+
 def measure(args, name, max_batch, bodies):
     """One side: the service started with `max_batch`, warmed up, then loaded."""
     flags = ["--checkpoint", args.checkpoint, "--stage", str(args.stage), "--max-batch",
@@ -105,11 +130,11 @@ def measure(args, name, max_batch, bodies):
         flags += ["--variant", args.variant]
     with running_service(flags) as url:
         asyncio.run(send_all(url, bodies, WARM_UP, args.clients, args.time_limit))
-        replies, failures, seconds = asyncio.run(
-            send_all(url, bodies, args.requests, args.clients, args.time_limit))
-    answered = [reply for reply in replies if reply[1] == 200]
-    latencies = np.array([reply[2] for reply in answered]) * 1000
-    statuses = sorted({reply[1] for reply in replies if reply[1] != 200})
+        replies, failures, seconds = load_from_processes(
+            url, bodies, args.requests, args.clients, args.processes, args.time_limit)
+    answered = [reply for reply in replies if reply[0] == 200]
+    latencies = np.array([reply[1] for reply in answered]) * 1000
+    statuses = sorted({reply[0] for reply in replies if reply[0] != 200})
     return {
         "side": name, "max_batch": max_batch,
         "max_wait_ms": args.max_wait_ms if max_batch > 1 else None,
@@ -119,7 +144,7 @@ def measure(args, name, max_batch, bodies):
         "p50_ms": float(np.percentile(latencies, 50)) if len(latencies) else None,
         "p99_ms": float(np.percentile(latencies, 99)) if len(latencies) else None,
         "throughput_per_s": len(answered) / seconds,
-        "mean_batch_size": float(np.mean([reply[3]["batch_size"] for reply in answered]))
+        "mean_batch_size": float(np.mean([reply[2] for reply in answered]))
         if answered else None,
         "seconds": seconds,
     }  # fmt: skip
@@ -140,6 +165,7 @@ def main(argv=None):
         "machine": machine(), "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "load": {"requests": args.requests, "clients": args.clients,
+                 "client_processes": args.processes,
                  "time_limit_s": args.time_limit, "payload": "PNG of an MNIST test digit, 28x28"},
         "checkpoint": args.checkpoint, "stage": args.stage, "variant": args.variant,
         "sides": sides,
@@ -169,8 +195,9 @@ def markdown(record):
         f"{fmt_load(record['load_average_after'])} after (other work shares this machine). "
         f"Checkpoint `{record['checkpoint']}` on stage {record['stage']}"
         + (f" ({record['variant']})" if record["variant"] else "") + ". "
-        f"Load: {load['requests']} requests from {load['clients']} concurrent clients on the same "
-        f"machine (httpx, asyncio), at most {load['time_limit_s']:g} s a side, each a "
+        f"Load: {load['requests']} requests from {load['clients']} concurrent clients in "
+        f"{load['client_processes']} processes on the same machine (httpx, asyncio), at most "
+        f"{load['time_limit_s']:g} s a side, each a "
         f"{load['payload']}; latency as the clients saw it.",
         "",
         "| side | answered | errors | p50 ms | p99 ms | requests/s | mean batch |",
