@@ -6,13 +6,14 @@ one run; writes OUTPUT.json and OUTPUT.md.
 
 The service is started twice as its own process on a free loopback port (nn/serve/launch.py):
 with --max-batch 1 (every request its own forward pass) and with dynamic batching (--max-batch,
---max-wait-ms). Each time --clients concurrent clients (httpx, asyncio), spread over --processes
-client processes, send --requests POST /classify in all, each a PNG of an MNIST test digit (28x28:
-the network's input as it is, so that the comparison is of serving and batching, not of
-preprocessing), stopping early at --time-limit seconds; a few warm-up requests go first, untimed.
-Reported per side: requests answered 200, errors (any other status or a transport error), latency
-p50 and p99 as the clients saw it, throughput (answers per second of wall-clock time) and the mean
-batch size the answers rode in. The clients run on the same machine as the service: on a small
+--max-wait-ms), both running at once. Taking turns (--rounds), --clients concurrent clients
+(httpx, asyncio), spread over --processes client processes, send each side --requests POST
+/classify in all, each a PNG of an MNIST test digit (28x28: the network's input as it is, so that
+the comparison is of serving and batching, not of preprocessing), stopping early at --time-limit
+seconds a side; a few warm-up requests go first, untimed. Reported per side: requests answered
+200, errors (any other status or a transport error), latency p50 and p99 as the clients saw it,
+throughput (answers per second of wall-clock time) and the mean batch size the answers rode in.
+The clients run on the same machine as the service: on a small
 shared machine they take part of its CPU, and the load average before and after is in the record.
 
 On a machine with an NVIDIA GPU: the same with --stage 4 (the nvcc variant: --variant nvcc),
@@ -56,6 +57,8 @@ def parse_args(argv=None):
                              "event loop alone cannot keep 32 clients busy here)")
     parser.add_argument("--time-limit", type=float, default=120.0,
                         help="seconds each side may send for, at most")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="the sides take turns, each loaded this many times")
     parser.add_argument("--max-batch", type=int, default=64, help="dynamic batching's largest")
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--data-dir", help="where mnist/ lives (default: NN_DATA_DIR, ...)")
@@ -121,17 +124,37 @@ def load_from_processes(url, bodies, count, clients, processes, time_limit):
             [failure for _, failures in done for failure in failures], seconds)  # fmt: skip
 
 
-def measure(args, name, max_batch, bodies):
-    """One side: the service started with `max_batch`, warmed up, then loaded."""
+def service_flags(args, max_batch):
     flags = ["--checkpoint", args.checkpoint, "--stage", str(args.stage), "--max-batch",
              str(max_batch), "--max-wait-ms", str(args.max_wait_ms),
              "--queue", str(max(256, 2 * args.clients))]  # fmt: skip
-    if args.variant:
-        flags += ["--variant", args.variant]
-    with running_service(flags) as url:
-        asyncio.run(send_all(url, bodies, WARM_UP, args.clients, args.time_limit))
-        replies, failures, seconds = load_from_processes(
-            url, bodies, args.requests, args.clients, args.processes, args.time_limit)
+    return flags + (["--variant", args.variant] if args.variant else [])
+
+
+def measure_sides(args, bodies):
+    """Both sides, each its own service, both started at once and warmed up, then loaded in
+    turns (--rounds rounds of --requests / --rounds each), so that a change in the machine's
+    other load falls on both alike."""
+    sides = {1: "batch-1 (--max-batch 1)",
+             args.max_batch: f"dynamic batching (--max-batch {args.max_batch})"}  # fmt: skip
+    gathered = {size: ([], [], 0.0) for size in sides}
+    with running_service(service_flags(args, 1)) as batch1_url, \
+            running_service(service_flags(args, args.max_batch)) as dynamic_url:  # fmt: skip
+        urls = {1: batch1_url, args.max_batch: dynamic_url}
+        for url in urls.values():
+            asyncio.run(send_all(url, bodies, WARM_UP, args.clients, args.time_limit))
+        for _ in range(args.rounds):
+            for size, url in urls.items():
+                replies, failures, seconds = load_from_processes(
+                    url, bodies, args.requests // args.rounds, args.clients, args.processes,
+                    args.time_limit / args.rounds)  # fmt: skip
+                before = gathered[size]
+                gathered[size] = (before[0] + replies, before[1] + failures, before[2] + seconds)
+    return [summary(args, name, size, *gathered[size]) for size, name in sides.items()]
+
+
+def summary(args, name, max_batch, replies, failures, seconds):
+    """One side's row of the record."""
     answered = [reply for reply in replies if reply[0] == 200]
     latencies = np.array([reply[1] for reply in answered]) * 1000
     statuses = sorted({reply[0] for reply in replies if reply[0] != 200})
@@ -155,9 +178,7 @@ def main(argv=None):
     images, _ = load("mnist", "test", data_dir=args.data_dir)
     bodies = [(png_bytes(image), "image/png") for image in images[:256]]
     load_before = os.getloadavg()
-    sides = [measure(args, "batch-1 (--max-batch 1)", 1, bodies),
-             measure(args, f"dynamic batching (--max-batch {args.max_batch})", args.max_batch,
-                     bodies)]  # fmt: skip
+    sides = measure_sides(args, bodies)
     batch1, dynamic = sides
     record = {
         "command": "python -m bench.serve_load " + " ".join(argv if argv is not None
@@ -165,7 +186,7 @@ def main(argv=None):
         "machine": machine(), "load_average_before": load_before,
         "load_average_after": os.getloadavg(),
         "load": {"requests": args.requests, "clients": args.clients,
-                 "client_processes": args.processes,
+                 "client_processes": args.processes, "rounds": args.rounds,
                  "time_limit_s": args.time_limit, "payload": "PNG of an MNIST test digit, 28x28"},
         "checkpoint": args.checkpoint, "stage": args.stage, "variant": args.variant,
         "sides": sides,
@@ -197,7 +218,8 @@ def markdown(record):
         + (f" ({record['variant']})" if record["variant"] else "") + ". "
         f"Load: {load['requests']} requests from {load['clients']} concurrent clients in "
         f"{load['client_processes']} processes on the same machine (httpx, asyncio), at most "
-        f"{load['time_limit_s']:g} s a side, each a "
+        f"{load['time_limit_s']:g} s a side, the two sides taking turns in {load['rounds']} "
+        f"rounds, each request a "
         f"{load['payload']}; latency as the clients saw it.",
         "",
         "| side | answered | errors | p50 ms | p99 ms | requests/s | mean batch |",

@@ -26,6 +26,12 @@ from nn.serve.decoding import MAX_BODY_BYTES
 from nn.serve.metrics import Metrics
 from nn.serve.models import read_served
 
+# The worker releases the interpreter's lock in every op of the tier (cffi, NumPy) and must take it
+# back from the event loop after each: at Python's default switch interval (5 ms) a forward pass
+# of ten ops can wait 50 ms behind a busy loop (a lock convoy). Switching every 0.5 ms keeps it
+# near its own time; both sides of bench.serve_load run with it.
+SWITCH_INTERVAL_S = 0.0005
+
 SIMULATED_INSTEAD = (
     "Serve on stage 3 (`python -m nn.serve --stage 3 ...`) here, and on stage 4 on a machine "
     "with an NVIDIA GPU."
@@ -75,6 +81,7 @@ def main(argv=None):
 
 def serve(args):
     refuse_simulated(args.stage, args.variant, "serving", SIMULATED_INSTEAD)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     served = read_served(args.checkpoint)
 
     def tier():  # called on the worker's thread: OpenMP's thread count is per thread
