@@ -85,6 +85,8 @@ def create_app(served, batcher, metrics, tier_name, body_timeout_s, max_body_byt
     async def health():
         if not batcher.ready.is_set():
             return not_ready()
+        if not batcher.thread.is_alive():
+            return JSONResponse({"detail": "the worker has stopped"}, 503)
         return {"status": "ready", "models": list(by_name), "queue_depth": batcher.depth()}
 
     @app.get("/models", summary="The models loaded: names, classes, input shapes")
