@@ -279,6 +279,42 @@ def test_a_full_queue_is_answered_503_with_retry_after():
     assert "queue is full" in refused.json()["detail"]
 
 
+class FailingOnceModel(HeldModel):
+    """A stand-in whose first forward pass after the warm-up raises."""
+
+    def probabilities(self, images):
+        self.passes += 1
+        if self.passes == 2:
+            raise RuntimeError("out of device memory\n(a second line)")
+        return np.full((len(images), 10), 0.1)
+
+
+def test_a_failing_forward_pass_fails_its_requests_not_the_worker():
+    failing = FailingOnceModel()
+    metrics = Metrics(1, lambda: batcher.depth())
+    batcher = Batcher([failing], object, max_batch=1, max_wait_s=0, queue_size=4,
+                      batch_sizes=metrics.batch_size)  # fmt: skip
+    batcher.start(on_failure=print)
+    assert batcher.ready.wait(10)
+    app = create_app([failing], batcher, metrics, "failing tier", 5, MAX_BODY_BYTES)
+
+    async def two_requests_then_health():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://failing") as client:
+            first = await client.post("/classify", **upload(GOOD))
+            second = await client.post("/classify", **upload(GOOD))
+            return first, second, await client.get("/health")
+
+    try:
+        first, second, health = asyncio.run(two_requests_then_health())
+    finally:
+        batcher.stop()
+    assert first.status_code == 500
+    assert first.json()["detail"] == ("the forward pass of model held failed: RuntimeError: out "
+                                      "of device memory")  # fmt: skip
+    assert second.status_code == 200 and health.status_code == 200
+
+
 def test_the_command_refuses_a_bad_checkpoint_in_one_line(tmp_path, capsys):
     missing = tmp_path / "none.npz"
     assert serve_command.main(["--checkpoint", str(missing)]) == exits.CHECKPOINT

@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 
 from nn.predict import top_classes
 from nn.preprocess import METHODS, as_gray_or_rgb, to_model_input
-from nn.serve.batcher import ExplainUnavailable, Job, QueueFull
+from nn.serve.batcher import ExplainUnavailable, ForwardFailed, Job, QueueFull
 from nn.serve.body import BoundedBody
 from nn.serve.decoding import BadInput, decode_image, decode_json_pixels
 from nn.serve.metrics import CountRequests
@@ -130,6 +130,8 @@ def create_app(served, batcher, metrics, tier_name, body_timeout_s, max_body_byt
             result = await asyncio.wait_for(job.future, request_timeout_s)
         except ExplainUnavailable as error:
             return JSONResponse({"detail": str(error)}, 501)
+        except ForwardFailed as error:
+            return JSONResponse({"detail": str(error)}, 500)
         except TimeoutError:
             return JSONResponse({"detail": f"no answer within {request_timeout_s:g} s"}, 504)
         return answer(chosen, tier_name, image, result, top_k, start)

@@ -27,6 +27,10 @@ class QueueFull(Exception):
     pass
 
 
+class ForwardFailed(Exception):
+    """The forward pass a request rode in raised (the service answers 500 with its message)."""
+
+
 class ExplainUnavailable(Exception):
     """Grad-CAM cannot be computed for this model (the service answers 501)."""
 
@@ -126,8 +130,10 @@ class Batcher:
             try:
                 probabilities = served.probabilities(np.stack([job.image for job in group]))
             except Exception as error:  # a tier's failure fails this pass, not the worker
+                failed = ForwardFailed(f"the forward pass of model {served.name} failed: "
+                                       f"{type(error).__name__}: {error}".splitlines()[0])
                 for job in group:
-                    settle(job, error=error)
+                    settle(job, error=failed)
                 continue
             self.batch_sizes.observe(len(group))
             heatmaps = self.explain(served, group, probabilities)
