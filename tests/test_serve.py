@@ -20,6 +20,7 @@ from serving import CLASSES, drawn_seven, lenet5_checkpoint, png
 
 from nn import exits, predict
 from nn.preprocess import to_model_input
+from nn.quantize import quantize_checkpoint
 from nn.serve import __main__ as serve_command
 from nn.serve.app import create_app
 from nn.serve.batcher import Batcher
@@ -172,6 +173,22 @@ def test_a_digit_gets_the_answer_nn_predict_gives(service, checkpoint, tmp_path,
     predicted = capsys.readouterr().out.split()
     assert predicted[1] == top[0]["class"]
     assert float(predicted[2]) == pytest.approx(top[0]["probability"], abs=1e-4)
+
+
+def test_an_int8_checkpoint_is_served_as_nn_predict_runs_it(checkpoint, shared_data_dir, tmp_path,
+                                                            capsys):
+    int8 = tmp_path / "lenet5-int8.npz"
+    quantize_checkpoint(checkpoint, int8, 64, "minmax", 2, data_dir=shared_data_dir)
+    path = tmp_path / "seven.png"
+    path.write_bytes(png(drawn_seven()))
+    with running_service(["--checkpoint", str(int8), "--stage", "2"]) as url:
+        assert httpx.get(f"{url}/models").json()["models"][0]["int8"] is True
+        answer = httpx.post(f"{url}/classify?top_k=1", **upload(path.read_bytes())).json()
+    assert answer["model"] == "lenet5-mnist-int8"
+    assert predict.main(["--checkpoint", str(int8), str(path), "--top-k", "1"]) == 0
+    predicted = capsys.readouterr().out.split()
+    assert predicted[1] == answer["top"][0]["class"]
+    assert float(predicted[2]) == pytest.approx(answer["top"][0]["probability"], abs=1e-4)
 
 
 def test_json_pixels_and_a_raw_png_body_are_classified_alike(service):
