@@ -7,7 +7,7 @@ import os
 
 import httpx
 import pytest
-from serving import lenet5_checkpoint
+from serving import drawn_seven, lenet5_checkpoint, png
 
 from nn.serve.launch import running_service
 from nn.serve.screenshot import CHROMIUM, draw, launch, shown_bars
@@ -86,5 +86,19 @@ def test_the_model_switcher_and_a_phone_sized_screen(browser, url):
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
     page.click("#clear")
     assert page.locator("#bars li").count() == 0
+    assert not errors
+    page.close()
+
+
+def test_a_chosen_image_file_is_sent_as_it_is(browser, url, tmp_path):
+    path = tmp_path / "seven.png"
+    path.write_bytes(png(drawn_seven(200)))  # dark on light: the service inverts it
+    page, errors = open_page(browser, url)
+    page.set_input_files("#file", str(path))
+    bars = shown_bars(page)
+    direct = httpx.post(f"{url}/classify?top_k=10", files={
+        "image": ("seven.png", path.read_bytes(), "image/png")}).json()  # fmt: skip
+    assert [name for name, _ in bars] == [entry["class"] for entry in direct["top"]]
+    assert max(input_pixels(page)["red"]) > 200  # the preview is the inverted digit
     assert not errors
     page.close()

@@ -23,11 +23,13 @@ let timer = null;
 let inFlight = false;
 let again = false;
 let drawingNumber = 0;  // bumped by Clear: an answer about an earlier drawing is not shown
+let dropped = null;  // a dropped or chosen image file, sent as it is until one draws over it
 
 function clearPad() {
   clearTimeout(timer);
   again = false;
   drawingNumber += 1;
+  dropped = null;
   ink.fillStyle = "#000";
   ink.fillRect(0, 0, pad.width, pad.height);
   hasInk = false;
@@ -59,6 +61,7 @@ function stroke(from, to) {
   ink.lineTo(...to);
   ink.stroke();
   hasInk = true;
+  dropped = null;  // drawn over: the pad is the image now
 }
 
 pad.addEventListener("pointerdown", (event) => {
@@ -99,14 +102,15 @@ async function classify() {
   inFlight = true;
   const asked = drawingNumber;
   try {
-    const blob = await new Promise((resolve) => pad.toBlob(resolve, "image/png"));
+    // a dropped file goes as it is: the service detects its background and crops it itself
+    const blob = dropped || await new Promise((resolve) => pad.toBlob(resolve, "image/png"));
     const classes = classCounts[modelSelect.value] || MOST_BARS;
     const query = new URLSearchParams({
       top_k: Math.min(MOST_BARS, classes), explain: explainBox.checked ? 1 : 0,
     });
     if (modelSelect.value) query.set("model", modelSelect.value);
     const reply = await fetch(`/classify?${query}`, {
-      method: "POST", body: blob, headers: {"Content-Type": "image/png"},
+      method: "POST", body: blob, headers: {"Content-Type": blob.type || "image/png"},
     });
     const answer = await reply.json();
     if (asked !== drawingNumber) return;  // cleared meanwhile
@@ -189,9 +193,9 @@ function paint(view, rows, color) {
   context.putImageData(image, 0, 0);
 }
 
-// A dropped or chosen image is drawn onto the pad, fitted, and classified like a drawing.
+// A dropped or chosen image is shown on the pad, fitted, and sent as it is.
 function loadImage(file) {
-  if (!file || !file.type.startsWith("image/")) {
+  if (!file || !["image/png", "image/jpeg"].includes(file.type)) {
     say("Drop a PNG or JPEG image.", true);
     return;
   }
@@ -204,6 +208,7 @@ function loadImage(file) {
     ink.drawImage(image, (pad.width - width) / 2, (pad.height - height) / 2, width, height);
     URL.revokeObjectURL(image.src);
     hasInk = true;
+    dropped = file;
     schedule(0);
   };
   image.onerror = () => say("That file is not an image this browser can read.", true);
