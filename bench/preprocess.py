@@ -2,6 +2,7 @@
 into larger canvases, classified through the service (real HTTP on loopback) with nn/preprocess.py's
 crop, scale into 20x20 and centring, and with a plain resize; writes OUTPUT.json and OUTPUT.md.
 
+    make train STAGE=3 ARGS='--model lenet5 --data mnist --epochs 5 --run-dir runs/lenet5-mnist-5ep'
     python -m bench.preprocess --checkpoint runs/lenet5-mnist-5ep/best.npz --stage 3 \
         --output curriculum/results/preprocess-cpu
 

@@ -1,8 +1,17 @@
 """Load test of the service (nn/serve/): batch-1 serving against dynamic batching, side by side in
 one run; writes OUTPUT.json and OUTPUT.md.
 
+    make train STAGE=3 ARGS='--model lenet5 --data mnist --epochs 5 --run-dir runs/lenet5-mnist-5ep'
     python -m bench.serve_load --checkpoint runs/lenet5-mnist-5ep/best.npz --stage 3 \
         --output curriculum/results/serve-load-cpu
+
+and, where a forward pass costs more (the Fashion CNN's 896,522 parameters, briefly trained: any
+weights serve for timing):
+
+    make train STAGE=3 ARGS='--model fashion_cnn --data mnist --epochs 1 --train-size 5000 \
+        --val-size 1000 --run-dir runs/fashion_cnn-mnist-short'
+    python -m bench.serve_load --checkpoint runs/fashion_cnn-mnist-short/best.npz --stage 3 \
+        --output curriculum/results/serve-load-fashion-cpu
 
 The service is started twice as its own process on a free loopback port (nn/serve/launch.py):
 with --max-batch 1 (every request its own forward pass) and with dynamic batching (--max-batch,
