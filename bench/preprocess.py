@@ -16,14 +16,13 @@ ceiling of both methods.
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
-from bench.serve_load import png_bytes, send_all
+from bench.serve_load import png_bytes, report, send_all
 from datasets import load
 from nn.report import machine
 from nn.serve.launch import running_service
@@ -97,12 +96,7 @@ def main(argv=None):
         "scales": [args.min_scale, args.max_scale], "max_margin": args.max_margin,
         "canvas_sides": [min(sides), max(sides)], "rows": rows, "target": TARGET,
     }  # fmt: skip
-    text = markdown(record)
-    print(text)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
-        args.output.with_suffix(".md").write_text(text)
+    report(record, markdown(record), args.output)
     return 0
 
 

@@ -204,13 +204,17 @@ def main(argv=None):
                       if dynamic["p99_ms"] and batch1["p99_ms"] else None),
         "targets": {"errors": 0, "speedup": TARGET_SPEEDUP, "p99_ratio": TARGET_P99_RATIO},
     }  # fmt: skip
-    text = markdown(record)
-    print(text)
-    if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
-        args.output.with_suffix(".md").write_text(text)
+    report(record, markdown(record), args.output)
     return 0
+
+
+def report(record, text, output):
+    """Print `text` (the record's table) and, given `output`, write output.json and output.md."""
+    print(text)
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
+        output.with_suffix(".md").write_text(text)
 
 
 def markdown(record):

@@ -262,14 +262,19 @@ class HeldModel:
         return np.full((len(images), 10), 0.1)
 
 
-def test_a_full_queue_is_answered_503_with_retry_after():
-    held = HeldModel()
-    metrics = Metrics(1, lambda: batcher.depth())
-    batcher = Batcher([held], object, max_batch=1, max_wait_s=0, queue_size=1,
+def in_process(served, tier, max_batch=1, queue_size=4):
+    """(app, its started batcher) over `served`, for httpx's ASGI transport: stop the batcher."""
+    metrics = Metrics(max_batch, lambda: batcher.depth())
+    batcher = Batcher(served, tier, max_batch=max_batch, max_wait_s=0, queue_size=queue_size,
                       batch_sizes=metrics.batch_size)  # fmt: skip
     batcher.start(on_failure=print)
-    assert batcher.ready.wait(10)
-    app = create_app([held], batcher, metrics, "held tier", 5, MAX_BODY_BYTES)
+    assert batcher.ready.wait(30)
+    return create_app(served, batcher, metrics, "a tier", 5, MAX_BODY_BYTES), batcher
+
+
+def test_a_full_queue_is_answered_503_with_retry_after():
+    held = HeldModel()
+    app, batcher = in_process([held], object, queue_size=1)
 
     async def three_requests():
         transport = httpx.ASGITransport(app=app)
@@ -308,12 +313,7 @@ class FailingOnceModel(HeldModel):
 
 def test_a_failing_forward_pass_fails_its_requests_not_the_worker():
     failing = FailingOnceModel()
-    metrics = Metrics(1, lambda: batcher.depth())
-    batcher = Batcher([failing], object, max_batch=1, max_wait_s=0, queue_size=4,
-                      batch_sizes=metrics.batch_size)  # fmt: skip
-    batcher.start(on_failure=print)
-    assert batcher.ready.wait(10)
-    app = create_app([failing], batcher, metrics, "failing tier", 5, MAX_BODY_BYTES)
+    app, batcher = in_process([failing], object)
 
     async def two_requests_then_health():
         transport = httpx.ASGITransport(app=app)
@@ -357,12 +357,7 @@ def test_explain_hands_grad_cam_the_model_the_normalized_images_and_the_top_clas
 
     monkeypatch.setitem(sys.modules, "nn.explain", types.SimpleNamespace(grad_cam=grad_cam))
     served = read_served([checkpoint])
-    metrics = Metrics(4, lambda: batcher.depth())
-    batcher = Batcher(served, lambda: stage2_numpy, max_batch=4, max_wait_s=0, queue_size=4,
-                      batch_sizes=metrics.batch_size)  # fmt: skip
-    batcher.start(on_failure=print)
-    assert batcher.ready.wait(30)
-    app = create_app(served, batcher, metrics, "stage 2", 5, MAX_BODY_BYTES)
+    app, batcher = in_process(served, lambda: stage2_numpy, max_batch=4)
     image = drawn_seven()
 
     async def explained():
