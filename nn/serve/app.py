@@ -31,14 +31,18 @@ from nn.predict import top_classes
 from nn.preprocess import METHODS, as_gray_or_rgb, to_model_input
 from nn.serve.batcher import ExplainUnavailable, ForwardFailed, Job, QueueFull
 from nn.serve.body import BoundedBody
-from nn.serve.decoding import BadInput, decode_image, decode_json_pixels
+from nn.serve.decoding import BadInput, declared_pixels, decode_image, decode_json_pixels
 from nn.serve.metrics import CountRequests
 
 STATIC = Path(__file__).resolve().parent / "static"
 RETRY_AFTER_S = 1  # what a 503 asks a client to wait
 ROUTES = ("/", "/classify", "/models", "/health", "/metrics", "/docs", "/openapi.json")
 IMAGE_TYPES = ("image/png", "image/jpeg")
-INLINE_BYTES = 4096  # a body this small (a 28x28 PNG, a small drawing) is decoded on the loop
+# A body this small holding at most this many pixels (a 28x28 PNG, a small drawing) is decoded on
+# the event loop: cheaper than a thread's round trip, and short (a few bytes of PNG may declare
+# millions of pixels: those go to the threadpool).
+INLINE_BYTES = 4096
+INLINE_PIXELS = 128 * 128
 BODY_DOC = {"requestBody": {"required": True, "content": {
     "multipart/form-data": {"schema": {"type": "object", "required": ["image"], "properties": {
         "image": {"type": "string", "format": "binary", "description": "PNG or JPEG"}}}},
@@ -174,7 +178,9 @@ async def read_image(request, input_shape, preprocess, invert):
             pixels = decode_image(body, lambda image: as_gray_or_rgb(image, input_shape[0]))
         return to_model_input(pixels, input_shape, preprocess, invert)
 
-    return decoded() if len(body) <= INLINE_BYTES else await run_in_threadpool(decoded)
+    small = len(body) <= INLINE_BYTES and (
+        kind == "application/json" or declared_pixels(body) <= INLINE_PIXELS)
+    return decoded() if small else await run_in_threadpool(decoded)
 
 
 def answer(served, tier_name, image, result, top_k, start):

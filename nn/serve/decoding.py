@@ -65,6 +65,18 @@ def decode_image(data, convert):
         raise BadInput(f"the image cannot be decoded: {error}".splitlines()[0]) from None
 
 
+def declared_pixels(data):
+    """width * height as the header of the PNG or JPEG in `data` declares it, decoding nothing;
+    0 when it is no such image (decode_image then says why)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data), formats=FORMATS) as image:
+                return image.width * image.height
+    except Exception:  # anything unreadable: decode_image refuses it with its message
+        return 0
+
+
 def decode_json_pixels(data):
     """float32 [H, W] in [0, 1] from a JSON body {"pixels": [[...], ...]}: H rows of W numbers."""
     try:
