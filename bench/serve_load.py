@@ -84,7 +84,8 @@ def png_bytes(pixels):
 
 async def send_all(url, bodies, count, clients, time_limit, path="/classify"):
     """POST `count` requests to url+path from `clients` concurrent clients, the i-th sending
-    bodies[i % len(bodies)] (a (content, content_type) pair), until `time_limit` seconds pass.
+    bodies[i % len(bodies)] (a (content, content_type) pair; (None, None): a GET instead), until
+    `time_limit` seconds pass.
     Returns (replies: [(index, status, seconds, JSON or None)], transport errors, seconds)."""
     replies, failures, numbers = [], [], itertools.count()
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -98,8 +99,8 @@ async def send_all(url, bodies, count, clients, time_limit, path="/classify"):
                 content, kind = bodies[index % len(bodies)]
                 start = time.perf_counter()
                 try:
-                    reply = await client.post(path, content=content,
-                                              headers={"content-type": kind})  # fmt: skip
+                    reply = await (client.get(path) if content is None else client.post(
+                        path, content=content, headers={"content-type": kind}))  # fmt: skip
                 except httpx.HTTPError as error:
                     failures.append(f"{type(error).__name__}: {error}")
                     continue
@@ -112,14 +113,14 @@ async def send_all(url, bodies, count, clients, time_limit, path="/classify"):
         return replies, failures, time.perf_counter() - start
 
 
-def client_process(url, bodies, count, clients, time_limit):
+def client_process(url, bodies, count, clients, time_limit, path):
     """send_all in a process of its own: [(status, seconds, batch size or None)], failures."""
-    replies, failures, _ = asyncio.run(send_all(url, bodies, count, clients, time_limit))
-    return [(status, seconds, body and body["batch_size"]) for _, status, seconds, body
+    replies, failures, _ = asyncio.run(send_all(url, bodies, count, clients, time_limit, path))
+    return [(status, seconds, body and body.get("batch_size")) for _, status, seconds, body
             in replies], failures  # fmt: skip
 
 
-def load_from_processes(url, bodies, count, clients, processes, time_limit):
+def load_from_processes(url, bodies, count, clients, processes, time_limit, path="/classify"):
     """send_all's load spread over `processes` processes: (replies, failures, wall seconds)."""
     shares = [count // processes + (n < count % processes) for n in range(processes)]
     users = [clients // processes + (n < clients % processes) for n in range(processes)]
@@ -127,7 +128,7 @@ def load_from_processes(url, bodies, count, clients, processes, time_limit):
         list(pool.map(int, range(processes)))  # the processes started before the clock
         start = time.perf_counter()
         done = list(pool.map(client_process, [url] * processes, [bodies] * processes, shares,
-                             users, [time_limit] * processes))  # fmt: skip
+                             users, [time_limit] * processes, [path] * processes))  # fmt: skip
         seconds = time.perf_counter() - start
     return ([reply for replies, _ in done for reply in replies],
             [failure for _, failures in done for failure in failures], seconds)  # fmt: skip
@@ -147,19 +148,27 @@ def measure_sides(args, bodies):
     sides = {1: "batch-1 (--max-batch 1)",
              args.max_batch: f"dynamic batching (--max-batch {args.max_batch})"}  # fmt: skip
     gathered = {size: ([], [], 0.0) for size in sides}
+    ceiling = ([], [], 0.0)  # GET /health from the same clients: what HTTP alone allows here
     with running_service(service_flags(args, 1)) as batch1_url, \
             running_service(service_flags(args, args.max_batch)) as dynamic_url:  # fmt: skip
         urls = {1: batch1_url, args.max_batch: dynamic_url}
         for url in urls.values():
             asyncio.run(send_all(url, bodies, WARM_UP, args.clients, args.time_limit))
+        share, time_limit = args.requests // args.rounds, args.time_limit / args.rounds
         for _ in range(args.rounds):
             for size, url in urls.items():
-                replies, failures, seconds = load_from_processes(
-                    url, bodies, args.requests // args.rounds, args.clients, args.processes,
-                    args.time_limit / args.rounds)  # fmt: skip
-                before = gathered[size]
-                gathered[size] = (before[0] + replies, before[1] + failures, before[2] + seconds)
-    return [summary(args, name, size, *gathered[size]) for size, name in sides.items()]
+                gathered[size] = joined(gathered[size], load_from_processes(
+                    url, bodies, share, args.clients, args.processes, time_limit))
+            ceiling = joined(ceiling, load_from_processes(
+                dynamic_url, [(None, None)], share, args.clients, args.processes, time_limit,
+                "/health"))  # fmt: skip
+    return ([summary(args, name, size, *gathered[size]) for size, name in sides.items()],
+            summary(args, "GET /health (no work)", args.max_batch, *ceiling))
+
+
+def joined(before, more):
+    """Two (replies, failures, seconds) of one side, as one."""
+    return before[0] + more[0], before[1] + more[1], before[2] + more[2]
 
 
 def summary(args, name, max_batch, replies, failures, seconds):
@@ -167,6 +176,7 @@ def summary(args, name, max_batch, replies, failures, seconds):
     answered = [reply for reply in replies if reply[0] == 200]
     latencies = np.array([reply[1] for reply in answered]) * 1000
     statuses = sorted({reply[0] for reply in replies if reply[0] != 200})
+    sizes = [reply[2] for reply in answered if reply[2] is not None]
     return {
         "side": name, "max_batch": max_batch,
         "max_wait_ms": args.max_wait_ms if max_batch > 1 else None,
@@ -176,8 +186,7 @@ def summary(args, name, max_batch, replies, failures, seconds):
         "p50_ms": float(np.percentile(latencies, 50)) if len(latencies) else None,
         "p99_ms": float(np.percentile(latencies, 99)) if len(latencies) else None,
         "throughput_per_s": len(answered) / seconds,
-        "mean_batch_size": float(np.mean([reply[2] for reply in answered]))
-        if answered else None,
+        "mean_batch_size": float(np.mean(sizes)) if sizes else None,
         "seconds": seconds,
     }  # fmt: skip
 
@@ -187,7 +196,7 @@ def main(argv=None):
     images, _ = load("mnist", "test", data_dir=args.data_dir)
     bodies = [(png_bytes(image), "image/png") for image in images[:256]]
     load_before = os.getloadavg()
-    sides = measure_sides(args, bodies)
+    sides, ceiling = measure_sides(args, bodies)
     batch1, dynamic = sides
     record = {
         "command": "python -m bench.serve_load " + " ".join(argv if argv is not None
@@ -198,7 +207,7 @@ def main(argv=None):
                  "client_processes": args.processes, "rounds": args.rounds,
                  "time_limit_s": args.time_limit, "payload": "PNG of an MNIST test digit, 28x28"},
         "checkpoint": args.checkpoint, "stage": args.stage, "variant": args.variant,
-        "sides": sides,
+        "sides": sides, "http_ceiling": ceiling,
         "speedup": dynamic["throughput_per_s"] / batch1["throughput_per_s"],
         "p99_ratio": (dynamic["p99_ms"] / batch1["p99_ms"]
                       if dynamic["p99_ms"] and batch1["p99_ms"] else None),
@@ -243,6 +252,10 @@ def markdown(record):
             f"| {side['side']} | {side['answered']} | {side['errors']} | "
             f"{fmt(side['p50_ms'])} | {fmt(side['p99_ms'])} | "
             f"{side['throughput_per_s']:,.0f} | {fmt(side['mean_batch_size'])} |")
+    ceiling = record["http_ceiling"]
+    lines += ["", f"The same clients get {ceiling['throughput_per_s']:,.0f} answers/s (p50 "
+                  f"{fmt(ceiling['p50_ms'])} ms) from `GET /health`, a route that does no work, "
+                  "asked in the same turns: what HTTP on this machine allows any side."]
     targets = record["targets"]
     errors = sum(side["errors"] for side in record["sides"])
     speedup_met = record["speedup"] >= targets["speedup"]
