@@ -43,7 +43,7 @@ BUILD_STAGE = $(BUILD_STALE) --stage $(STAGE) $(VARIANT_ARG)
 # PyTorch on the same GPU (a CPU epoch beside it would say nothing new).
 NN_BENCH = $(if $(filter 4,$(STAGE)),--stage 4 --threads 1 --models lenet5 fashion_cnn,--stage $(if $(filter 1 2,$(STAGE)),$(STAGE),2 $(STAGE)) --threads 1 2)
 
-.PHONY: help setup build data test portability grade results bench train export race speedrun exercises exercises-index progress notebooks asan sanitize lint clean
+.PHONY: help setup build data test portability grade results bench train export serve race speedrun exercises exercises-index progress notebooks asan sanitize lint clean
 
 help: ## list the targets
 	@echo "scratch2cuda -- targets (run from the repository root):"
@@ -52,6 +52,7 @@ help: ## list the targets
 	@echo "variables: STAGE=1..4  WEEK=k (make grade: that week's ops; THROUGH=k: weeks 1..k's)  VARIANT=numba|nvcc  IMPL=DIR (default: workspace/ when it holds STAGE; IMPL= the reference)  ARGS='...'"
 	@echo "           AGAINST=DIR (make grade: also against your own earlier stage in DIR, e.g. AGAINST=workspace)"
 	@echo "           CKPT=FILE OUT=FILE (make export: the checkpoint, the ONNX file to write)"
+	@echo "           CHECKPOINT='FILE ...' (make serve: the checkpoints to serve, float or int8)"
 	@echo "           S2C_ARCH_FLAGS='-march=x86-64-v2' (the C tier's target; default -march=native)"
 
 $(STAMP): requirements.txt
@@ -143,6 +144,15 @@ OUT ?= $(if $(CKPT),$(dir $(CKPT))model.onnx)
 export: setup ## write a trained checkpoint as an ONNX graph (nn/export.py), checked: make export CKPT=runs/lenet5-mnist-stage2/best.npz [OUT=lenet5.onnx]
 	@if [ -z "$(CKPT)" ]; then echo "make export: give the checkpoint, e.g. make export CKPT=runs/lenet5-mnist-stage2/best.npz"; exit 2; fi
 	$(PY) -m nn.export --checkpoint $(CKPT) --out $(OUT) $(ARGS)
+
+# make serve: the checkpoints to serve (required; several separated by spaces), on STAGE
+CHECKPOINT ?=
+serve: setup ## serve trained checkpoints over HTTP, with the draw-a-digit page (nn/serve/): make serve CHECKPOINT=runs/lenet5-mnist-stage2/best.npz [STAGE=3] [ARGS='--port 8080']
+	$(NO_STAGE_IN_ARGS)
+	$(NO_AGAINST)
+	@if [ -z "$(CHECKPOINT)" ]; then echo "make serve: give the checkpoint, e.g. make serve CHECKPOINT=runs/lenet5-mnist-stage2/best.npz"; exit 2; fi
+	@$(BUILD_STAGE) --no-references
+	$(PY) -m nn.serve $(foreach path,$(CHECKPOINT),--checkpoint $(path)) --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 race: setup ## GPU: one training epoch, nvcc variant vs PyTorch, op by op and as CUDA graphs (bench/race.py); runs/race.{json,md}
 	@$(BUILD_STALE) --stage 4 --variant nvcc --no-references

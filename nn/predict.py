@@ -3,8 +3,11 @@
     python -m nn.predict --checkpoint runs/lenet5-mnist-stage2/best.npz digit.png
     python -m nn.predict --checkpoint runs/lenet5-mnist-stage2/best.npz --index 7
 
-An image file is converted to the model's channels and size (MNIST digits are white on black:
-use --invert for a dark digit on a light background). --index takes example i of the test split of
+An image file is converted to the model's channels and size by nn/preprocess.py: a digit is
+cropped, scaled into 20x20 and centred by its centre of mass as MNIST was made (--preprocess
+resize: a plain resize), and made white on black, as MNIST's digits are (a light background is
+detected; --invert or --no-invert decide instead). An image of the model's own size is taken as
+it is. --index takes example i of the test split of
 the data set the model was trained on. The model runs in inference mode (nn/inference.py: its
 BatchNorms folded, each conv + ReLU + max-pool one op). Any failure is one line on stderr and an
 exit status of its kind (nn/exits.py, listed by --help).
@@ -22,6 +25,7 @@ from nn.data import DATA_NAMES, Normalizer, load_data
 from nn.exits import EPILOG, INTERRUPTED, REPORTED, exit_status
 from nn.inference import prepare_for_inference
 from nn.models import build_model
+from nn.preprocess import METHODS, as_gray_or_rgb, to_model_input
 from nn.quantized import quantized_layers, restore_quantized
 from nn.recipes import Recipe
 from nn.setting_checks import is_int, is_number
@@ -46,14 +50,22 @@ def add_input_arguments(parser):
     parser.add_argument("--impl", metavar="DIR",
                         help="run on the tier in DIR (default: the reference)")
     parser.add_argument("--data-dir", help="where the data set lives (for --index)")
-    parser.add_argument("--invert", action="store_true", help="invert the image's brightness")
+    brightness = parser.add_mutually_exclusive_group()
+    brightness.add_argument("--invert", action="store_const", const=True, dest="invert",
+                            help="invert the image's brightness (default: detected)")
+    brightness.add_argument("--no-invert", action="store_const", const=False, dest="invert",
+                            help="never invert it")
+    parser.add_argument("--preprocess", choices=list(METHODS), default="mnist",
+                        help="bring an image to the model's size by cropping, scaling into 20x20 "
+                             "and centring as MNIST was made (mnist, the default) or by a plain "
+                             "resize (nn/preprocess.py)")
 
 
 def read_input(args, meta):
-    """The input that `args` (add_input_arguments') choose, as uint8 [1, C, H, W]: example
+    """The input that `args` (add_input_arguments') choose, [1, C, H, W] in [0, 255]: example
     --index of the checkpoint's test split (its true class printed), or the image file."""
     if args.index is None:
-        return read_image(args.image, meta["input_shape"], args.invert)
+        return read_image(args.image, meta["input_shape"], args.invert, args.preprocess)
     recipe = Recipe.from_json(meta["recipe"])
     test = load_data(meta["data"], args.data_dir, 0, recipe.synthetic_size).test
     if not 0 <= args.index < len(test):
@@ -106,23 +118,31 @@ def check_record(path, meta):
         raise CheckpointError(f"checkpoint {path}: bad recipe: {error}") from None
 
 
-def read_image(path, input_shape, invert=False):
-    """An image file as uint8 [1, C, H, W] in the model's channels and size."""
+def read_image(path, input_shape, invert=None, method="mnist"):
+    """An image file as float32 [1, C, H, W] in [0, 255], the model's channels and size, through
+    nn/preprocess.py (an MNIST-like crop and centring by `method`; `invert` None: detected)."""
     from PIL import Image  # Pillow comes with matplotlib
 
     if len(input_shape) != 3:
         raise ValueError(f"the model takes points of shape {tuple(input_shape)}, not images: "
                          "use --index")
-    channels, height, width = input_shape
     try:
-        image = Image.open(path)
-        image = image.convert("L" if channels == 1 else "RGB").resize((width, height))
+        with Image.open(path) as image:
+            pixels = as_gray_or_rgb(image, input_shape[0])
     except OSError as error:
         raise ValueError(f"cannot read image {path}: {error}") from None
-    pixels = np.asarray(image, dtype=np.uint8).reshape(height, width, channels)
-    if invert:
-        pixels = 255 - pixels
-    return pixels.transpose(2, 0, 1)[None]
+    return to_model_input(pixels, input_shape, method, invert)[None] * np.float32(255)
+
+
+def inference_runner(model):
+    """What predicts with `model`: an int8 model its own int8 layers, a float one its inference
+    mode (nn/inference.py: folded and fused)."""
+    return model if quantized_layers(model) else prepare_for_inference(model)
+
+
+def top_classes(probabilities, k):
+    """The indices of the `k` highest of `probabilities` [C], highest first."""
+    return np.argsort(-probabilities, kind="stable")[:k]
 
 
 def main(argv=None):
@@ -140,11 +160,9 @@ def main(argv=None):
         print("\ninterrupted", file=sys.stderr)
         return INTERRUPTED
     normalized = Normalizer.from_json(meta["normalizer"])(inputs)
-    # an int8 model runs its own int8 layers; a float one runs folded and fused (nn/inference.py)
-    runner = model if quantized_layers(model) else prepare_for_inference(model)
-    logits = runner.forward(tier.from_numpy(normalized))
+    logits = inference_runner(model).forward(tier.from_numpy(normalized))
     probabilities = model.loss.probabilities(tier, logits)[0]
-    for rank, label in enumerate(np.argsort(-probabilities)[: args.top_k], start=1):
+    for rank, label in enumerate(top_classes(probabilities, args.top_k), start=1):
         print(f"{rank}. {meta['class_names'][label]:<12} {probabilities[label]:.4f}")
     return 0
 
