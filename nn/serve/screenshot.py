@@ -41,8 +41,10 @@ def draw(page, digit):
 
 
 def shown_bars(page, timeout_ms=15000):
-    """[(class, probability)] of the bars the page shows once it has an answer, top first."""
-    page.wait_for_selector("#bars li", timeout=timeout_ms)
+    """[(class, probability)] of the bars the page shows once it has answered the drawing as it
+    stands (an earlier answer may show while the last is under way), top first."""
+    page.wait_for_function("() => document.body.dataset.settled === 'yes' "
+                           "&& document.querySelector('#bars li') !== null", timeout=timeout_ms)
     return page.eval_on_selector_all(
         "#bars li", "rows => rows.map(row => [row.dataset.class, Number(row.dataset.probability)])")
 

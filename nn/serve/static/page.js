@@ -27,6 +27,8 @@ let dropped = null;  // a dropped or chosen image file, sent as it is until one 
 
 function clearPad() {
   clearTimeout(timer);
+  timer = null;
+  settle(!inFlight);
   again = false;
   drawingNumber += 1;
   dropped = null;
@@ -91,10 +93,21 @@ for (const name of ["pointerup", "pointercancel"]) {
 function schedule(delay = DEBOUNCE_MS) {
   clearTimeout(timer);
   timer = setTimeout(classify, delay);
+  settle(false);
+}
+
+// <body data-settled="yes"> once what is shown answers the drawing as it stands (nothing is
+// waiting to be asked or under way): what a test reads the page by.
+function settle(settled) {
+  document.body.dataset.settled = settled ? "yes" : "no";
 }
 
 async function classify() {
-  if (!hasInk) return;
+  timer = null;
+  if (!hasInk) {
+    settle(!inFlight);
+    return;
+  }
   if (inFlight) {
     again = true;
     return;
@@ -131,6 +144,8 @@ async function classify() {
     if (again) {
       again = false;
       schedule(0);
+    } else if (timer === null) {
+      settle(true);
     }
   }
 }
