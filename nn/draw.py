@@ -106,6 +106,7 @@ def draw_command(args):
     if path.suffix not in FORMATS:
         raise ValueError(f"--out must end in {' or '.join(FORMATS)}, got {str(path)!r}")
     model = MODELS[args.model]().build(load_tier(2), seed=0)  # shapes and counts only
+    path.parent.mkdir(parents=True, exist_ok=True)
     draw(model, path)
     print(f"{model.name} ({len(model.layer_rows())} layers, {model.parameter_count():,} "
           f"parameters): {path}")

@@ -112,8 +112,10 @@ def split_at(model, name):
 def class_activation_maps(activations, gradients):
     """ReLU(sum_k alpha_k A_k) [N, h, w] from A and dy/dA [N, K, h, w], alpha_k the spatial mean
     of channel k's gradient."""
+    # BEGIN SOLUTION week 20, task class_activation_maps
     weights = gradients.astype(np.float64).mean(axis=(2, 3))
     return np.maximum(np.einsum("nk,nkhw->nhw", weights, activations.astype(np.float64)), 0.0)
+    # END SOLUTION
 
 
 def upsampled(maps, height, width):

@@ -556,6 +556,52 @@ def check_conv_node(rng):
           found, expected)
 
 
+# -- week 20: serving and seeing inside ------------------------------------------------------------
+def check_class_activation_maps(rng):
+    from nn.explain import class_activation_maps
+
+    activations = rng.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    gradients = rng.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    expected = np.zeros((3, 5, 6))
+    for n in range(3):
+        for k in range(4):  # alpha_k: the spatial mean of channel k's gradient, image by image
+            expected[n] += gradients[n, k].astype(np.float64).mean() * activations[n, k]
+    found = class_activation_maps(activations, gradients)
+    expect(np.shape(found) == (3, 5, 6), f"class_activation_maps: shape {np.shape(found)}, "
+           "expected (3, 5, 6): one map [h, w] per image")
+    close("class_activation_maps: ReLU(sum_k alpha_k A_k), alpha_k the spatial mean of channel "
+          "k's gradient, per image", found, np.maximum(expected, 0))
+
+
+def check_batcher_gather(_rng):  # the jobs are fixed: the check is about order and timing
+    import threading
+    import time
+
+    from nn.serve.batcher import Batcher
+
+    def batcher(max_batch, max_wait_s):
+        return Batcher([], None, max_batch, max_wait_s, queue_size=64, batch_sizes=None)
+
+    waiting = batcher(max_batch=3, max_wait_s=5.0)
+    for job in range(5):
+        waiting.queue.put(job)
+    started = time.monotonic()
+    expect(waiting.gather() == [0, 1, 2], "Batcher.gather: with 5 jobs waiting and max_batch 3, "
+           "the first 3, in the order they came")
+    expect(time.monotonic() - started < 2.5, "Batcher.gather: a full batch goes at once, without "
+           "waiting for max_wait_s")
+    expect(waiting.gather() == [3, 4], "Batcher.gather: then the 2 left, after max_wait_s")
+    started = time.monotonic()
+    expect(batcher(4, 0.01).gather() == [], "Batcher.gather: an empty queue gives []")
+    expect(time.monotonic() - started < 2.0, "Batcher.gather: an empty queue gives [] after about "
+           "0.1 s (the worker must notice a stop), not after waiting for a job forever")
+    late = batcher(max_batch=8, max_wait_s=1.0)
+    late.queue.put("first")
+    threading.Timer(0.05, late.queue.put, ["late"]).start()
+    expect(late.gather() == ["first", "late"], "Batcher.gather: a job that comes within max_wait_s "
+           "of the first rides in the same batch")
+
+
 # -- week 9: train, on the learner's tiers -------------------------------------------------------
 def train(impl, stage, *flags):
     """nn.train on `stage` (IMPL's tier when it holds it); returns (status, output, run folder)."""
@@ -638,6 +684,8 @@ CHECKS = {  # name: (week, the tasks it grades, function, what it takes: "" / "r
     "batchnorm": (10, ["BatchNorm.forward", "BatchNorm.backward"], check_batchnorm, ""),
     "fold_batchnorm": (19, ["fold_batchnorm"], check_fold_batchnorm, ""),
     "conv_node": (19, ["conv_node"], check_conv_node, ""),
+    "class_activation_maps": (20, ["class_activation_maps"], check_class_activation_maps, ""),
+    "batcher_gather": (20, ["Batcher.gather"], check_batcher_gather, ""),
 }
 
 

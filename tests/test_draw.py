@@ -61,3 +61,9 @@ def test_a_file_of_another_kind_is_one_line_and_exit_status_2(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == [f"error: --out must end in .svg or .png, got '{tmp_path / 'lenet5.pdf'}'"]
     assert not (tmp_path / "lenet5.pdf").exists()
+
+
+def test_the_figure_goes_into_a_folder_made_for_it(tmp_path, capsys):
+    out = tmp_path / "runs" / "figures" / "lenet5.svg"
+    assert draw.main(["--model", "lenet5", "--out", str(out)]) == 0
+    assert out.is_file() and str(out) in capsys.readouterr().out

@@ -22,6 +22,7 @@ import pytest
 from nn import exits
 from tools.exercises import (
     REPO_ROOT,
+    WEEKS,
     MarkerError,
     available_tiers,
     exercise_packages,
@@ -252,7 +253,8 @@ def test_a_c_region_becomes_a_not_implemented_status_at_its_indentation():
         ("# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n", "malformed"),
         ("# BEGIN SOLUTION week 3\nx = 1\n# END SOLUTION\n", "malformed"),
         ("# BEGIN SOLUTION task a\nx = 1\n# END SOLUTION\n", "malformed"),
-        ("# BEGIN SOLUTION week 20, task a\nx = 1\n# END SOLUTION\n", "week 20"),
+        (f"# BEGIN SOLUTION week {max(WEEKS) + 1}, task a\nx = 1\n# END SOLUTION\n",
+         f"week {max(WEEKS) + 1}"),
         ("# BEGIN SOLUTION week 2, task a\nx = 1\n# END SOLUTION here\n", "malformed END"),
         ('x = "BEGIN SOLUTION week 2, task a"\n', "malformed"),
     ],
@@ -342,8 +344,8 @@ def test_each_week_page_names_the_files_and_tasks_of_its_exercises():
     assert not missing, f"week pages lack exercises of the code: {sorted(set(missing))}"
 
 
-def test_the_learning_path_links_all_nineteen_weeks():
+def test_the_learning_path_links_every_week():
     path = (CURRICULUM / "LEARNING_PATH.md").read_text(encoding="utf-8")
-    for week in range(1, 20):
+    for week in WEEKS:
         assert (CURRICULUM / f"week{week:02d}.md").is_file()
         assert f"(week{week:02d}.md)" in path

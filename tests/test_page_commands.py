@@ -69,6 +69,8 @@ CLASSES = [
      "needs a checkpoint trained by make train (runs/...), or its export"),
     (r"^make serve\b|-m (nn\.serve|bench\.(serve_load|preprocess))\b", CHECK,
      "serves a checkpoint trained by make train until stopped (tests/test_serve*.py start it)"),
+    (r"\btensorboard --logdir\b", CHECK,
+     "serves the dashboard until stopped (tests/test_dashboard.py reads what the trainer writes)"),
     (r"^\$EDITOR\b|^git\b|-m cProfile\b|^jupyter\b", CHECK,
      "an editor, git, a profiler or Jupyter (interactive): the files it names are checked"),
     (r"^make exercises-index\b|tools\.exercise_index\b", CHECK,
