@@ -72,26 +72,23 @@ def gelu(x, approximate="none"):
     x, approximate = checks.gelu(x, approximate)
     # BEGIN SOLUTION week 21, task gelu
     if approximate == "tanh":
-        # x * x * x, not x ** 3: a Python float's power raises OverflowError past 1e308
-        return map_elements(
-            lambda v: 0.5 * v * (1.0 + math.tanh(TANH_SCALE * (v + TANH_CUBIC * (v * v * v)))), x
-        )
+        return map_elements(lambda v: v * _tanh_form(v)[0], x)
     return map_elements(lambda v: 0.5 * v * (1.0 + math.erf(v * SQRT_HALF)), x)
     # END SOLUTION
 
 
 def gelu_backward(x, dy, approximate="none"):
     """dy * gelu'(x), x (the forward's input) and dy one shape (any). Exact: gelu'(x) = Phi(x) +
-    x * phi(x), phi the normal density; tanh: with t = tanh(u), u = sqrt(2 / pi) * (x + 0.044715
-    * x^3), gelu'(x) = (1 + t) / 2 + x / 2 * (1 - t^2) * du/dx."""
+    x * phi(x), phi the normal density. Tanh form: Phi(x) ~ s = (1 + tanh(u)) / 2 = sigmoid(2u),
+    u = sqrt(2 / pi) * (x + 0.044715 * x^3), so gelu'(x) = s * (1 + 2x * (1 - s) * du/dx)."""
     x, dy, approximate = checks.gelu_backward(x, dy, approximate)
     # BEGIN SOLUTION week 21, task gelu_backward
     if approximate == "tanh":
 
         def derivative(v):
-            t = math.tanh(TANH_SCALE * (v + TANH_CUBIC * (v * v * v)))
+            s, one_minus_s = _tanh_form(v)
             du = TANH_SCALE * (1.0 + 3.0 * TANH_CUBIC * (v * v))
-            return 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du
+            return s * (1.0 + 2.0 * v * one_minus_s * du)
 
     else:
 
@@ -101,4 +98,17 @@ def gelu_backward(x, dy, approximate="none"):
             )
 
     return map_elements(lambda v, grad: grad * derivative(v), x, dy)
+    # END SOLUTION
+
+
+def _tanh_form(v):
+    """(s, 1 - s) for gelu's tanh form: s = (1 + tanh(u)) / 2 with u = sqrt(2 / pi) * (v +
+    0.044715 * v^3). Computed as sigmoid(2u) = 1 / (1 + exp(-2u)), from exp(-|2u|), which never
+    overflows: 1 + tanh(u) and 1 - tanh(u)^2 cancel to a few digits where tanh(u) is near -1 or 1
+    (in float32, an error of 1e-6 in gelu' at x = -5), the sigmoid's two halves do not."""
+    # BEGIN SOLUTION week 21, task gelu
+    z = 2.0 * TANH_SCALE * (v + TANH_CUBIC * (v * v * v))  # v * v * v: ** raises past 1e308
+    e = math.exp(-abs(z))
+    p = 1.0 / (1.0 + e)
+    return (p, e * p) if z >= 0.0 else (e * p, p)  # NaN fails z >= 0: both NaN
     # END SOLUTION

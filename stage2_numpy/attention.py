@@ -67,22 +67,36 @@ def gelu(x, approximate="none"):
     x, approximate = checks.gelu(x, approximate)
     # BEGIN SOLUTION week 21, task gelu
     if approximate == "tanh":
-        return 0.5 * x * (1 + np.tanh(TANH_SCALE * (x + TANH_CUBIC * (x * x * x))))
+        return x * _tanh_form(x)[0]
     return 0.5 * x * (1 + _erf(x * SQRT_HALF))
     # END SOLUTION
 
 
 def gelu_backward(x, dy, approximate="none"):
     """dy * gelu'(x), x (the forward's input) and dy one shape (any). Exact: gelu'(x) = Phi(x) +
-    x * phi(x), phi the normal density; tanh: with t = tanh(u), u = sqrt(2 / pi) * (x + 0.044715
-    * x^3), gelu'(x) = (1 + t) / 2 + x / 2 * (1 - t^2) * du/dx."""
+    x * phi(x), phi the normal density. Tanh form: Phi(x) ~ s = (1 + tanh(u)) / 2 = sigmoid(2u),
+    u = sqrt(2 / pi) * (x + 0.044715 * x^3), so gelu'(x) = s * (1 + 2x * (1 - s) * du/dx)."""
     x, dy, approximate = checks.gelu_backward(x, dy, approximate)
     # BEGIN SOLUTION week 21, task gelu_backward
     if approximate == "tanh":
-        t = np.tanh(TANH_SCALE * (x + TANH_CUBIC * (x * x * x)))
+        s, one_minus_s = _tanh_form(x)
         du = TANH_SCALE * (1 + 3 * TANH_CUBIC * (x * x))
-        return dy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du)
+        return dy * (s * (1 + 2 * x * one_minus_s * du))
     return dy * (0.5 * (1 + _erf(x * SQRT_HALF)) + x * NORMAL_DENSITY * np.exp(-0.5 * (x * x)))
+    # END SOLUTION
+
+
+def _tanh_form(x):
+    """(s, 1 - s) for gelu's tanh form: s = (1 + tanh(u)) / 2 with u = sqrt(2 / pi) * (x +
+    0.044715 * x^3). Computed as sigmoid(2u) = 1 / (1 + exp(-2u)), from exp(-|2u|), which never
+    overflows: 1 + tanh(u) and 1 - tanh(u)^2 cancel to a few digits where tanh(u) is near -1 or 1
+    (in float32, an error of 1e-6 in gelu' at x = -5), the sigmoid's two halves do not."""
+    # BEGIN SOLUTION week 21, task gelu
+    z = 2 * TANH_SCALE * (x + TANH_CUBIC * (x * x * x))
+    e = np.exp(-np.abs(z))
+    p = 1 / (1 + e)
+    positive = z >= 0  # NaN is not: both halves NaN
+    return np.where(positive, p, e * p), np.where(positive, e * p, p)
     # END SOLUTION
 
 
@@ -90,5 +104,6 @@ _erf_ufunc = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf(z):
-    """erf elementwise: NumPy has none (SciPy's is an optional dependency here)."""
+    """erf elementwise: NumPy has none (SciPy's is no dependency of the course), so Python's
+    math.erf applied to each element, in float64, then rounded to z's dtype."""
     return _erf_ufunc(z).astype(z.dtype)

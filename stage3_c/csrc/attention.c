@@ -97,17 +97,33 @@ int s2c_layernorm_backward(const float *dy, const float *x, const float *gamma, 
     /* END SOLUTION */
 }
 
+/* (s, 1 - s) for gelu's tanh form: s = (1 + tanh(u)) / 2 with u = sqrt(2 / pi) (v + 0.044715 v^3),
+ * computed as sigmoid(2u) = 1 / (1 + exp(-2u)) from exp(-|2u|), which never overflows:
+ * 1 + tanh(u) and 1 - tanh(u)^2 cancel to a few digits where tanh(u) is near -1 or 1 (an error of
+ * 1e-6 in gelu' at x = -5), the sigmoid's two halves do not. Given to the learner: week 21
+ * wrote it in Python (a C exercise region must sit in a function returning a status). */
+static inline void sigmoid_halves(float v, float *s, float *one_minus_s)
+{
+    float z = 2.0f * TANH_SCALE * (v + TANH_CUBIC * v * v * v);
+    float e = expf(-fabsf(z)), p = 1.0f / (1.0f + e);
+    *s = z >= 0.0f ? p : e * p; /* NaN fails z >= 0: both NaN */
+    *one_minus_s = z >= 0.0f ? e * p : p;
+}
+
 int s2c_gelu(const float *x, float *y, int64_t size, int tanh_form)
 {
     S2C_REQUIRE(size >= 1);
     /* BEGIN SOLUTION week 22, task gelu */
-    /* y = x * Phi(x), Phi(x) = (1 + odd) / 2 with odd = erf(x / sqrt(2)), or its tanh form */
+    /* y = x * Phi(x), Phi(x) = (1 + erf(x / sqrt(2))) / 2, or its tanh form */
     #pragma omp parallel for num_threads(s2c_get_num_threads()) if (size >= S2C_PARALLEL_MIN)
     for (int64_t i = 0; i < size; i++) {
-        float v = x[i];
-        float odd = tanh_form ? tanhf(TANH_SCALE * (v + TANH_CUBIC * v * v * v))
-                              : erff(v * SQRT_HALF);
-        y[i] = 0.5f * v * (1.0f + odd);
+        float v = x[i], s, one_minus_s;
+        if (tanh_form) {
+            sigmoid_halves(v, &s, &one_minus_s);
+            y[i] = v * s;
+        } else {
+            y[i] = 0.5f * v * (1.0f + erff(v * SQRT_HALF));
+        }
     }
     return S2C_OK;
     /* END SOLUTION */
@@ -117,15 +133,16 @@ int s2c_gelu_backward(const float *x, const float *dy, float *dx, int64_t size, 
 {
     S2C_REQUIRE(size >= 1);
     /* BEGIN SOLUTION week 22, task gelu_backward */
-    /* exact: gelu'(x) = Phi(x) + x * phi(x), phi the normal density; tanh form: with
-     * t = tanh(u), u = sqrt(2 / pi) * (x + 0.044715 x^3): (1 + t) / 2 + x / 2 (1 - t^2) du/dx */
+    /* exact: gelu'(x) = Phi(x) + x * phi(x), phi the normal density; tanh form, with
+     * u = sqrt(2 / pi) (x + 0.044715 x^3) and s = (1 + tanh(u)) / 2: s (1 + 2x (1 - s) du/dx) */
     #pragma omp parallel for num_threads(s2c_get_num_threads()) if (size >= S2C_PARALLEL_MIN)
     for (int64_t i = 0; i < size; i++) {
         float v = x[i], derivative;
         if (tanh_form) {
-            float t = tanhf(TANH_SCALE * (v + TANH_CUBIC * v * v * v));
+            float s, one_minus_s;
+            sigmoid_halves(v, &s, &one_minus_s);
             float du = TANH_SCALE * (1.0f + 3.0f * TANH_CUBIC * v * v);
-            derivative = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * du;
+            derivative = s * (1.0f + 2.0f * v * one_minus_s * du);
         } else {
             derivative = 0.5f * (1.0f + erff(v * SQRT_HALF)) +
                          v * NORMAL_DENSITY * expf(-0.5f * v * v);
