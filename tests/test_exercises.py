@@ -252,7 +252,7 @@ def test_a_c_region_becomes_a_not_implemented_status_at_its_indentation():
         ("# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n", "malformed"),
         ("# BEGIN SOLUTION week 3\nx = 1\n# END SOLUTION\n", "malformed"),
         ("# BEGIN SOLUTION task a\nx = 1\n# END SOLUTION\n", "malformed"),
-        ("# BEGIN SOLUTION week 20, task a\nx = 1\n# END SOLUTION\n", "week 20"),
+        ("# BEGIN SOLUTION week 23, task a\nx = 1\n# END SOLUTION\n", "week 23"),
         ("# BEGIN SOLUTION week 2, task a\nx = 1\n# END SOLUTION here\n", "malformed END"),
         ('x = "BEGIN SOLUTION week 2, task a"\n', "malformed"),
     ],

@@ -47,7 +47,7 @@ DEFAULT_OUT = Path("workspace")  # where `make grade` looks for the learner's ti
 SKIPPED_NAMES = ("__pycache__", "_build", "*.so", "*.o", "*.pyc", "_s2c_native*")
 LANGUAGE_OF_SUFFIX = {".py": "python", ".c": "c", ".h": "c", ".cu": "c", ".cuh": "c"}
 CUDA_SUFFIXES = (".cu", ".cuh")  # C whose stubs return common.h's S2C_CUDA_NOT_IMPLEMENTED
-WEEKS = range(1, 20)
+WEEKS = range(1, 23)  # 21 and 22: attention (layer norm, GELU) on the CPU, then in C and CUDA
 
 _WEEK_AND_TASK = r"week\s+(?P<week>\d+)\s*,\s*task\s+(?P<task>[A-Za-z_][\w.-]*)"
 BEGIN_MARKER = {
@@ -157,7 +157,9 @@ def stub_regions(text, language, path, solved=None):
                 )
             week, task = int(match["week"]), match["task"]
             if week not in WEEKS:
-                raise MarkerError(f"{where}: week {week} is not a week of the course (1..19)")
+                raise MarkerError(
+                    f"{where}: week {week} is not a week of the course (1..{WEEKS[-1]})"
+                )
             open_region = (number, week, task, bool(solved and solved(week, task)))
             if not open_region[3]:
                 newline = line[len(bare) :]
