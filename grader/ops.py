@@ -355,7 +355,7 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
         build=build_batchnorm, cases=BATCHNORM_CASES,
         tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
         accum=lambda a: a["x"].size // a["x"].shape[1], tol=4.0,
-        work=work_written(lambda a: a["x"].size + 2 * a["x"].shape[1])),  # y, running stats
+        work=work_written(lambda a: a["x"].size + 4 * a["x"].shape[1])),  # y, running, saved
     "batchnorm_backward": dict(
         cases=BATCHNORM_CASES[:3], tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
         accum=lambda a: a["x"].size // a["x"].shape[1], tol=10.0),
@@ -423,7 +423,7 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
     "layernorm": dict(
         build=build_layernorm, cases=LAYERNORM_CASES, tier_cases=LAYERNORM_TAILS,
         accum=lambda a: a["x"].shape[-1],
-        work=work_written(lambda a: a["x"].size + 2 * a["x"].size // a["x"].shape[-1])),
+        work=work_written(lambda a: a["x"].size + 2 * a["x"].size // a["x"].shape[-1])),  # y, saved
     "layernorm_backward": dict(accum=lambda a: max(a["x"].shape[-1],
                                                    a["x"].size // a["x"].shape[-1])),
     "gelu": dict(build=build_gelu, cases=GELU_CASES, tier_cases=GELU_TAILS),
