@@ -3,9 +3,9 @@
 Layer norm sees x [N, D] or [N, T, D] as [rows, D]: a block reduces a row's D values (a tree in
 shared memory, reduce.py's block_sum) to the row's mean and variance, then writes the row's y,
 and takes the next row a grid further (the whole block together: block_sum's barriers need every
-thread) until the rows run out. The backward's dx is the same shape of work (two sums per row, then the row); its dgamma
-and dbeta are sums down the rows, one thread per feature walking every row (neighbouring threads
-read neighbouring features: coalesced).
+thread) until the rows run out. The backward's dx is the same shape of work (two sums per row,
+then the row); its dgamma and dbeta are sums down the rows, one thread per feature walking every
+row (neighbouring threads read neighbouring features: coalesced).
 
 GELU is elementwise: a per-element function made into a kernel by elementwise.py's `map_kernel`
 (forward) or `zip_kernel` (backward), one kernel per form.
