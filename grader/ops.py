@@ -246,7 +246,8 @@ INIT_CASES = ((7, 5), (16, 6, 5, 5), (10,), (3, 1, 3, 3))
 LONG_ROWS = per_tier(ROWS, lambda shape: (*shape, 3.0, 0.0))
 # Layer norm sums along rows (its statistics, dx) and down them (dgamma, dbeta): both lengths.
 # The simulator runs a block's barriers as Python threads meeting, a few per row: 1037 rows took
-# two minutes a call there, so it gets 67 (past its 8 blocks and its 32 threads of a block).
+# two minutes a call there, so it gets 67 rows (past a warp's 32, and a prime: no block count
+# divides them).
 LAYERNORM_TAILS = {kind: tuple((shape, DEFAULT) for shape in ROWS[kind] + COLUMNS[kind])
                    for kind in ROWS} | {"simulated": (((1, 6151), DEFAULT), ((67, 3), DEFAULT))}
 GELU_TAILS = {kind: tuple((shape, 3.0, form) for shape in shapes for form in ("none", "tanh"))
