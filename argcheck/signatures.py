@@ -26,7 +26,7 @@ from . import arrays, quantized
 from .errors import fail, fail_type, type_name
 from .limits import check_elements
 from .metadata import interface_of
-from .scalars import flag, integer, real, seed, shape_argument
+from .scalars import choice, flag, integer, real, seed, shape_argument
 from .windows import columns_fit, conv_window, pool_window
 
 NCHW = "N, C, H, W"
@@ -295,6 +295,12 @@ def batchnorm_backward(t, dy, x, gamma, saved):
     c = shape[1]
     dy = arrays.like(t, op, "dy", dy, "x", shape)
     gamma = arrays.array(t, op, "gamma", gamma, "C", hint=" (C: x's channels)", C=c)[0]
+    saved = _statistics(t, op, saved, "C", " (C: x's channels)", C=c)
+    return dy, x, gamma, saved
+
+
+def _statistics(t, op, saved, dims, hint, **known):
+    """A forward's saved pair (mean, invstd), each of shape `dims` with the `known` sizes."""
     # one array instead of the pair: a NumPy (or device) array, or stage 1's list of numbers
     one_array = interface_of(saved) is not None or (
         isinstance(saved, list) and bool(saved) and isinstance(saved[0], numbers.Number)
@@ -304,11 +310,10 @@ def batchnorm_backward(t, dy, x, gamma, saved):
         fail_type(op, f"saved must be the forward's pair (mean, invstd), got {got}")
     if len(saved) != 2:
         fail(op, f"saved must be the forward's pair (mean, invstd), got {len(saved)} items")
-    saved = tuple(
-        arrays.array(t, op, f"saved[{i}] ({what})", item, "C", hint=" (C: x's channels)", C=c)[0]
+    return tuple(
+        arrays.array(t, op, f"saved[{i}] ({what})", item, dims, hint=hint, **known)[0]
         for i, (what, item) in enumerate(zip(("mean", "invstd"), saved, strict=True))
     )
-    return dy, x, gamma, saved
 
 
 # --- regularization -----------------------------------------------------------------------------
@@ -384,6 +389,53 @@ def _init(t, shape, seed_, op):
     return shape_argument(op, "shape", shape), seed(op, seed_)
 
 
+# --- attention ----------------------------------------------------------------------------------
+
+ROWS_OF_D = ("N, D", "N, T, D")  # layer norm's x: rows of D features (tokens of a sequence)
+GELU_FORMS = ("none", "tanh")  # gelu's `approximate`: the exact erf form, or the tanh form
+
+
+def _features(t, op, x, gamma):
+    """x [N, D] or [N, T, D], gamma [D]; returns (x, gamma, x's shape)."""
+    x, shape = arrays.array(t, op, "x", x, ROWS_OF_D)
+    hint = " (D: x's last dimension)"
+    gamma = arrays.array(t, op, "gamma", gamma, "D", hint=hint, D=shape[-1])[0]
+    return x, gamma, shape
+
+
+def layernorm(t, x, gamma, beta, eps):
+    """x [N, D] or [N, T, D]; gamma, beta [D]; eps > 0."""
+    op = "layernorm"
+    x, gamma, shape = _features(t, op, x, gamma)
+    beta = arrays.array(t, op, "beta", beta, "D", hint=" (D: x's last dimension)", D=shape[-1])[0]
+    return x, gamma, beta, real(op, "eps", eps, 0, low_open=True)
+
+
+def layernorm_backward(t, dy, x, gamma, saved):
+    """x [N, D] or [N, T, D], dy of its shape, gamma [D], saved = (mean, invstd), each of x's
+    shape without its last dimension ([N] or [N, T])."""
+    op = "layernorm_backward"
+    x, gamma, shape = _features(t, op, x, gamma)
+    dy = arrays.like(t, op, "dy", dy, "x", shape)
+    rows = ROWS_OF_D[len(shape) - 2].rsplit(",", 1)[0]  # "N" or "N, T"
+    known = dict(zip(("N", "T"), shape[:-1], strict=False))
+    saved = _statistics(t, op, saved, rows, " (x's shape without D)", **known)
+    return dy, x, gamma, saved
+
+
+def gelu(t, x, approximate):
+    """x any shape; approximate "none" or "tanh"."""
+    op = "gelu"
+    return arrays.array(t, op, "x", x)[0], choice(op, "approximate", approximate, GELU_FORMS)
+
+
+def gelu_backward(t, x, dy, approximate):
+    """x any shape, dy of its shape; approximate "none" or "tanh"."""
+    op = "gelu_backward"
+    x, dy = _elementwise_backward(t, x, dy, op, "x")
+    return x, dy, choice(op, "approximate", approximate, GELU_FORMS)
+
+
 # --- binding --------------------------------------------------------------------------------------
 
 SIGNATURES = {
@@ -440,6 +492,10 @@ SIGNATURES = {
     "adam_step": adam_step,
     "xavier_uniform": functools.partial(_init, op="xavier_uniform"),
     "he_normal": functools.partial(_init, op="he_normal"),
+    "layernorm": layernorm,
+    "layernorm_backward": layernorm_backward,
+    "gelu": gelu,
+    "gelu_backward": gelu_backward,
 }  # fmt: skip
 SIGNATURES.update(quantized.SIGNATURES)  # the int8 inference ops
 

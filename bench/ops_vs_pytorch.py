@@ -124,6 +124,14 @@ INT8_CONV_TO_INT8 = tuple(Case(case.label, (*case.size, -128, 5, True, 127), cas
 INT8_POOL = per_batch((("LeNet-5 pool1", lambda b: (b, 6, 28, 28, 2, 2)),
                        ("Fashion-CNN pool1", lambda b: (b, 64, 26, 26, 2, 2)))) \
     + large((256, 128, 64, 64, 2, 2))
+# A small vision transformer's tokens (issue's ViT on 28x28 images: 16 patches of 7x7 or 49 of 4x4,
+# and a class token): layer norm at the model's width, GELU at its MLP's hidden width, both forms
+LAYERNORM = per_batch((("ViT 7x7 patches, width 64", lambda b: ((b, 17, 64), 1e-5)),
+                       ("ViT 4x4 patches, width 128", lambda b: ((b, 50, 128), 1e-5)))) \
+    + large(((256, 197, 768), 1e-5), ((8192, 4096), 1e-5))
+GELU = per_batch((("ViT 7x7 patches, MLP 256", lambda b: ((b, 17, 256), 1.0, "none")),
+                  ("ViT 4x4 patches, MLP 512, tanh form", lambda b: ((b, 50, 512), 1.0, "tanh")))) \
+    + large(((4096, 4096), 1.0, "none"), ((4096, 4096), 1.0, "tanh"))
 
 # A backward op is timed at its forward's shapes: its arguments are built from the forward's.
 BY_GROUP = {  # the shapes of a group of grader/ops.py
@@ -145,7 +153,7 @@ BY_OP = {  # forward ops whose shapes are not their group's
     "hinge_loss": HINGE, "conv2d_bias_relu_pool": FUSED_CONV,
     "quantize_int8": INT8_INPUTS, "int8_linear": INT8_LINEAR, "int8_conv2d": INT8_CONV,
     "int8_linear_to_int8": INT8_LINEAR_TO_INT8, "int8_conv2d_to_int8": INT8_CONV_TO_INT8,
-    "maxpool2d_int8": INT8_POOL,
+    "maxpool2d_int8": INT8_POOL, "layernorm": LAYERNORM, "gelu": GELU,
 }
 # fmt: on
 

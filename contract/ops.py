@@ -27,6 +27,7 @@ GROUPS = {
     "regularization": "regularization",
     "inference": "inference",
     "quantization": "quantized",
+    "attention": "attention",
 }
 
 # What every tier defines besides the ops (CONTRACT.md, "A tier's interface").
@@ -162,6 +163,14 @@ _OPS = (
        ("x", "x_zero", "w", "scale", "b", "y_zero", "stride", "padding", "relu"), ("q",),
        {**CONV, "relu": False}),
     Op("maxpool2d_int8", "quantization", ("x", "k", "stride"), ("q",)),
+    # attention: what a transformer block needs besides matmul and softmax
+    Op("layernorm", "attention", ("x", "gamma", "beta", "eps"),
+       ("y", ("saved", ("mean", "invstd"))), {"eps": 1e-5}),
+    backward("layernorm_backward", "attention", "layernorm", ("dy", "x", "gamma", "saved"),
+             (("dx", "x"), ("dgamma", "gamma"), ("dbeta", "beta"))),
+    Op("gelu", "attention", ("x", "approximate"), defaults={"approximate": "none"}),
+    backward("gelu_backward", "attention", "gelu", ("x", "dy", "approximate"), DX,
+             defaults={"approximate": "none"}),
 )
 # fmt: on
 

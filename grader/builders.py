@@ -230,6 +230,30 @@ def build_dropout(rng, size):
     return {"x": inputs.normal(rng, shape), "p": p, "seed": inputs.seed(rng)}
 
 
+
+def build_layernorm(rng, size):
+    """size = (shape, eps[, spread]): x [N, D] or [N, T, D]; eps may be DEFAULT. x spreads by
+    `spread` (default 2) around 0.75 * spread, as batchnorm's: an eps near spread**2 weighs on
+    every row, and the mean in proportion keeps x - mean as well conditioned at every scale."""
+    shape, eps, *rest = size
+    spread_ = rest[0] if rest else 2.0
+    d = shape[-1]
+    args = {
+        "x": inputs.normal(rng, shape, scale=spread_, offset=0.75 * spread_),
+        "gamma": inputs.normal(rng, d),
+        "beta": inputs.normal(rng, d),
+        "eps": eps,
+    }
+    return with_defaults(args, "layernorm")
+
+
+def build_gelu(rng, size):
+    """size = (shape, scale, approximate): x as the smooth activations' (scale EXTREME: values
+    up to +-1000); approximate "none", "tanh" or DEFAULT."""
+    shape, scale, approximate = size
+    args = {"x": spread(rng, shape, scale), "approximate": approximate}
+    return with_defaults(args, "gelu", "gelu_backward")
+
 # Hyper-parameters of each optimizer case (size = (shape, variant)): every optional one left at
 # its default, then each away from its default, then at the edges of its domain (a decay of 0 or
 # 1, a weight decay that dominates the gradient, an eps as large as the root it is added to).

@@ -83,6 +83,12 @@ INIT = _ladder(((64, 100),), ((1024, 1024),), ((4096, 4096),))
 CROSS_ENTROPY = _ladder(((64, 10, 1.0, 0.0),), ((4096, 1000, 1.0, 0.0),),
                         ((16384, 1000, 1.0, 0.0),))
 HINGE = _ladder(((64, 10, 1.0),), ((4096, 100, 1.0),), ((16384, 100, 1.0),))
+# Layer norm: rows of a transformer's width, [N, T, D] as a ViT's tokens (197 of 768 features)
+LAYERNORM = _ladder((((64, 256), 1e-5),), (((64, 65, 128), 1e-5), ((4096, 1024), 1e-5)),
+                    (((256, 197, 768), 1e-5), ((8192, 4096), 1e-5)))
+GELU = _ladder((((256, 256), 1.0, "none"),),
+               (((1024, 1024), 1.0, "none"), ((1024, 1024), 1.0, "tanh")),
+               (((4096, 4096), 1.0, "none"), ((4096, 4096), 1.0, "tanh")))
 LINEAR = _ladder(((8, 784, 128),), ((64, 784, 128), (256, 3200, 256)), ((4096, 4096, 4096),))
 
 # A backward op is timed at its forward's sizes: its arguments are built from the forward's.
@@ -112,6 +118,8 @@ SPEED = {
     "adam_step": OPTIMIZER,
     "xavier_uniform": INIT, "he_normal": INIT,
     "conv2d_bias_relu_pool": CONV_BIAS_RELU_POOL,
+    "layernorm": LAYERNORM, "layernorm_backward": LAYERNORM,
+    "gelu": GELU, "gelu_backward": GELU,
 }
 BENCH = {
     "matmul": {"python": _cube(64, 128), "cpu": _cube(64, 256, 512, 1024, 2048),

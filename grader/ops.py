@@ -30,6 +30,7 @@ from .builders import (
     build_cross_entropy,
     build_dropout,
     build_elementwise,
+    build_gelu,
     build_hinge,
     build_im2col,
     build_init,
@@ -37,6 +38,7 @@ from .builders import (
     build_int8_conv2d_to_int8,
     build_int8_linear,
     build_int8_linear_to_int8,
+    build_layernorm,
     build_linear,
     build_logits,
     build_matmul,
@@ -219,11 +221,40 @@ BATCHNORM_CASES = (
     ((3, 2, 5, 3), False, 0.1, 1e-3, 0.1),
     ((6, 4), True, DEFAULT, DEFAULT, 0.01),
 )
+# (shape, eps[, spread of x]): x [N, D] or [N, T, D]; a batch of 1, a sequence of 1, D of 1 (every
+# x_hat 0: y is beta), D past a warp; an eps as large as the variances, variances near the default.
+LAYERNORM_CASES = (
+    ((1, 7), DEFAULT),
+    ((2, 3, 9), 0.5, 1.0),
+    ((5, 1, 33), DEFAULT),
+    ((6, 1), DEFAULT),
+    ((4, 5), 1e-4, 0.01),
+    ((3, 4, 2), 0.2),
+)
+# (shape, scale, approximate): both forms, and the default, up to |x| = 1e3 (the tanh form's
+# x^3 reaches 1e9; exp(-x^2 / 2) of the exact backward underflows to 0).
+GELU_CASES = (
+    ((1, 7), 1.0, DEFAULT),
+    ((3, 5, 7), 2.0, "tanh"),
+    ((2, 3, 4, 5), 1.0, "none"),
+    ((4, 33), 100.0, "tanh"),
+    ((5, 11), EXTREME, "none"),
+    ((5, 11), EXTREME, "tanh"),
+    ((17, 9), 5.0, DEFAULT),
+)
 OPTIMIZER_CASES = (((7,), 0), ((3, 5), 1), ((2, 3, 4), 0), ((1, 9), 1), ((2, 5), 2))
 INIT_CASES = ((7, 5), (16, 6, 5, 5), (10,), (3, 1, 3, 3))
 
 
 LONG_ROWS = per_tier(ROWS, lambda shape: (*shape, 3.0, 0.0))
+# Layer norm sums along rows (its statistics, dx) and down them (dgamma, dbeta): both lengths.
+# The simulator runs a block's barriers as Python threads meeting, a few per row: 1037 rows took
+# two minutes a call there, so it gets 67 rows (past a warp's 32, and a prime: no block count
+# divides them).
+LAYERNORM_TAILS = {kind: tuple((shape, DEFAULT) for shape in ROWS[kind] + COLUMNS[kind])
+                   for kind in ROWS} | {"simulated": (((1, 6151), DEFAULT), ((67, 3), DEFAULT))}
+GELU_TAILS = {kind: tuple((shape, 3.0, form) for shape in shapes for form in ("none", "tanh"))
+              for kind, shapes in TAILS.items()}  # fmt: skip
 
 
 def tie_note(size):
@@ -328,7 +359,7 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
         build=build_batchnorm, cases=BATCHNORM_CASES,
         tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
         accum=lambda a: a["x"].size // a["x"].shape[1], tol=4.0,
-        work=work_written(lambda a: a["x"].size + 2 * a["x"].shape[1])),  # y, running stats
+        work=work_written(lambda a: a["x"].size + 4 * a["x"].shape[1])),  # y, running, saved
     "batchnorm_backward": dict(
         cases=BATCHNORM_CASES[:3], tier_cases=per_tier(COLUMNS, lambda shape: (shape, True, 0.1)),
         accum=lambda a: a["x"].size // a["x"].shape[1], tol=10.0),
@@ -392,6 +423,15 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
         build=build_maxpool_int8, tol=0.0, work=work_maxpool_int8,
         cases=((1, 1, 4, 4, 2, 2), (2, 3, 7, 6, 2, 2), (2, 2, 7, 7, 3, 2), (1, 2, 9, 11, 3, 1),
                (3, 4, 26, 26, 2, 2))),
+    # attention
+    "layernorm": dict(
+        build=build_layernorm, cases=LAYERNORM_CASES, tier_cases=LAYERNORM_TAILS,
+        accum=lambda a: a["x"].shape[-1],
+        work=work_written(lambda a: a["x"].size + 2 * a["x"].size // a["x"].shape[-1])),  # y, saved
+    "layernorm_backward": dict(accum=lambda a: max(a["x"].shape[-1],
+                                                   a["x"].size // a["x"].shape[-1])),
+    "gelu": dict(build=build_gelu, cases=GELU_CASES, tier_cases=GELU_TAILS),
+    "gelu_backward": dict(),
 }
 # fmt: on
 

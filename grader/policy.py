@@ -43,6 +43,9 @@ STAGE2_OVER_STAGE1 = {
     "dropout_forward": 13, "dropout_backward": 130, "sgd_step": 66, "momentum_step": 60,
     "rmsprop_step": 41, "adam_step": 38, "xavier_uniform": 5.1, "he_normal": 2.9,
     "conv2d_bias_relu_pool": 13,  # 274x and 315x in two runs (load 10-14)
+    # two runs (load near 30): layernorm 201x and 199x, its backward 235x and 226x, gelu 11.8x and
+    # 10.1x (stage 2's erf is Python's math.erf per element), gelu_backward 21.2x and 22.1x
+    "layernorm": 9.9, "layernorm_backward": 11, "gelu": 0.5, "gelu_backward": 1,
 }
 # fmt: on
 
@@ -78,6 +81,9 @@ STAGE3_OVER_STAGE2 = {
     "sgd_step": 0.04, "momentum_step": 0.04, "rmsprop_step": 0.04, "adam_step": 0.03,
     "xavier_uniform": 0.09, "he_normal": 0.04,
     "conv2d_bias_relu_pool": 0.08,  # least 1.67x over two runs (load 10-14)
+    # least over two runs (load near 30): layernorm 1.27x, its backward 1.4x, gelu 1.06x and
+    # gelu_backward 1.13x (both at the tanh form, against NumPy's vectorized tanh and exp)
+    "layernorm": 0.06, "layernorm_backward": 0.07, "gelu": 0.05, "gelu_backward": 0.05,
 }
 # fmt: on
 SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1, (3, 2): STAGE3_OVER_STAGE2}

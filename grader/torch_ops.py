@@ -454,6 +454,45 @@ TORCH_OPS |= {
 }
 
 
+def _layernorm(torch, t, a, device):
+    """aten.native_layer_norm, F.layer_norm's op, which also returns the mean and the inverse
+    standard deviation (shaped [..., 1]) that it keeps for the backward."""
+    x = t["x"]
+
+    def call():
+        y, mean, invstd = _aten(torch).native_layer_norm(x, [x.shape[-1]], t["gamma"], t["beta"],
+                                                         a["eps"])  # fmt: skip
+        return {"y": y, "saved": (mean.squeeze(-1), invstd.squeeze(-1))}
+
+    return call
+
+
+def _layernorm_backward(torch, t, a, device):
+    """aten.native_layer_norm_backward, what autograd runs for F.layer_norm, given our saved
+    statistics (as [..., 1], its layout); beta is read only for its shape."""
+    x, gamma = t["x"], t["gamma"]
+    mean, invstd = (statistic.unsqueeze(-1) for statistic in t["saved"])
+
+    def call():
+        dx, dgamma, dbeta = _aten(torch).native_layer_norm_backward(
+            t["dy"], x, [x.shape[-1]], mean, invstd, gamma, gamma, [True, True, True])
+        return {"dx": dx, "dgamma": dgamma, "dbeta": dbeta}
+
+    return call
+
+
+TORCH_OPS |= {
+    "layernorm": Counterpart(f"{F}layer_norm (aten.native_layer_norm)", "op", _layernorm),
+    "layernorm_backward": Counterpart("aten.native_layer_norm_backward", "backward",
+                                      _layernorm_backward),
+    "gelu": Counterpart(f"{F}gelu(x, approximate=)", "op",
+                        _one("y", lambda torch, t, a: _functional(torch).gelu(
+                            t["x"], approximate=a["approximate"]))),
+    "gelu_backward": Counterpart("aten.gelu_backward", "backward",
+                                 _one("dx", lambda torch, t, a: _aten(torch).gelu_backward(
+                                     t["dy"], t["x"], approximate=a["approximate"]))),
+}
+
 # PyTorch's fused paths beside an op's eager counterpart, timed as a second PyTorch column by
 # bench.ops_vs_pytorch: cuDNN's fused convolution + bias + ReLU (cudnnConvolutionBiasActivation-
 # Forward, aten.cudnn_convolution_relu: CUDA only), then the max-pooling, which cuDNN does not fuse.

@@ -76,6 +76,10 @@ EXERCISES = {
     "s2c_int8_conv2d": (19, "int8_conv2d", "int8.c"),
     "s2c_int8_conv2d_to_int8": (19, "int8_conv2d_to_int8", "int8.c"),
     "s2c_maxpool2d_int8": (19, "maxpool2d_int8", "int8.c"),
+    "s2c_layernorm": (22, "layernorm", "attention.c"),
+    "s2c_layernorm_backward": (22, "layernorm_backward", "attention.c"),
+    "s2c_gelu": (22, "gelu", "attention.c"),
+    "s2c_gelu_backward": (22, "gelu_backward", "attention.c"),
 }
 
 # The status codes of csrc/s2c.h (the same numbers as lib.S2C_OK and friends, which exist only

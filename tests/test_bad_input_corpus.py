@@ -11,7 +11,8 @@ run on stage 2), then every argument in turn replaced by every mutation of its k
     zero_point, y_zero) out of range;
   - ints and numbers: out of range, NaN, infinities, bools, strings, None, huge values, and
     NumPy scalars (np.int16(200) must be converted before use and give the right result);
-  - flags, shapes (x_shape, an init's shape) and batchnorm's saved pair.
+  - flags, names (gelu's approximate), shapes (x_shape, an init's shape) and the saved pair
+    of batchnorm and layernorm.
 Each mutated call runs on every tier; the tiers must all succeed or all raise the same exception
 type with the same message. A mutation marked RAISES must raise (TypeError or ValueError only),
 one marked SUCCEEDS must succeed and give the tier's result for the valid call; the others
@@ -248,6 +249,12 @@ def shape_mutations(rank):
     ]
 
 
+def choice_mutations():
+    """A name among a few (gelu's approximate): other strings, other case, not a string."""
+    out = [(repr(v), RAISES, as_is(v)) for v in ("fastest", "", "TANH", 0, 1.0, None, True)]
+    return out + [("np.str_", SUCCEEDS, lambda tier, v: np.str_(v))]
+
+
 def saved_mutations():
     return [
         ("a single array", RAISES, lambda tier, v: tier.from_numpy(v[0])),
@@ -278,6 +285,8 @@ def mutations(op, name, args):
         return shape_mutations(None if name == "shape" else len(value))
     if isinstance(value, bool):
         return flag_mutations()
+    if isinstance(value, str):
+        return choice_mutations()
     if isinstance(value, int):
         return int_mutations()
     return real_mutations()

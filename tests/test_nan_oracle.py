@@ -90,6 +90,18 @@ def batchnorm_backward(dy, x, gamma, saved):
                                            [True, True, True])
 
 
+def layernorm(x, gamma, beta, eps):
+    """(y, (mean, invstd)): torch keeps the statistics as [..., 1], the contract as [...]."""
+    y, mean, invstd = aten.native_layer_norm(x, [x.shape[-1]], gamma, beta, eps)
+    return y, (mean.squeeze(-1), invstd.squeeze(-1))
+
+
+def layernorm_backward(dy, x, gamma, saved):
+    mean, invstd = (statistic.unsqueeze(-1) for statistic in saved)
+    return aten.native_layer_norm_backward(dy, x, [x.shape[-1]], mean, invstd, gamma, gamma,
+                                           [True, True, True])
+
+
 def dropout_forward(x, p, seed):
     """x * mask / (1 - p), as F.dropout computes it, with the contract's mask (stage 2 draws it)."""
     _, mask = STAGE2.dropout_forward(np.zeros(tuple(x.shape), np.float32), p, seed)
@@ -200,6 +212,12 @@ TORCH = {  # op name: its PyTorch equivalent, on float64 tensors (in-place ops u
         requantized(F.conv2d((x - zero).double(), w.double(), None, stride, padding)
                     * scale.view(1, -1, 1, 1) + b.view(1, -1, 1, 1), y_zero, relu)),
     "maxpool2d_int8": lambda x, k, stride: F.max_pool2d(x.double(), k, stride).long(),
+    # attention
+    "layernorm": layernorm,
+    "layernorm_backward": layernorm_backward,
+    "gelu": lambda x, approximate: F.gelu(x, approximate=approximate),
+    "gelu_backward": lambda x, dy, approximate: aten.gelu_backward(dy, x,
+                                                                   approximate=approximate),
 }
 
 

@@ -485,3 +485,44 @@ def test_init_spread_matches_torch_init(tier, shape):
     torch_std = torch.nn.init.kaiming_normal_(empty, nonlinearity="relu").std().item()
     assert he.std() == pytest.approx(torch_std, rel=0.05)
     assert abs(he.mean()) < 5 * torch_std / math.sqrt(he.size)
+
+
+# --- attention --------------------------------------------------------------------------------
+
+
+@on_every_tier("attention")
+@pytest.mark.parametrize("eps", [1e-5, 0.5])
+def test_layernorm_forward_saved_statistics_and_backward(tier, rng, eps):
+    for shape in small(tier, [(1, 7), (2, 3, 5)], [(1, 7), (5, 33), (2, 9, 65), (3, 1)]):
+        d = shape[-1]
+        x = inputs.normal(rng, shape, 2.0, 0.5)
+        gamma, beta = inputs.normal(rng, d), inputs.normal(rng, d)
+        tx, tgamma, tbeta = t64(x, True), t64(gamma, True), t64(beta, True)
+        y = F.layer_norm(tx, (d,), tgamma, tbeta, eps)
+        got, saved = tier.layernorm(tier.from_numpy(x), tier.from_numpy(gamma),
+                                    tier.from_numpy(beta), eps)  # fmt: skip
+        case = f"{shape}, eps={eps}"
+        assert_close(tier, got, as_array(y), f"layernorm y {case}")
+        assert_close(tier, saved[0], as_array(tx.mean(-1)), f"layernorm saved mean {case}")
+        invstd = 1 / torch.sqrt(tx.var(-1, unbiased=False) + eps)
+        assert_close(tier, saved[1], as_array(invstd), f"layernorm saved invstd {case}")
+        dy = inputs.normal(rng, shape)
+        grads = tier.layernorm_backward(tier.from_numpy(dy), tier.from_numpy(x),
+                                        tier.from_numpy(gamma), saved)  # fmt: skip
+        for name, received, expected in zip("dx dgamma dbeta".split(), grads,
+                                            vjp(y, dy, tx, tgamma, tbeta), strict=True):
+            assert_close(tier, received, expected, f"layernorm_backward {name} {case}")
+
+
+@on_every_tier("attention")
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("scale", [1.0, 30.0], ids=["scale1", "scale30"])
+def test_gelu_both_forms_and_backward(tier, rng, approximate, scale):
+    shape = small(tier, (3, 7), (5, 11, 13))
+    x, dy = inputs.normal(rng, shape, scale), inputs.normal(rng, shape)
+    tx = t64(x, True)
+    y = F.gelu(tx, approximate=approximate)
+    case = f"{shape}, approximate={approximate}, scale {scale}"
+    assert_close(tier, tier.gelu(tier.from_numpy(x), approximate), as_array(y), f"gelu {case}")
+    got = tier.gelu_backward(tier.from_numpy(x), tier.from_numpy(dy), approximate)
+    assert_close(tier, got, vjp(y, dy, tx)[0], f"gelu_backward {case}")

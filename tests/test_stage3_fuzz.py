@@ -38,7 +38,8 @@ def floats(rng, *shape):
 # A kind says what an argument is: ("array", fixed_rank) for float32 data read by C,
 # ("state",) for a float32 array updated in place, ("labels", classes), ("argmax", plane_size),
 # ("int", minimum[, maximum]), ("real", low, high, low_open, high_open), ("seed",), ("flag",),
-# ("shape", rank or None), ("saved",) for batchnorm's (mean, invstd), ("choice",) for a name.
+# ("shape", rank or None), ("saved",) for batchnorm's and layernorm's (mean, invstd), ("choice",)
+# for a name.
 
 WRONG_TYPES = [None, "1", [1.0, 2.0], {"a": 1}, object()]
 
@@ -321,6 +322,14 @@ CALLS = {
     "int8_linear_to_int8": lambda r: int8_call(r, conv=False, requantized=True),
     "int8_conv2d_to_int8": lambda r: int8_call(r, conv=True, requantized=True),
     "maxpool2d_int8": lambda r: ([codes(r, 2, 3, 7, 7), 3, 2], [CODES, INT1, INT1]),
+    "layernorm": lambda r: ([floats(r, 2, 3, 5), floats(r, 5), floats(r, 5), 1e-5],
+                            [FIXED, FIXED, FIXED, POSITIVE]),
+    "layernorm_backward": lambda r: (
+        [floats(r, 2, 3, 5), floats(r, 2, 3, 5), floats(r, 5),
+         (floats(r, 2, 3), np.abs(floats(r, 2, 3)))], [FIXED, FIXED, FIXED, ("saved",)]),
+    "gelu": lambda r: ([floats(r, 2, 3), "tanh"], [ANY, ("choice",)]),
+    "gelu_backward": lambda r: ([floats(r, 2, 3), floats(r, 2, 3), "tanh"],
+                                [ANY, FIXED, ("choice",)]),
 }  # fmt: skip
 
 

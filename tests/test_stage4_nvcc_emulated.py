@@ -26,7 +26,7 @@ EMULATION = REPO / "tests" / "cuda_emulation"
 # losses.cu's cross-entropy calls rung 5 of the softmax ladder (softmax/05_cross_entropy.cu)
 SOURCES = ["pooling.cu", "dropout.cu", "epilogue.cu", "losses.cu", "norm.cu", "optim.cu",
            "device_data.cu", "errors.cu", "softmax/05_cross_entropy.cu", "matmul.cu", "dense.cu",
-           "linalg.cu"]  # fmt: skip
+           "linalg.cu", "attention.cu"]  # fmt: skip
 # `kernel<<<grid, block>>>(arguments)` -> `emulate::Launch(grid, block).run(kernel, arguments)`
 
 V, I64, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
@@ -48,6 +48,8 @@ SIGNATURES = {
     "shift_images": [V] * 5 + [I64] * 5, "correct_count": [V, V, V, I64, I64],
     "linear_scratch": [I64, I64, I64, V], "linear_forward": [V] * 5 + [I64] * 3,
     "linear_backward": [V] * 7 + [I64] * 3,
+    "layernorm": [V] * 6 + [I64, I64, F32], "layernorm_backward": [V] * 8 + [I64, I64],
+    "gelu": [V, V, I64, ctypes.c_int], "gelu_backward": [V, V, V, I64, ctypes.c_int],
 }  # fmt: skip
 
 
@@ -200,6 +202,41 @@ def test_batchnorm_over_blocks_of_a_channel(lib, rng, shape):
          0, 0.1, 1e-5)  # fmt: skip
     expected_y, _ = reference.batchnorm_forward(x, gamma, beta, *running, False, 0.1, 1e-5)
     np.testing.assert_allclose(y, expected_y, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(3, 300), (70, 3), (1, 7), (2, 5, 33)])
+def test_layernorm_rows_past_a_block_and_many_short_rows(lib, rng, shape):
+    """Rows longer than a block of 256 threads; many rows of 3 (a block each, and dgamma's sums
+    down 70 rows); one row; [N, T, D]."""
+    d = shape[-1]
+    rows = int(np.prod(shape)) // d
+    x = (rng.standard_normal(shape) * 2 + 1.5).astype(np.float32)
+    gamma, beta = (rng.standard_normal(d).astype(np.float32) for _ in range(2))
+    y, mean, invstd = empty(shape), empty(shape[:-1]), empty(shape[:-1])
+    call(lib, "layernorm", x, gamma, beta, y, mean, invstd, rows, d, 1e-5)
+    expected_y, saved = reference.layernorm(x, gamma, beta, 1e-5)
+    np.testing.assert_allclose(y, expected_y, rtol=1e-4, atol=1e-4)
+    for got, want in zip([mean, invstd], saved, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    dy = rng.standard_normal(shape).astype(np.float32)
+    dx, dgamma, dbeta = empty(shape), empty(d), empty(d)
+    call(lib, "layernorm_backward", dy, x, gamma, *saved, dx, dgamma, dbeta, rows, d)
+    for got, want in zip([dx, dgamma, dbeta], reference.layernorm_backward(dy, x, gamma, saved),
+                         strict=True):  # fmt: skip
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("size", [4096, 4099])  # float4, then the scalar path
+def test_gelu_both_forms(lib, rng, size, approximate):
+    x = (rng.standard_normal(size) * 4).astype(np.float32)
+    x[:3] = (np.nan, np.inf, -np.inf)
+    dy, y, dx = rng.standard_normal(size).astype(np.float32), empty(size), empty(size)
+    call(lib, "gelu", x, y, size, int(approximate == "tanh"))
+    np.testing.assert_allclose(y, reference.gelu(x, approximate), rtol=1e-5, atol=1e-6)
+    call(lib, "gelu_backward", x, dy, dx, size, int(approximate == "tanh"))
+    expected = reference.gelu_backward(x, dy, approximate)
+    np.testing.assert_allclose(dx, expected, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("size", [4096, 4099, 7])  # float4, then a partial last quad

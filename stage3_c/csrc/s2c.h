@@ -177,4 +177,15 @@ int s2c_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, in
 int s2c_int8_kernel_supported(int kernel);
 int s2c_int8_best_kernel(void);
 
+/* ---- attention (week 22, attention.c): layer norm over x [rows, d] (each row its own
+ * statistics: mean, invstd [rows]; gamma, beta, dgamma, dbeta [d]), and GELU elementwise,
+ * tanh_form 0 for the exact erf form, 1 for the tanh form ---- */
+int s2c_layernorm(const float *x, const float *gamma, const float *beta, float *y, float *mean,
+                  float *invstd, int64_t rows, int64_t d, double eps);
+int s2c_layernorm_backward(const float *dy, const float *x, const float *gamma, const float *mean,
+                           const float *invstd, float *dx, float *dgamma, float *dbeta,
+                           int64_t rows, int64_t d);
+int s2c_gelu(const float *x, float *y, int64_t size, int tanh_form);
+int s2c_gelu_backward(const float *x, const float *dy, float *dx, int64_t size, int tanh_form);
+
 #endif

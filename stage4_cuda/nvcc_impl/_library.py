@@ -112,17 +112,22 @@ EXERCISES = {
         ["s2c_cuda_softmax_cross_entropy", "s2c_cuda_cross_entropy_loss",
          "s2c_cuda_cross_entropy_loss_backward"],
         (14, "cross_entropy_loss", "softmax/05_cross_entropy.cu")),
+    "s2c_cuda_layernorm": (22, "layernorm", "attention.cu"),
+    "s2c_cuda_layernorm_backward": (22, "layernorm_backward", "attention.cu"),
+    "s2c_cuda_gelu": (22, "gelu", "attention.cu"),
+    "s2c_cuda_gelu_backward": (22, "gelu_backward", "attention.cu"),
 }
 # Functions that return the status of a helper they call: a stub there is named too.
 CALLS = {
     **dict.fromkeys(
         ["s2c_cuda_relu", "s2c_cuda_leaky_relu", "s2c_cuda_sigmoid", "s2c_cuda_tanh",
-         "s2c_cuda_scale"],
+         "s2c_cuda_scale", "s2c_cuda_gelu"],
         "task map in elementwise.cuh"),
     **dict.fromkeys(
         ["s2c_cuda_relu_backward", "s2c_cuda_leaky_relu_backward", "s2c_cuda_sigmoid_backward",
          "s2c_cuda_tanh_backward", "s2c_cuda_add", "s2c_cuda_mul", "s2c_cuda_mse_loss_backward",
-         "s2c_cuda_bce_with_logits_loss_backward", "s2c_cuda_dropout_backward"],
+         "s2c_cuda_bce_with_logits_loss_backward", "s2c_cuda_dropout_backward",
+         "s2c_cuda_gelu_backward"],
         "task zip in elementwise.cuh"),
     **dict.fromkeys(
         ["s2c_cuda_sgd_step", "s2c_cuda_momentum_step", "s2c_cuda_momentum_step_list",

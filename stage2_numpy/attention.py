@@ -1,0 +1,109 @@
+"""What a transformer block needs besides matmul and softmax (week 21): layer normalization over
+the last dimension, and the GELU activation, vectorized.
+
+layernorm's statistics are each row's, over the last axis (D): NumPy's reductions with
+`axis=-1, keepdims=True` give [..., 1] arrays that broadcast back over the row. gelu is
+elementwise, x * Phi(x) with Phi the standard normal's distribution function, exactly (erf) or by
+tanh.
+"""
+
+import math
+
+import numpy as np
+
+from ._checks import checks
+
+SQRT_HALF = math.sqrt(0.5)  # erf(x / sqrt(2)) = erf(x * SQRT_HALF)
+NORMAL_DENSITY = 1.0 / math.sqrt(2.0 * math.pi)  # the standard normal density at 0
+TANH_SCALE = math.sqrt(2.0 / math.pi)  # the tanh form: tanh(TANH_SCALE * (x + TANH_CUBIC * x^3))
+TANH_CUBIC = 0.044715
+
+
+def layernorm(x, gamma, beta, eps=1e-5):
+    """y = gamma * (x - mean) * invstd + beta, row by row over the last axis -> (y, saved).
+
+    x [N, D] or [N, T, D]; gamma, beta [D]. mean and the biased variance are each row's,
+    invstd = 1 / sqrt(var + eps); saved = (mean, invstd), each of x's shape without D.
+    """
+    x, gamma, beta, eps = checks.layernorm(x, gamma, beta, eps)
+    # BEGIN SOLUTION week 21, task layernorm
+    mean = x.mean(axis=-1, keepdims=True)
+    centered = x - mean
+    var = np.square(centered).mean(axis=-1, keepdims=True)  # two passes: stable
+    invstd = 1 / np.sqrt(var + eps)
+    y = centered * invstd
+    y *= gamma
+    y += beta
+    return y, (mean[..., 0], invstd[..., 0])
+    # END SOLUTION
+
+
+def layernorm_backward(dy, x, gamma, saved):
+    """Gradients of layernorm -> (dx (x's shape), dgamma [D], dbeta [D]).
+
+    dy and x [N, D] or [N, T, D]; gamma [D]; saved = (mean, invstd) from layernorm.
+    """
+    dy, x, gamma, (mean, invstd) = checks.layernorm_backward(dy, x, gamma, saved)
+    # BEGIN SOLUTION week 21, task layernorm_backward
+    d = x.shape[-1]
+    invstd = invstd[..., None]
+    x_hat = (x - mean[..., None]) * invstd
+    dy2, x_hat2 = dy.reshape(-1, d), x_hat.reshape(-1, d)  # every row of every sequence
+    dbeta = dy2.sum(axis=0)
+    dgamma = np.einsum("rd,rd->d", dy2, x_hat2)  # sum of dy * x_hat, without the product array
+    # g = dy * gamma is x_hat's gradient; dx = invstd * (g - mean(g) - x_hat * mean(g * x_hat)):
+    # the two row means are the gradient flowing through the row's mean and variance.
+    g = dy * gamma
+    dx = g - g.mean(axis=-1, keepdims=True)
+    dx -= x_hat * np.einsum("...d,...d->...", g, x_hat)[..., None] / d
+    dx *= invstd
+    return dx, dgamma, dbeta
+    # END SOLUTION
+
+
+def gelu(x, approximate="none"):
+    """x * Phi(x) elementwise, x any shape; approximate "none": Phi(x) = (1 + erf(x / sqrt(2))) / 2
+    exactly, "tanh": (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) / 2 (as PyTorch's F.gelu)."""
+    x, approximate = checks.gelu(x, approximate)
+    # BEGIN SOLUTION week 21, task gelu
+    if approximate == "tanh":
+        return x * _tanh_form(x)[0]
+    return 0.5 * x * (1 + _erf(x * SQRT_HALF))
+    # END SOLUTION
+
+
+def gelu_backward(x, dy, approximate="none"):
+    """dy * gelu'(x), x (the forward's input) and dy one shape (any). Exact: gelu'(x) = Phi(x) +
+    x * phi(x), phi the normal density. Tanh form: Phi(x) ~ s = (1 + tanh(u)) / 2 = sigmoid(2u),
+    u = sqrt(2 / pi) * (x + 0.044715 * x^3), so gelu'(x) = s * (1 + 2x * (1 - s) * du/dx)."""
+    x, dy, approximate = checks.gelu_backward(x, dy, approximate)
+    # BEGIN SOLUTION week 21, task gelu_backward
+    if approximate == "tanh":
+        s, one_minus_s = _tanh_form(x)
+        du = TANH_SCALE * (1 + 3 * TANH_CUBIC * (x * x))
+        return dy * (s * (1 + 2 * x * one_minus_s * du))
+    return dy * (0.5 * (1 + _erf(x * SQRT_HALF)) + x * NORMAL_DENSITY * np.exp(-0.5 * (x * x)))
+    # END SOLUTION
+
+
+def _tanh_form(x):
+    """(s, 1 - s) for gelu's tanh form: s = (1 + tanh(u)) / 2 with u = sqrt(2 / pi) * (x +
+    0.044715 * x^3). Computed as sigmoid(2u) = 1 / (1 + exp(-2u)), from exp(-|2u|), which never
+    overflows: 1 + tanh(u) and 1 - tanh(u)^2 cancel to a few digits where tanh(u) is near -1 or 1
+    (in float32, an error of 1e-6 in gelu' at x = -5), the sigmoid's two halves do not."""
+    # BEGIN SOLUTION week 21, task gelu
+    z = 2 * TANH_SCALE * (x + TANH_CUBIC * (x * x * x))
+    e = np.exp(-np.abs(z))
+    p = 1 / (1 + e)
+    positive = z >= 0  # NaN is not: both halves NaN
+    return np.where(positive, p, e * p), np.where(positive, e * p, p)
+    # END SOLUTION
+
+
+_erf_ufunc = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(z):
+    """erf elementwise: NumPy has none (SciPy's is no dependency of the course), so Python's
+    math.erf applied to each element, in float64, then rounded to z's dtype."""
+    return _erf_ufunc(z).astype(z.dtype)
