@@ -426,7 +426,7 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
     # attention
     "layernorm": dict(
         build=build_layernorm, cases=LAYERNORM_CASES, tier_cases=LAYERNORM_TAILS,
-        accum=lambda a: a["x"].shape[-1],
+        accum=lambda a: a["x"].shape[-1], terms=TERMS["layernorm"],
         work=work_written(lambda a: a["x"].size + 2 * a["x"].size // a["x"].shape[-1])),  # y, saved
     "layernorm_backward": dict(accum=lambda a: max(a["x"].shape[-1],
                                                    a["x"].size // a["x"].shape[-1])),

@@ -2,7 +2,8 @@
 
 An element is compared relative to its own size, |expected|, which is right when the last step of
 the op adds or multiplies. Some ops end in a subtraction whose result can be far smaller than the
-operands: log-softmax's backward `dy - exp(y) * sum(dy)`, cross-entropy's `(softmax - one_hot) / N`.
+operands: log-softmax's backward `dy - exp(y) * sum(dy)`, cross-entropy's `(softmax - one_hot) / N`,
+layer norm's `gamma * (x - mean) * invstd + beta`.
 A float32 tier rounds the operands (a sum of 50,257 terms, an exponential), so the difference
 carries an error relative to the operands, not to itself: at a label whose probability is 0.997,
 `(p - 1) / N` keeps only the last three digits of p. For these ops, `Terms.sizes` gives, per
@@ -82,7 +83,16 @@ def _cross_entropy_exponent(args):
     return {"dlogits": _softmax(logits) * (np.abs(logits) + np.abs(lse)) / len(logits)}
 
 
+def _layernorm(args):
+    x = _f64(args["x"])
+    mean = x.mean(axis=-1, keepdims=True)
+    invstd = 1 / np.sqrt(np.square(x - mean).mean(axis=-1, keepdims=True) + args["eps"])
+    return {"y": np.abs(_f64(args["gamma"])) * (np.abs(x) + np.abs(mean)) * invstd
+            + np.abs(_f64(args["beta"]))}
+
+
 TERMS = {
+    "layernorm": Terms("|gamma| * (|x| + |mean|) * invstd + |beta|", _layernorm),
     "log_softmax_backward": Terms("|dy| + exp(y) * sum|dy|", _log_softmax_backward),
     "cross_entropy_loss_backward": Terms(
         "(softmax + one_hot) / N", _cross_entropy_backward,

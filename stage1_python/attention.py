@@ -106,7 +106,7 @@ def _tanh_form(v):
     0.044715 * v^3). Computed as sigmoid(2u) = 1 / (1 + exp(-2u)), from exp(-|2u|), which never
     overflows: 1 + tanh(u) and 1 - tanh(u)^2 cancel to a few digits where tanh(u) is near -1 or 1
     (in float32, an error of 1e-6 in gelu' at x = -5), the sigmoid's two halves do not."""
-    # BEGIN SOLUTION week 21, task gelu
+    # BEGIN SOLUTION week 21, task gelu_tanh_form
     z = 2.0 * TANH_SCALE * (v + TANH_CUBIC * (v * v * v))  # v * v * v: ** raises past 1e308
     e = math.exp(-abs(z))
     p = 1.0 / (1.0 + e)

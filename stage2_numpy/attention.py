@@ -91,7 +91,7 @@ def _tanh_form(x):
     0.044715 * x^3). Computed as sigmoid(2u) = 1 / (1 + exp(-2u)), from exp(-|2u|), which never
     overflows: 1 + tanh(u) and 1 - tanh(u)^2 cancel to a few digits where tanh(u) is near -1 or 1
     (in float32, an error of 1e-6 in gelu' at x = -5), the sigmoid's two halves do not."""
-    # BEGIN SOLUTION week 21, task gelu
+    # BEGIN SOLUTION week 21, task gelu_tanh_form
     z = 2 * TANH_SCALE * (x + TANH_CUBIC * (x * x * x))
     e = np.exp(-np.abs(z))
     p = 1 / (1 + e)

@@ -56,9 +56,27 @@ def cross_entropy_backward_case(rng, shape, drop_last=False):
     return {"logits": logits, "labels": labels}, {"dlogits": received}, {"dlogits": expected}
 
 
+def layernorm_case(rng, shape, drop_last=False):
+    """x spread by 2 around 1.5, as the grader builds it: y = gamma * (x - mean) * invstd + beta
+    in float32, where gamma * xhat and beta may nearly cancel."""
+    x = (rng.standard_normal(shape) * 2 + 1.5).astype(F32)
+    gamma, beta = (rng.standard_normal(shape[-1]).astype(F32) for _ in range(2))
+    kept = x[:, :-1] if drop_last else x
+    mean = sequential_sum(kept) / F32(kept.shape[1])
+    variance = sequential_sum(np.square(kept - mean)) / F32(kept.shape[1])
+    invstd = F32(1) / np.sqrt(variance + F32(1e-5))
+    received = gamma * ((x - mean) * invstd) + beta
+    x64 = x.astype(float)
+    centred = x64 - x64.mean(axis=1, keepdims=True)
+    invstd64 = 1 / np.sqrt(np.square(centred).mean(axis=1, keepdims=True) + 1e-5)
+    expected = gamma * centred * invstd64 + beta
+    return {"x": x, "gamma": gamma, "beta": beta, "eps": 1e-5}, {"y": received}, {"y": expected}
+
+
 CASES = {
     "log_softmax_backward": (log_softmax_backward_case, (2, 50257)),
     "cross_entropy_loss_backward": (cross_entropy_backward_case, (4, 9)),
+    "layernorm": (layernorm_case, (4099, 3)),
 }
 
 

@@ -109,7 +109,7 @@ PLANTED_BUGS = [
      r"elements differ"),
     ("fused_pool_edge", "correct",
      r"^conv2d_bias_relu_pool: y\[\d+, \d+, \d+, 1\] expected [\d.]+, received [\d.]+; .*"
-     r"\[case 3 of 7: x\[2, 2, 10, 8\]"),  # the first case whose OW (5) leaves a column over
+     r"\[case 3 of \d+: x\[2, 2, 10, 8\]"),  # the first case whose OW (5) leaves a column over
     ("fused_tail_channel", "correct",
      r"^conv2d_bias_relu_pool: y\[0, 16, 0, 0\] was never written \(it still holds the nan the "
      r"grader fills new outputs with\), expected [\d.]+; \d+ of \d+ elements never written "
