@@ -33,16 +33,20 @@ def parse_args(argv=None):
     )
     parser.add_argument("--checkpoint", type=Path, required=True)
     add_tier_arguments(parser)
+    add_data_dir_argument(parser)
     return parser.parse_args(argv)
 
 
 def add_tier_arguments(parser):
-    """--stage, --variant, --impl and --data-dir: where a model runs and what it reads."""
+    """--stage, --variant and --impl: where a model runs (nn.evaluate, nn.import_onnx, nn.serve)."""
     parser.add_argument("--stage", type=int, default=2, choices=STAGES)
     parser.add_argument("--variant", choices=VARIANTS,
                         help="stage 4's variant (default: numba, the first)")
     parser.add_argument("--impl", metavar="DIR",
                         help="run on the tier in DIR (default: the reference)")
+
+
+def add_data_dir_argument(parser):
     parser.add_argument("--data-dir", help="where the data set lives (default: NN_DATA_DIR, ...)")
 
 

@@ -27,7 +27,13 @@ from google.protobuf.message import DecodeError
 from onnx import TensorProto
 
 from nn.data import DATA_NAMES, Normalizer
-from nn.evaluate import add_tier_arguments, report_accuracy, test_split, tier_for_evaluation
+from nn.evaluate import (
+    add_data_dir_argument,
+    add_tier_arguments,
+    report_accuracy,
+    test_split,
+    tier_for_evaluation,
+)
 from nn.exits import EPILOG, reporting
 from nn.losses import LOSSES
 from nn.network import Model
@@ -47,6 +53,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("onnx_file", type=Path, metavar="FILE.onnx")
     add_tier_arguments(parser)
+    add_data_dir_argument(parser)
     parser.add_argument("--data", choices=DATA_NAMES,
                         help="the data set to evaluate on (default: the file's metadata)")
     return parser.parse_args(argv)

@@ -18,7 +18,8 @@ from pathlib import Path
 import uvicorn
 from threadpoolctl import threadpool_limits
 
-from nn.backend import STAGES, VARIANTS, load_tier, refuse_simulated
+from nn.backend import load_tier, refuse_simulated
+from nn.evaluate import add_tier_arguments
 from nn.exits import EPILOG, REPORTED, reporting
 from nn.serve.app import create_app
 from nn.serve.batcher import Batcher
@@ -44,10 +45,7 @@ def parse_args(argv=None):
     )
     parser.add_argument("--checkpoint", type=Path, action="append", required=True,
                         help="a trained checkpoint (float or int8); repeat to serve several")
-    parser.add_argument("--stage", type=int, default=2, choices=STAGES)
-    parser.add_argument("--variant", choices=VARIANTS, help="stage 4's variant (default: numba)")
-    parser.add_argument("--impl", metavar="DIR",
-                        help="run on the tier in DIR (default: the reference)")
+    add_tier_arguments(parser)
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8000)
