@@ -2,7 +2,7 @@
 the production runtimes, side by side in one run on one machine.
 
     python -m bench.inference                          (stages 2 and 3 on the CPU)
-    python -m bench.inference --stage 4                (on a GPU)
+    python -m bench.inference --stage 4                (on a GPU; both variants unless --variants)
     python -m bench.inference --output curriculum/results/inference-cpu
 
 Every side runs the same model with the same weights (LeNet-5 and the Fashion CNN, freshly
@@ -45,6 +45,7 @@ from nn.inference import prepare_for_inference
 from nn.layers import Conv2d, Dropout, Flatten, Linear, MaxPool2d, ReLU
 from nn.models import build_model
 from nn.report import machine
+from tiers import VARIANTS
 
 MODELS = ("lenet5", "fashion_cnn")
 BATCHES = (1, 256)
@@ -244,6 +245,8 @@ def main(argv=None):
         choices=(2, 3, 4),
         help="the tiers to time (4: on a GPU, against PyTorch on it)",
     )
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS,
+                        help="stage 4's variants to time (default: both)")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of every side")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per side")
@@ -266,7 +269,8 @@ def main(argv=None):
             "bench.inference",
             "Time the CPU tiers here; stage 4 on a machine with an NVIDIA GPU.",
         )
-        tiers = {stage: load_tier(stage) for stage in args.stage}
+        tiers = [(stage, load_tier(stage, variant=variant)) for stage in args.stage
+                 for variant in (args.variants if runs_on_gpu(stage) else [None])]
     except TierError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -284,7 +288,7 @@ def main(argv=None):
         if gpu:
             torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     threadpool_limits(args.threads)  # NumPy's BLAS
-    for tier in tiers.values():
+    for _, tier in tiers:
         if hasattr(tier, "set_num_threads"):  # stage 3's OpenMP, which threadpoolctl leaves alone
             tier.set_num_threads(args.threads)
     if gpu:
@@ -295,7 +299,7 @@ def main(argv=None):
         for batch in BATCHES:
             images = np.random.default_rng(batch).random((batch, *INPUT), dtype=np.float32)
             sides, reference = [], None
-            for stage, tier in tiers.items():
+            for stage, tier in tiers:
                 model = build_model(name, INPUT, 10).build(tier, seed=0)
                 sides += tier_sides(stage, tier, model, images)
                 reference = reference or model
