@@ -49,6 +49,11 @@ def transpose(t, a):
     return arrays.array(t, "transpose", "a", a, "N, M")[0]
 
 
+def swap_middle_axes(t, x):
+    """x [A, B, C, D]."""
+    return arrays.array(t, "swap_middle_axes", "x", x, "A, B, C, D")[0]
+
+
 def _broadcast(t, a, b, op):
     """a any shape; b a's shape, or [a's last dimension] (one row added to every row)."""
     a, a_shape = arrays.array(t, op, "a", a)
@@ -441,6 +446,7 @@ def gelu_backward(t, x, dy, approximate):
 SIGNATURES = {
     "matmul": matmul,
     "transpose": transpose,
+    "swap_middle_axes": swap_middle_axes,
     "add": add,
     "mul": mul,
     "scale": scale,

@@ -76,6 +76,7 @@ _OPS = (
     # linear algebra
     Op("matmul", "linear algebra", ("a", "b")),
     Op("transpose", "linear algebra", ("a",)),
+    Op("swap_middle_axes", "linear algebra", ("x",)),  # a transformer's heads in and out
     Op("add", "linear algebra", ("a", "b")),
     Op("mul", "linear algebra", ("a", "b")),
     Op("scale", "linear algebra", ("a", "s")),

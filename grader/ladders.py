@@ -95,6 +95,8 @@ LINEAR = _ladder(((8, 784, 128),), ((64, 784, 128), (256, 3200, 256)), ((4096, 4
 SPEED = {
     "matmul": {"python": _cube(16, 64), "cpu": _cube(64, 256, 1024), "gpu": _cube(256, 1024, 4096)},
     "transpose": _ladder(((200, 300),), ((2000, 3000),), ((8000, 6000),)),
+    # a ViT's queries [N, T, H, Dh]: 197 tokens, 12 heads of 64
+    "swap_middle_axes": _ladder(((8, 64, 4, 16),), ((64, 197, 12, 64),), ((256, 197, 12, 64),)),
     "add": BROADCAST, "mul": BROADCAST,
     "scale": _ladder(((256, 256),), ((1024, 1024),), ((4096, 4096),)),
     "sum_rows": _ladder(((256, 256),), ((4096, 1024),), ((16384, 4096),)),

@@ -272,6 +272,8 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
                    accum=lambda a: a["a"].shape[1], work=work_matmul),
     "transpose": dict(build=build_matrix("a"), cases=((1, 7), (13, 5), (33, 17)),
                       tier_cases=per_tier(TAILS, lambda shape: shape)),
+    "swap_middle_axes": dict(build=build_matrix("x"),
+                             cases=((1, 1, 1, 1), (2, 3, 5, 7), (3, 17, 4, 33), (2, 65, 3, 1))),
     "add": dict(build=build_broadcast, cases=BROADCAST_CASES,
                 tier_cases=per_tier(TAILS, lambda shape: (shape, True))),
     "mul": dict(build=build_broadcast, cases=BROADCAST_CASES,

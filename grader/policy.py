@@ -46,6 +46,8 @@ STAGE2_OVER_STAGE1 = {
     # two runs (load near 30): layernorm 201x and 199x, its backward 235x and 226x, gelu 11.8x and
     # 10.1x (stage 2's erf is Python's math.erf per element), gelu_backward 21.2x and 22.1x
     "layernorm": 9.9, "layernorm_backward": 11, "gelu": 0.5, "gelu_backward": 1,
+    # two runs (load near 13): swap_middle_axes 1277x and 1053x
+    "swap_middle_axes": 52,
 }
 # fmt: on
 
@@ -84,6 +86,8 @@ STAGE3_OVER_STAGE2 = {
     # least over two runs (load near 30): layernorm 1.27x, its backward 1.4x, gelu 1.06x and
     # gelu_backward 1.13x (both at the tanh form, against NumPy's vectorized tanh and exp)
     "layernorm": 0.06, "layernorm_backward": 0.07, "gelu": 0.05, "gelu_backward": 0.05,
+    # two runs (load near 13), one thread each: swap_middle_axes 0.948x at the least
+    "swap_middle_axes": 0.047,
 }
 # fmt: on
 SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1, (3, 2): STAGE3_OVER_STAGE2}

@@ -279,6 +279,9 @@ TORCH_OPS = {
                           _one("y", lambda torch, t, a: torch.mm(t["a"], t["b"]))),
     "transpose": Counterpart("a.t().contiguous()", "expression",
                              _one("y", lambda torch, t, a: t["a"].t().contiguous())),
+    "swap_middle_axes": Counterpart("x.transpose(1, 2).contiguous()", "expression",
+                                    _one("y", lambda torch, t, a: t["x"].transpose(1, 2)
+                                         .contiguous())),
     "add": Counterpart("a + b", "op", _one("y", lambda torch, t, a: t["a"] + t["b"])),
     "mul": Counterpart("a * b", "op", _one("y", lambda torch, t, a: t["a"] * t["b"])),
     "scale": Counterpart("a * s", "op", _one("y", lambda torch, t, a: t["a"] * a["s"])),

@@ -1,4 +1,5 @@
-"""Linear algebra on nested lists (week 1): matmul, transpose, add, mul, scale, sum_rows."""
+"""Linear algebra on nested lists (week 1): matmul, transpose, add, mul, scale, sum_rows; and
+swap_middle_axes (week 21), which a transformer splits its heads with."""
 
 import operator
 
@@ -29,6 +30,14 @@ def transpose(a):
     n, m = tensor_shape(a)
     # BEGIN SOLUTION week 1, task transpose
     return [[a[i][j] for i in range(n)] for j in range(m)]
+    # END SOLUTION
+
+
+def swap_middle_axes(x):
+    """x [A, B, C, D] -> [A, C, B, D], element [a][c][b][d] = x[a][b][c][d]."""
+    x = checks.swap_middle_axes(x)
+    # BEGIN SOLUTION week 21, task swap_middle_axes
+    return [[[list(x_a[b][c]) for b in range(len(x_a))] for c in range(len(x_a[0]))] for x_a in x]
     # END SOLUTION
 
 

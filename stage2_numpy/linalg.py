@@ -1,4 +1,5 @@
-"""Linear algebra on float32 arrays (week 7): matmul, transpose, add, mul, scale, sum_rows.
+"""Linear algebra on float32 arrays (week 7): matmul, transpose, add, mul, scale, sum_rows; and
+swap_middle_axes (week 21), which a transformer splits its heads with.
 
 Each op is one NumPy call: the loops of stage 1 now run in compiled code (BLAS for matmul).
 """
@@ -19,6 +20,14 @@ def transpose(a):
     a = checks.transpose(a)
     # BEGIN SOLUTION week 7, task transpose
     return a.T.copy()  # a.T alone is a view with swapped strides: copy() lays it out row-major
+    # END SOLUTION
+
+
+def swap_middle_axes(x):
+    """x [A, B, C, D] -> [A, C, B, D], element [a, c, b, d] = x[a, b, c, d], C-contiguous."""
+    x = checks.swap_middle_axes(x)
+    # BEGIN SOLUTION week 21, task swap_middle_axes
+    return x.transpose(0, 2, 1, 3).copy()  # a view with swapped strides, laid out row-major anew
     # END SOLUTION
 
 

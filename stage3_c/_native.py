@@ -23,6 +23,7 @@ EXERCISES = {
     "s2c_matmul_simd": (11, "matmul_simd", "matmul.c"),
     "s2c_gemm": (11, "gemm", "matmul.c"),
     "s2c_transpose": (11, "transpose", "linalg.c"),
+    "s2c_swap_middle_axes": (22, "swap_middle_axes", "linalg.c"),
     "s2c_add": (11, "add", "linalg.c"),
     "s2c_mul": (11, "mul", "linalg.c"),
     "s2c_scale": (11, "scale", "linalg.c"),

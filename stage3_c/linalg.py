@@ -1,5 +1,5 @@
 """Linear algebra (week 11): matmul through the ladder of csrc/matmul.c, and the elementwise ops
-and column sums of csrc/linalg.c."""
+and column sums of csrc/linalg.c; swap_middle_axes (week 22), a transformer's head split."""
 
 import argcheck
 
@@ -51,6 +51,15 @@ def transpose(a):
     n, m = a.shape
     out = new_output("transpose", (m, n))
     call("s2c_transpose", pointer(a), pointer(out), n, m)
+    return out
+
+
+def swap_middle_axes(x):
+    """x [A, B, C, D] -> [A, C, B, D]."""
+    x = checks.swap_middle_axes(x)
+    a, b, c, d = x.shape
+    out = new_output("swap_middle_axes", (a, c, b, d))
+    call("s2c_swap_middle_axes", pointer(x), pointer(out), a, b, c, d)
     return out
 
 

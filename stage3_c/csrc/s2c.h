@@ -25,6 +25,7 @@ const char *s2c_build_flags(void);
 /* ---- linear algebra (week 11, linalg.c); matmul is the ladder of matmul.h ---- */
 /* out[m, n] = a[n, m] transposed */
 int s2c_transpose(const float *a, float *out, int64_t n, int64_t m);
+int s2c_swap_middle_axes(const float *x, float *out, int64_t a, int64_t b, int64_t c, int64_t d);
 /* out = a + b (a has `size` elements; b has b_size = size elements, or b_size = a's last dimension
  * and is added to every row); s2c_mul the same with the product */
 int s2c_add(const float *a, const float *b, float *out, int64_t size, int64_t b_size);

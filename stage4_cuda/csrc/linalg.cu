@@ -13,6 +13,8 @@ __device__ float mul_element(float a, float b, float);
 __device__ float scale_element(float a, float s);
 __global__ void transpose_kernel(const float *a, float *out, int64_t rows, int64_t cols);
 __global__ void sum_rows_kernel(const float *x, float *out, int64_t rows, int64_t cols);
+__global__ void swap_middle_axes_kernel(const float *x, float *out, int64_t b, int64_t c,
+                                        int64_t d, int64_t n);
 
 extern "C" int s2c_cuda_add(const float *a, const float *b, float *out, int64_t n, int64_t b_n) {
     // BEGIN SOLUTION week 14, task add
@@ -72,6 +74,34 @@ __global__ void transpose_kernel(const float *a, float *out, int64_t rows, int64
             if (j0 + ty + dy < cols && i0 + tx < rows)
                 out[(j0 + ty + dy) * rows + i0 + tx] = tile[tx][ty + dy];
         __syncthreads(); /* the tile is read before the next one overwrites it */
+    }
+    // END SOLUTION
+}
+
+extern "C" int s2c_cuda_swap_middle_axes(const float *x, float *out, int64_t a, int64_t b,
+                                         int64_t c, int64_t d) {
+    int64_t n = a * b * c * d;
+    if (n == 0) return S2C_CUDA_OK;
+    // BEGIN SOLUTION week 22, task swap_middle_axes
+    launch_overlapped(swap_middle_axes_kernel, blocks_for(n, ELEMENTWISE_THREADS),
+                      ELEMENTWISE_THREADS, 0, x, out, b, c, d, n);
+    LAUNCH_CHECK("swap_middle_axes_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* A thread per output element out[i][k][j][e] = x[i][j][k][e] (x [A, B, C, D]): neighbouring
+ * threads write neighbouring floats, and read them too within a row of D, so a head's row of
+ * D = 32 or more floats moves as whole cache lines both ways. 8 bytes and no FLOPs per element. */
+__global__ void swap_middle_axes_kernel(const float *x, float *out, int64_t b, int64_t c,
+                                        int64_t d, int64_t n) {
+    wait_for_previous_kernel();
+    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < n;
+         o += (int64_t)gridDim.x * blockDim.x) {
+        int64_t e = o % d, rest = o / d; /* o = ((i * C + k) * B + j) * D + e */
+        int64_t j = rest % b;
+        rest /= b;
+        int64_t k = rest % c, i = rest / c;
+        out[o] = x[((i * b + j) * c + k) * d + e];
     }
     // END SOLUTION
 }

@@ -49,6 +49,7 @@ int s2c_cuda_add(const float *a, const float *b, float *out, int64_t n, int64_t 
 int s2c_cuda_mul(const float *a, const float *b, float *out, int64_t n, int64_t b_n);
 int s2c_cuda_scale(const float *a, float *out, int64_t n, float s);
 int s2c_cuda_transpose(const float *a, float *out, int64_t rows, int64_t cols);
+int s2c_cuda_swap_middle_axes(const float *x, float *out, int64_t a, int64_t b, int64_t c, int64_t d);
 int s2c_cuda_sum_rows(const float *x, float *out, int64_t rows, int64_t cols);
 
 /* epilogue.cu (an extra, not a contract op): y [rows, cols] = relu(x + bias), bias [cols] */

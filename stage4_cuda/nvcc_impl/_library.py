@@ -53,6 +53,7 @@ EXERCISES = {
     "s2c_cuda_mul": (14, "mul", "linalg.cu"),
     "s2c_cuda_scale": (14, "scale", "linalg.cu"),
     "s2c_cuda_transpose": (14, "transpose", "linalg.cu"),
+    "s2c_cuda_swap_middle_axes": (22, "swap_middle_axes", "linalg.cu"),
     "s2c_cuda_sum_rows": (14, "sum_rows", "linalg.cu"),
     "s2c_cuda_matmul": (15, "matmul", "matmul.cu"),
     **{f"s2c_sgemm_{name}": (16, f"sgemm_{name}", f"sgemm/{number:02}_{name}.cu")

@@ -30,6 +30,15 @@ def transpose(a):
     return out
 
 
+def swap_middle_axes(x):
+    """x [A, B, C, D] -> [A, C, B, D]."""
+    x = checks.swap_middle_axes(x)
+    a, b, c, d = x.shape
+    out = device.empty((a, c, b, d))
+    call("s2c_cuda_swap_middle_axes", x, out, a, b, c, d)
+    return out
+
+
 def _broadcast(function, a, b):
     """out = f(a, b) on the checked a and b (a's shape, or one row added to every row)."""
     out = device.empty(a.shape)
