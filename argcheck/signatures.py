@@ -453,16 +453,17 @@ def _attention_inputs(t, op, q, k, v):
 
 
 def _attention_options(op, causal, scale, d):
-    """causal True or False; scale None (1/sqrt(D)) or a finite number. Returns (causal, scale),
-    scale as the float every tier multiplies by."""
+    """causal True or False; scale None (1/sqrt(D)) or a finite number > 0 (PyTorch's math
+    backend multiplies q and k by its square root). Returns (causal, scale), scale as the float
+    every tier multiplies by."""
     causal = flag(op, "causal", causal)
     if scale is None:
         return causal, 1.0 / math.sqrt(d)
-    return causal, real(op, "scale", scale)
+    return causal, real(op, "scale", scale, 0, low_open=True)
 
 
 def attention(t, q, k, v, causal, scale):
-    """q [B, H, N, D], k and v [B, H, M, D]; causal True or False; scale None or a number.
+    """q [B, H, N, D], k and v [B, H, M, D]; causal True or False; scale None or a number > 0.
     Returns (q, k, v, causal, scale) with scale resolved (None becomes 1/sqrt(D))."""
     op = "attention"
     q, k, v, shape, _ = _attention_inputs(t, op, q, k, v)
