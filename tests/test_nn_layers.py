@@ -105,9 +105,14 @@ def numeric_gradient(evaluate, array, indices, step):
 @pytest.mark.parametrize("tier_name", list(TIERS))
 @pytest.mark.parametrize("case", list(CASES))
 def test_layer_backward_matches_finite_differences(tier_name, case):
+    check_layer_gradients(tier_name, case, *CASES[case])
+
+
+def check_layer_gradients(tier_name, case, make_layer, x_shape, make_input):
+    """The layer `make_layer()` builds, on tier `tier_name`, at input shape `x_shape` (drawn by
+    `make_input`, or normal): its dx and every parameter's gradient against finite differences."""
     tier = load_tier(tier_name)
     step, rtol, atol = TIERS[tier_name]
-    make_layer, x_shape, make_input = CASES[case]
     rng = np.random.default_rng(zlib.crc32(case.encode()))
     layer = make_layer()
     seeds = (derive_seed(7, index) for index in range(100))

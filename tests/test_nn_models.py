@@ -17,6 +17,9 @@ EXPECTED = {
     "fashion_cnn": ((1, 28, 28), 10, 896_522),  # ARCHITECTURE.md's figure ("The network")
     "resnet_mini": ((1, 28, 28), 10, 43_914),
     "tiny_imagenet_cnn": ((3, 64, 64), 200, 4_391_112),
+    # patches 1*49*64 + 64, positions 16*64, 4 blocks of (2 norms 4*64, attention 4*(64*64 + 64),
+    # MLP 64*128 + 128 + 128*64 + 64), a norm 2*64, the classifier 64*10 + 10
+    "vit": ((1, 28, 28), 10, 3_200 + 1_024 + 4 * (256 + 16_640 + 16_576) + 128 + 650),
 }
 
 

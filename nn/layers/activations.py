@@ -52,3 +52,22 @@ class Tanh(Layer):
 
     def backward(self, dout):
         return self.tier.tanh_backward(self.y, dout)
+
+
+class GELU(Layer):
+    """x * Phi(x), Phi the standard normal's distribution function ('none': exact, with erf;
+    'tanh': the tanh approximation), as PyTorch's approximate= chooses."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        self.x = x
+        return self.tier.gelu(x, self.approximate)
+
+    def backward(self, dout):
+        return self.tier.gelu_backward(self.x, dout, self.approximate)
+
+    def describe(self):
+        return f"GELU(approximate={self.approximate!r})"
