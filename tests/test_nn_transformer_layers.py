@@ -3,6 +3,7 @@ GELU) through real tiers, by the finite differences of tests/test_nn_layers.py: 
 against its forward, for the input and every parameter."""
 
 import pytest
+from test_nn_layers import TIERS, check_layer_gradients
 
 from nn.layers import (
     GELU,
@@ -16,7 +17,6 @@ from nn.layers import (
     Tokenwise,
 )
 from nn.models import transformer_block
-from test_nn_layers import TIERS, check_layer_gradients
 
 pytestmark = pytest.mark.week23
 

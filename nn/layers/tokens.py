@@ -140,7 +140,8 @@ class MeanOverTokens(Layer):
     def forward(self, x):
         # BEGIN SOLUTION week 23, task MeanOverTokens.forward
         n = shape_of(x)[0]
-        by_feature = self.tier.swap_middle_axes(reshape(self.tier, x, (n, self.tokens, self.dim, 1)))
+        by_token = reshape(self.tier, x, (n, self.tokens, self.dim, 1))
+        by_feature = self.tier.swap_middle_axes(by_token)
         rows = reshape(self.tier, by_feature, (n * self.dim, self.tokens))  # a row per feature
         return reshape(self.tier, self.tier.matmul(rows, self.average), (n, self.dim))
         # END SOLUTION
@@ -149,7 +150,8 @@ class MeanOverTokens(Layer):
         # BEGIN SOLUTION week 23, task MeanOverTokens.backward
         n = shape_of(dout)[0]
         rows = self.tier.matmul(reshape(self.tier, dout, (n * self.dim, 1)), self.spread)
-        by_token = self.tier.swap_middle_axes(reshape(self.tier, rows, (n, self.dim, self.tokens, 1)))
+        by_feature = reshape(self.tier, rows, (n, self.dim, self.tokens, 1))
+        by_token = self.tier.swap_middle_axes(by_feature)
         return reshape(self.tier, by_token, (n, self.tokens, self.dim))
         # END SOLUTION
 
