@@ -15,8 +15,12 @@ WEEKS = {
     3: _weeks(11, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 19, 22),
     4: _weeks(14, 15, 14, 14, 14, 14, 14, 16, 16, 16, 16, 16, 19, 22),
 }
-# Ops taught in another week than their group: the numba matmul ladder is week 15's.
-WEEK_EXCEPTIONS = {(4, "matmul"): 15}
+# Ops taught in another week than their group: the numba matmul ladder is week 15's; the head
+# split of a transformer (swap_middle_axes) comes with attention.
+WEEK_EXCEPTIONS = {
+    (4, "matmul"): 15,
+    **{(stage, "swap_middle_axes"): WEEKS[stage]["attention"] for stage in WEEKS},
+}
 # Weeks that grade every op of a stage taught so far: 17 (training end to end on the GPU), 18 (the
 # capstone).
 WHOLE_STAGE_WEEKS = {17: (4,), 18: (1, 2, 3, 4)}
