@@ -57,9 +57,9 @@ CASES = {
 }
 
 
-def training_losses(tier, case):
-    """Losses of the first STEPS steps of `case` on `tier`, with the batches fixed by a seed."""
-    make_model, optimizer_name, options = CASES[case]
+def training_losses(tier, make_model, optimizer_name, options):
+    """Losses of the first STEPS steps of the model `make_model()` builds, trained on `tier` by
+    optimizer `optimizer_name` (with `options`), with the batches fixed by a seed."""
     model = make_model().build(tier, seed=5)
     optimizer = make_optimizer(optimizer_name, tier, model.parameters(), **options)
     rng = np.random.default_rng(11)
@@ -78,8 +78,8 @@ def training_losses(tier, case):
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("tier_name", TIERS[1:])
 def test_first_losses_match_the_reference_tier(tier_name, case):
-    reference = training_losses(load_tier(TIERS[0]), case)
-    losses = training_losses(load_tier(tier_name), case)
+    reference = training_losses(load_tier(TIERS[0]), *CASES[case])
+    losses = training_losses(load_tier(tier_name), *CASES[case])
     assert len(set(np.round(reference, 6))) == STEPS  # the loss moves: the steps did something
     np.testing.assert_allclose(losses, reference, rtol=1e-4, atol=1e-5)
 

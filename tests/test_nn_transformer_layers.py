@@ -1,9 +1,14 @@
-"""Gradient checks of the transformer's layers (nn/layers/tokens.py, attention.py, layernorm.py,
-GELU) through real tiers, by the finite differences of tests/test_nn_layers.py: each backward
-against its forward, for the input and every parameter."""
+"""The transformer's layers (nn/layers/tokens.py, attention.py, layernorm.py, GELU) through real
+tiers: each backward against finite differences of its forward (tests/test_nn_layers.py), for the
+input and every parameter; and a small ViT's first training steps, the same on every tier
+(tests/test_nn_parity.py)."""
 
+import numpy as np
 import pytest
+from conftest import load_tier
 from test_nn_layers import TIERS, check_layer_gradients
+from test_nn_parity import STEPS, training_losses
+from test_nn_parity import TIERS as PARITY_TIERS
 
 from nn.layers import (
     GELU,
@@ -16,7 +21,7 @@ from nn.layers import (
     Sequential,
     Tokenwise,
 )
-from nn.models import transformer_block
+from nn.models import transformer_block, vit
 
 pytestmark = pytest.mark.week23
 
@@ -38,3 +43,16 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_transformer_layer_backward_matches_finite_differences(tier_name, case):
     check_layer_gradients(tier_name, case, *CASES[case])
+
+
+def small_vit():
+    """8x8 images in 4 patches of 4x4, tokens of 8 features, one block of 2 heads."""
+    return vit((1, 8, 8), 3, patch=4, dim=8, depth=1, heads=2, hidden=16)
+
+
+@pytest.mark.parametrize("tier_name", PARITY_TIERS[1:])
+def test_a_small_vit_trains_the_same_on_every_tier(tier_name):
+    reference = training_losses(load_tier(PARITY_TIERS[0]), small_vit, "adam", {})
+    losses = training_losses(load_tier(tier_name), small_vit, "adam", {})
+    assert len(set(np.round(reference, 6))) == STEPS  # the loss moves: the steps did something
+    np.testing.assert_allclose(losses, reference, rtol=1e-4, atol=1e-5)
