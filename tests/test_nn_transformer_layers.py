@@ -10,6 +10,7 @@ from test_nn_layers import TIERS, check_layer_gradients
 from test_nn_parity import STEPS, training_losses
 from test_nn_parity import TIERS as PARITY_TIERS
 
+from nn.attention_maps import attention_layers, attention_weights, image_maps, rollout
 from nn.layers import (
     GELU,
     LayerNorm,
@@ -56,3 +57,27 @@ def test_a_small_vit_trains_the_same_on_every_tier(tier_name):
     losses = training_losses(load_tier(tier_name), small_vit, "adam", {})
     assert len(set(np.round(reference, 6))) == STEPS  # the loss moves: the steps did something
     np.testing.assert_allclose(losses, reference, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_weights_come_back_from_the_saved_log_sum_exps():
+    tier = load_tier("numpy")
+    model = vit((1, 8, 8), 3, patch=2, dim=8, depth=2, heads=2, hidden=16).build(tier, seed=3)
+    images = np.random.default_rng(4).standard_normal((3, 1, 8, 8)).astype(np.float32)
+    weights = attention_weights(model, images)
+    assert len(weights) == 2 and weights[0].shape == (3, 2, 16, 16)
+    first = attention_layers(model)[0]
+    rows = np.asarray(tier.to_numpy(model.net.layers[1].forward(  # positions of the patches
+        model.net.layers[0].forward(tier.from_numpy(images)))), dtype=np.float64)
+    normed = np.asarray(tier.to_numpy(model.net.layers[2].body.layers[0].forward(
+        tier.from_numpy(rows.astype(np.float32)))), dtype=np.float64)
+    q = normed @ np.asarray(first.query.params["weight"].value, dtype=np.float64).T
+    k = normed @ np.asarray(first.key.params["weight"].value, dtype=np.float64).T
+    q, k = (a.reshape(3, 16, 2, 4).transpose(0, 2, 1, 3) for a in (q, k))  # biases start at 0
+    scores = q @ k.transpose(0, 1, 3, 2) / 2.0
+    softmax = np.exp(scores - scores.max(-1, keepdims=True))
+    softmax /= softmax.sum(-1, keepdims=True)
+    np.testing.assert_allclose(weights[0], softmax, rtol=1e-4, atol=1e-6)
+    flow = rollout(weights)
+    np.testing.assert_allclose(flow.sum(-1), 1.0, rtol=1e-12)
+    maps = image_maps(model, flow)
+    assert maps.shape == (3, 8, 8) and np.all(np.isfinite(maps))
