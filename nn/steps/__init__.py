@@ -14,7 +14,6 @@ and calls it the same way at every step:
 """
 
 from nn.device_data import device_data
-from nn.distributed.step import DataParallelStep
 from nn.host_pipeline import host_pipeline
 from nn.steps.device import DeviceStep
 from nn.steps.host import HostStep
@@ -43,6 +42,8 @@ def make_step(model, optimizer, data, recipe, recorded=True, graph=False, echo=p
         if graph:
             raise ValueError("--graph: a data-parallel step all-reduces between layers, which a "
                              "recorded step cannot")
+        from nn.distributed.step import DataParallelStep  # a Step itself: imported when asked
+
         return DataParallelStep(model, optimizer, data, recipe, communicator, on_device)
     why_not = why_not_recorded(tier, model, recipe, on_device, graph)
     if graph and why_not:
