@@ -70,19 +70,21 @@ def launch(argv, gpus, timeout=TIMEOUT, echo=print):
         identity = nccl.unique_id().hex()
     except RuntimeError as error:
         raise TierError(f"--gpus {gpus}: {error}") from None
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    devices = visible.split(",") if visible else [str(number) for number in range(gpus)]
     command = [sys.executable, "-m", "nn.train", *argv]
     echo(f"data parallel: {gpus} ranks, one per GPU, NCCL {nccl.version()}")
     with tempfile.TemporaryDirectory(prefix="s2c-heartbeats-") as folder:
-        environments = []
-        for rank in range(gpus):
-            heartbeat = Path(folder) / f"rank{rank}"
-            environments.append({**os.environ, **NCCL_SETTINGS, RANK: str(rank),
-                                 WORLD_SIZE: str(gpus), NCCL_ID: identity,
-                                 HEARTBEAT: str(heartbeat),
-                                 "CUDA_VISIBLE_DEVICES": devices[rank]})  # fmt: skip
+        environments = rank_environments(gpus, folder, {NCCL_ID: identity})
         return supervise([command] * gpus, environments, timeout, echo)
+
+
+def rank_environments(gpus, folder, extra=None):
+    """The environment of each of `gpus` ranks: this one's, NCCL_SETTINGS, the rank, the world
+    size, a heartbeat file in `folder`, one GPU (the r-th visible one), and `extra`."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = visible.split(",") if visible else [str(number) for number in range(gpus)]
+    return [{**os.environ, **NCCL_SETTINGS, RANK: str(rank), WORLD_SIZE: str(gpus),
+             HEARTBEAT: str(Path(folder) / f"rank{rank}"), "CUDA_VISIBLE_DEVICES": devices[rank],
+             **(extra or {})} for rank in range(gpus)]  # fmt: skip
 
 
 def supervise(commands, environments, timeout=TIMEOUT, echo=print):

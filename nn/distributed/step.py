@@ -14,6 +14,7 @@ import numpy as np
 
 from nn.augment import augment
 from nn.distributed.buckets import BUCKET_BYTES, GradientBuckets
+from nn.distributed.launch import beat
 from nn.steps.step import Step
 
 
@@ -56,6 +57,7 @@ class DataParallelStep(Step):
         """(mean loss, correct count) of the whole global batch `indices`, summed over the ranks:
         values `float()` reads."""
         tier, model, communicator = self.tier, self.model, self.communicator
+        beat()  # the launcher's sign that this rank still steps
         start, stop = shard(len(indices), communicator.rank, communicator.size)
         if stop == start:
             self.buckets.zeros(tier)
