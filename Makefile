@@ -11,6 +11,7 @@ STAGE ?= 2
 WEEK ?=
 THROUGH ?=
 VARIANT ?=
+GPUS ?=
 # Without an NVIDIA GPU, stage 4's numba kernels run on numba's CUDA simulator (correct, slow: the
 # grader then checks tiny sizes and gives no speed verdicts). Set NUMBA_ENABLE_CUDASIM to choose.
 NUMBA_ENABLE_CUDASIM ?= $(if $(shell nvidia-smi -L 2>/dev/null),0,1)
@@ -132,11 +133,11 @@ bench: setup ## benchmark a tier: ops and matmul ladder (stage 4: every op again
 			$(if $(IMPL),--impl $(IMPL)) --output $(if $(IMPL),$(IMPL)/results,curriculum/results)/nn-bench-stage$(STAGE); \
 	else echo "bench.epoch skipped: it compares with PyTorch (pip install -r requirements-oracle.txt)"; fi
 
-train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] ARGS='--model lenet5 --data mnist'
+train: setup ## train a model with its recipe (nn/recipes.py): make train STAGE=2 [IMPL=] [GPUS=N] ARGS='--model lenet5 --data mnist'
 	$(NO_STAGE_IN_ARGS)
 	$(NO_AGAINST)
 	@$(BUILD_STAGE) --no-references
-	S2C_NN=$(NN_IMPL) $(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+	S2C_NN=$(NN_IMPL) $(PY) -m nn.train --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(if $(GPUS),--gpus $(GPUS)) $(ARGS)
 
 # make export: the checkpoint to export (required) and the ONNX file to write (default: beside it)
 CKPT ?=

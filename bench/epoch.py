@@ -28,11 +28,13 @@ from threadpoolctl import threadpool_limits
 
 from nn.backend import STAGES, TierError, load_tier, refuse_simulated, runs_on_gpu
 from nn.data import load_data
-from nn.layers import Conv2d, Flatten, Linear, MaxPool2d, ReLU
+from nn.layers import BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, ReLU
 from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
 from nn.trainer import Trainer
+
+TORCH_NAMES = {"gamma": "weight", "beta": "bias"}  # batchnorm's parameters as PyTorch names them
 
 
 def to_torch(model, torch):
@@ -52,11 +54,16 @@ def to_torch(model, torch):
             module = torch.nn.ReLU()
         elif isinstance(layer, Flatten):
             module = torch.nn.Flatten()
+        elif isinstance(layer, BatchNorm):  # over channels (images) or features (vectors)
+            kind = torch.nn.BatchNorm2d if len(layer.output_shape) == 3 else torch.nn.BatchNorm1d
+            module = kind(layer.num_features, eps=layer.eps, momentum=layer.momentum)
+        elif isinstance(layer, Dropout):
+            module = torch.nn.Dropout(layer.p)
         else:
             raise ValueError(f"to_torch: no translation for {layer.describe()}")
         for name, param in layer.params.items():
             value = torch.from_numpy(np.array(model.tier.to_numpy(param.value)))
-            getattr(module, name).data.copy_(value)
+            getattr(module, TORCH_NAMES.get(name, name)).data.copy_(value)
         modules.append(module)
     return torch.nn.Sequential(*modules)
 

@@ -15,9 +15,11 @@ from pathlib import Path
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import nn
-from nn.backend import STAGES, VARIANTS, load_tier, refuse_simulated
+from nn.backend import STAGES, VARIANTS, TierError, load_tier, refuse_simulated
 from nn.checkpoint import CheckpointError, read_checkpoint
 from nn.data import DATA_NAMES, load_data
+from nn.distributed.launch import TIMEOUT, launch, this_rank
+from nn.distributed.step import ranks_agreeing
 from nn.exits import DIVERGED, EPILOG, INTERRUPTED, REPORTED, exit_status
 from nn.interrupts import Interrupted
 from nn.models import MODELS, build_model, check_options
@@ -74,6 +76,12 @@ def parse_args(argv=None):
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--threads", type=int,
                         help="BLAS threads (default: the library's, usually one per core)")
+    parser.add_argument("--gpus", type=int, metavar="N",
+                        help="stage 4, nvcc: data-parallel training, one process per GPU, each "
+                        "on its shard of every batch, gradients summed by NCCL (nn/distributed/)")
+    parser.add_argument("--rank-timeout", type=float, default=TIMEOUT, metavar="SECONDS",
+                        help="with --gpus: stop the run, naming the rank, when one makes no step "
+                        "for this long (default: %(default)g)")
     steps = parser.add_mutually_exclusive_group()
     steps.add_argument("--graph", action="store_true",
                        help="stage 4, nvcc: launch each training step as one CUDA graph")
@@ -118,6 +126,13 @@ def main(argv=None):
             return 0
         if args.data is None:
             raise ValueError("--data is required (one of " + ", ".join(DATA_NAMES) + ")")
+        if args.gpus is not None:
+            if tier.NAME != "nvcc":
+                raise ValueError(f"--gpus trains on stage 4's nvcc variant (--stage 4 --variant "
+                                 f"nvcc), not on the {tier.NAME} tier")  # fmt: skip
+            if this_rank() is None:  # the command as run: start the ranks, each this command
+                return launch(sys.argv[1:] if argv is None else list(argv), args.gpus,
+                              args.rank_timeout)
         if args.threads is not None:
             if args.threads < 1:
                 raise ValueError(f"--threads must be an integer >= 1, got {args.threads}")
@@ -196,8 +211,18 @@ def train(args, tier):
         log_dir = run_dir / "tensorboard" if args.tensorboard is True else Path(args.tensorboard)
         dashboard = Dashboard(log_dir, model, recipe, tier.NAME)
         print(f"dashboard: tensorboard --logdir {log_dir}")
+    communicator = None
+    if args.gpus is not None:  # this process is one rank of a data-parallel run
+        from nn.distributed.communicator import NcclCommunicator
+
+        rank, size, identity = this_rank()
+        if size != args.gpus:
+            raise ValueError(f"--gpus {args.gpus}, but the launcher started {size} ranks")
+        communicator = NcclCommunicator(tier, rank, size, identity)
+        print(f"rank {rank} of {size}: its shard of every batch of {recipe.batch_size}")
     trainer = Trainer(model, data, recipe, run_dir, record, progress_bar=not args.no_progress,
-                      recorded=not args.op_by_op, graph=args.graph, dashboard=dashboard)
+                      recorded=not args.op_by_op, graph=args.graph, dashboard=dashboard,
+                      communicator=communicator)
     if checkpoint:
         trainer.resume(checkpoint)
         print(f"resumed from {checkpoint}: {trainer.progress.epoch} epochs and "
@@ -223,6 +248,15 @@ def fit_and_report(args, tier, trainer, recipe, run_dir):
         print(f"\n{interrupted}", file=sys.stderr)
         return INTERRUPTED
     wall_seconds = time.perf_counter() - started
+    communicator = trainer.communicator
+    if communicator is not None:
+        agreeing = ranks_agreeing(model, communicator)
+        if agreeing != communicator.size:
+            raise TierError(f"data parallel: only {agreeing} of {communicator.size} ranks hold "
+                            "rank 0's weights after training: the steps were not identical")
+        print(f"data parallel: the weights are bit-identical on all {agreeing} ranks")
+        if not trainer.writes:
+            return 0  # rank 0 evaluates, draws and writes the results
 
     test_loss, test_accuracy, predictions = trainer.evaluate(data.test)
     if trainer.dashboard:

@@ -40,10 +40,12 @@ class Trainer:
     set's name, class names, normalizer) so prediction can rebuild everything from a checkpoint.
     `recorded` and `graph` choose how a step runs on a tier that records steps (nn/steps/).
     `dashboard` (an nn.dashboard.Dashboard, or None) is shown every step and epoch counted.
+    With a `communicator` (nn/distributed/), this is one rank of a data-parallel run: each step
+    trains on this rank's shard of the batch, and only rank 0 writes checkpoints and the log.
     """
 
     def __init__(self, model, data, recipe, run_dir, record=None, progress_bar=True, echo=print,
-                 recorded=True, graph=False, dashboard=None):
+                 recorded=True, graph=False, dashboard=None, communicator=None):
         self.model = model
         self.tier = model.tier
         self.data = data
@@ -73,7 +75,10 @@ class Trainer:
         self.last_good = None
         self.interrupt = DeferredInterrupt()
         # How every step runs, chosen once: from the host, on the device, or recorded.
-        self.train_step = make_step(model, self.optimizer, data, recipe, recorded, graph, echo)
+        self.train_step = make_step(model, self.optimizer, data, recipe, recorded, graph, echo,
+                                    communicator)
+        self.communicator = communicator
+        self.writes = communicator is None or communicator.rank == 0
         # (step number, loss, correct count, examples) of the steps not yet counted: a device
         # step's values stay on the device until they are logged or saved (`settle`).
         self.pending = []
@@ -274,6 +279,8 @@ class Trainer:
     def save(self, path):
         """Write a checkpoint of the current state to `path`; TrainingDiverged if not finite."""
         self.settle()
+        if not self.writes:
+            return
         progress = self.progress
         record = {**self.record, "recipe": self.recipe.to_json(), "progress": asdict(progress)}
         try:
@@ -303,6 +310,8 @@ class Trainer:
     def _write_metrics_log(self):
         """metrics.jsonl: one JSON object per completed epoch, rewritten whole each epoch so it
         always matches the checkpoint (a resumed run neither repeats nor loses a line)."""
+        if not self.writes:
+            return
         path = self.run_dir / "metrics.jsonl"
         temporary = path.with_suffix(".jsonl.tmp")
         temporary.write_text("".join(json.dumps(m) + "\n" for m in self.progress.history))

@@ -234,6 +234,21 @@ int s2c_cuda_graph_launch(void *graph_exec);
 int s2c_cuda_graph_destroy(void *graph_exec);
 int s2c_cuda_copy(void *destination, const void *source, int64_t bytes);
 
+/* streams.cu: pinned host memory, non-blocking streams, events, and copies from the host; a NULL
+ * stream stands for the default streams the kernels run on */
+int s2c_cuda_host_alloc(void **pointer, int64_t bytes);
+int s2c_cuda_host_free(void *pointer);
+int s2c_cuda_stream_create(void **stream);
+int s2c_cuda_stream_destroy(void *stream);
+int s2c_cuda_stream_synchronize(void *stream);
+int s2c_cuda_event_create(void **event, int timing);
+int s2c_cuda_event_destroy(void *event);
+int s2c_cuda_event_record(void *event, void *stream);
+int s2c_cuda_stream_wait_event(void *stream, void *event);
+int s2c_cuda_event_synchronize(void *event);
+int s2c_cuda_event_elapsed(void *start, void *end, float *milliseconds);
+int s2c_cuda_copy_to_device(void *destination, const void *source, int64_t bytes, void *stream);
+
 /* int8/: int8 inference (week 19). quantize_int8: q = clamp(round_half_even(x / scale) + zero,
  * -128, 127). int8_linear x [n, k], w [m, k] -> y [n, m] and int8_conv2d x [n, c, h, width],
  * w [m, c, r, s] -> y [n, m, oh, ow]: y = scale[j] * sum (x - x_zero) * w[j] + b[j], the sum in

@@ -35,6 +35,7 @@ from .linalg import MATMUL_KERNELS
 from .losses import cross_entropy_loss_and_grad
 from .pooling import maxpool2d_relu_backward, maxpool2d_relu_forward
 from .recording import capture_graph, copy_into, record_step
+from .streams import Event, Stream, pinned_empty, upload
 
 NAME = "nvcc"
 
@@ -66,6 +67,8 @@ __all__ = [
     "MATMUL_KERNELS",
     "SOFTMAX_KERNELS",
     "DeviceScalar",
+    "Event",
+    "Stream",
     "bias_relu",
     "capture_graph",
     "copy_into",
@@ -73,7 +76,9 @@ __all__ = [
     "cross_entropy_loss_and_grad",
     "maxpool2d_relu_backward",
     "maxpool2d_relu_forward",
+    "pinned_empty",
     "record_step",
     "shift_images",
     "take",
+    "upload",
 ]

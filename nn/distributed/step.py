@@ -1,0 +1,144 @@
+"""The data-parallel step: every rank takes its shard of the global batch, and the gradients are
+summed over the ranks (in buckets, during backward) before one identical optimizer step.
+
+Each rank's loss is the mean over its shard, so its gradient is scaled by shard / batch before the
+sum: the sum is then the gradient of the global batch's mean loss, whatever the shard sizes (the
+last batch of an epoch may not split evenly; a rank with no example contributes zeros). Every rank
+holds the same weights and the same optimizer state, gets the same summed gradients (NCCL's
+all-reduce gives every rank the same bits), and so takes the same step. Layer buffers (batchnorm's
+running statistics, computed from each rank's own shard) are set to rank 0's after every step, as
+DistributedDataParallel's broadcast_buffers does, so that the ranks stay identical.
+"""
+
+import numpy as np
+
+from nn.augment import augment
+from nn.distributed.buckets import BUCKET_BYTES, GradientBuckets
+from nn.distributed.launch import beat
+from nn.steps.step import Step
+
+
+def shard(count, rank, size):
+    """(start, stop) of rank `rank`'s examples among `count`: `size` contiguous shards whose
+    sizes differ by one at most, the larger first (np.array_split's)."""
+    base, extra = divmod(count, size)
+    start = rank * base + min(rank, extra)
+    return start, start + base + (rank < extra)
+
+
+class DataParallelStep(Step):
+    """Steps of `model` with `optimizer` on this rank's shards of `data`'s batches, summed through
+    `communicator`. `device_data` (a DeviceData, or None) holds the training set on the device;
+    without it, each shard is made on the host as HostStep makes a batch."""
+
+    def __init__(
+        self,
+        model,
+        optimizer,
+        data,
+        recipe,
+        communicator,
+        device_data=None,
+        bucket_bytes=BUCKET_BYTES,
+    ):
+        self.model, self.optimizer, self.data, self.recipe = model, optimizer, data, recipe
+        self.tier, self.communicator, self.device_data = model.tier, communicator, device_data
+        self.buckets = GradientBuckets(model, communicator, bucket_bytes)
+        # Every rank starts from rank 0's weights and buffers.
+        communicator.broadcast([p.value for p in model.parameters().values()])
+        self._broadcast_buffers()
+
+    def start_epoch(self, epoch, order):
+        self.epoch = epoch
+        if self.device_data is not None:
+            self.device_data.start_epoch(epoch, order)
+
+    def run(self, indices, progress, lr):
+        """(mean loss, correct count) of the whole global batch `indices`, summed over the ranks:
+        values `float()` reads."""
+        tier, model, communicator = self.tier, self.model, self.communicator
+        beat()  # the launcher's sign that this rank still steps
+        start, stop = shard(len(indices), communicator.rank, communicator.size)
+        if stop == start:
+            self.buckets.zeros(tier)
+            loss_sum = correct = tier.from_numpy(np.zeros(1, np.float32))
+        else:
+            inputs, targets, labels = self._shard(indices, progress, start, stop)
+            logits = model.forward(inputs)
+            loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
+            # The shard's part of the global batch's mean loss, and of its gradient.
+            share = (stop - start) / len(indices)
+            self.buckets.start()
+            model.backward(tier.scale(dlogits, share))
+            loss_sum = self._one_value(loss, stop - start)
+            correct = self._correct(logits, labels)
+        self.buckets.finish()
+        self.optimizer.step(lr)
+        self._broadcast_buffers()
+        communicator.all_reduce([loss_sum, correct])
+        communicator.wait()
+        return Total(tier, loss_sum, len(indices)), Total(tier, correct, 1)
+
+    def _shard(self, indices, progress, start, stop):
+        """(inputs, targets, labels) of examples start..stop of the global batch, on the tier."""
+        tier, recipe = self.tier, self.recipe
+        if self.device_data is not None:
+            data = self.device_data
+            first = progress.batch * recipe.batch_size + start
+            offsets = [o[first : first + stop - start] for o in data.offsets or ()]
+            return data.gather(data.order[first : first + stop - start], *offsets)
+        train = self.data.train
+        images = train.inputs[indices]
+        if images.ndim == 4 and (recipe.shift or recipe.flip):
+            # The global batch's draws (HostStep's), of which this rank keeps its shard's.
+            rng = np.random.default_rng([recipe.seed, progress.epoch, progress.batch, 1])
+            images = augment(images, rng, recipe.shift, recipe.flip)
+        labels = train.labels[indices[start:stop]]
+        inputs = tier.from_numpy(self.data.normalizer(images[start:stop]))
+        targets = tier.from_numpy(self.model.loss.targets(labels))
+        return inputs, targets, labels
+
+    def _one_value(self, loss, count):
+        """loss * count as a one-element array of the tier (a device loss stays on the device)."""
+        array = getattr(loss, "array", None)
+        if array is None:
+            array = self.tier.from_numpy(np.array([float(loss)], np.float32))
+        return self.tier.scale(array, float(count))
+
+    def _correct(self, logits, labels):
+        """The shard's correct predictions as a one-element float32 array of the tier."""
+        if hasattr(self.tier, "correct_count") and not isinstance(labels, np.ndarray):
+            return self.tier.correct_count(logits, labels).array
+        predicted = self.model.loss.predict(self.tier.to_numpy(logits))
+        return self.tier.from_numpy(np.array([(predicted == labels).sum()], np.float32))
+
+    def _broadcast_buffers(self):
+        arrays = [value for value in self.model.buffers().values() if hasattr(value, "shape")]
+        if arrays:
+            self.communicator.broadcast(arrays)
+
+
+class Total:
+    """A value summed over the ranks, divided by `divisor` when read by `float()`."""
+
+    def __init__(self, tier, array, divisor):
+        self.tier, self.array, self.divisor = tier, array, divisor
+
+    def __float__(self):
+        return float(self.tier.to_numpy(self.array)[0]) / self.divisor
+
+
+def ranks_agreeing(model, communicator):
+    """How many ranks hold exactly rank 0's weights and buffers (all of them, bit for bit, when
+    every step was identical): each compares its own with a broadcast copy of rank 0's."""
+    tier = model.tier
+    mine = [p.value for p in model.parameters().values()]
+    mine += [value for value in model.buffers().values() if hasattr(value, "shape")]
+    copies = [tier.from_numpy(tier.to_numpy(value)) for value in mine]
+    communicator.broadcast(copies)
+    same = all(np.array_equal(tier.to_numpy(a), tier.to_numpy(b), equal_nan=True)
+               for a, b in zip(mine, copies, strict=True))  # fmt: skip
+    agreeing = tier.from_numpy(np.array([float(same)], np.float32))
+    communicator.all_reduce([agreeing])
+    communicator.wait()
+    return round(float(tier.to_numpy(agreeing)[0]))
