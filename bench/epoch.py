@@ -28,44 +28,90 @@ from threadpoolctl import threadpool_limits
 
 from nn.backend import STAGES, TierError, load_tier, refuse_simulated, runs_on_gpu
 from nn.data import load_data
-from nn.layers import BatchNorm, Conv2d, Dropout, Flatten, Linear, MaxPool2d, ReLU
+from nn.layers import (
+    GELU,
+    BatchNorm,
+    Conv2d,
+    Dropout,
+    Flatten,
+    LayerNorm,
+    Linear,
+    MaxPool2d,
+    MeanOverTokens,
+    MultiHeadAttention,
+    PatchEmbedding,
+    PositionEmbedding,
+    ReLU,
+    Residual,
+    Sequential,
+    Tokenwise,
+)
+from nn.layers.fusion import MaxPoolReLU
 from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
 from nn.trainer import Trainer
 
-TORCH_NAMES = {"gamma": "weight", "beta": "bias"}  # batchnorm's parameters as PyTorch names them
+TORCH_NAMES = {"gamma": "weight", "beta": "bias"}  # the norms' parameters as PyTorch names them
 
 
 def to_torch(model, torch):
-    """A torch.nn.Sequential with the same layers and weights as `model` (built on its tier)."""
-    modules = []
-    for layer in model.net.layers:
-        if isinstance(layer, Linear):
-            module = torch.nn.Linear(layer.in_features, layer.out_features)
-        elif isinstance(layer, Conv2d):
-            module = torch.nn.Conv2d(
-                layer.in_channels, layer.out_channels, layer.kernel_size, layer.stride,
-                layer.padding,
-            )
-        elif isinstance(layer, MaxPool2d):
-            module = torch.nn.MaxPool2d(layer.kernel_size, layer.stride)
-        elif isinstance(layer, ReLU):
-            module = torch.nn.ReLU()
-        elif isinstance(layer, Flatten):
-            module = torch.nn.Flatten()
-        elif isinstance(layer, BatchNorm):  # over channels (images) or features (vectors)
-            kind = torch.nn.BatchNorm2d if len(layer.output_shape) == 3 else torch.nn.BatchNorm1d
-            module = kind(layer.num_features, eps=layer.eps, momentum=layer.momentum)
-        elif isinstance(layer, Dropout):
-            module = torch.nn.Dropout(layer.p)
-        else:
-            raise ValueError(f"to_torch: no translation for {layer.describe()}")
-        for name, param in layer.params.items():
-            value = torch.from_numpy(np.array(model.tier.to_numpy(param.value)))
-            getattr(module, TORCH_NAMES.get(name, name)).data.copy_(value)
-        modules.append(module)
-    return torch.nn.Sequential(*modules)
+    """A torch.nn.Module with the same layers and weights as `model` (built on its tier)."""
+    return torch_module(model.net, model.tier, torch)
+
+
+def torch_module(layer, tier, torch):
+    """PyTorch's module for nn layer `layer` (and the layers inside it), with a copy of its
+    weights from `tier`."""
+    from bench import torch_layers  # PyTorch's own modules: imported only where PyTorch is
+
+    inner = {name: torch_module(child, tier, torch) for name, child in layer.children().items()}
+    if isinstance(layer, Sequential):
+        module = torch.nn.Sequential(*inner.values())
+    elif isinstance(layer, Residual):
+        module = torch_layers.Residual(inner["body"], inner.get("shortcut"))
+    elif isinstance(layer, Tokenwise):  # torch.nn.Linear maps the last dimension already
+        module = inner["layer"]
+    elif isinstance(layer, PatchEmbedding):
+        module = torch_layers.PatchEmbedding(inner["conv"])
+    elif isinstance(layer, MultiHeadAttention):
+        module = torch_layers.MultiHeadAttention(*inner.values(), layer.heads, layer.causal)
+    elif isinstance(layer, PositionEmbedding):
+        module = torch_layers.PositionEmbedding(layer.shape)
+    elif isinstance(layer, MeanOverTokens):
+        module = torch_layers.MeanOverTokens()
+    elif isinstance(layer, Linear):
+        module = torch.nn.Linear(layer.in_features, layer.out_features)
+    elif isinstance(layer, Conv2d):
+        module = torch.nn.Conv2d(
+            layer.in_channels, layer.out_channels, layer.kernel_size, layer.stride,
+            layer.padding,
+        )
+    elif isinstance(layer, MaxPoolReLU):  # fused at build time where the tier can
+        module = torch.nn.Sequential(
+            torch.nn.MaxPool2d(layer.kernel_size, layer.stride), torch.nn.ReLU()
+        )
+    elif isinstance(layer, MaxPool2d):
+        module = torch.nn.MaxPool2d(layer.kernel_size, layer.stride)
+    elif isinstance(layer, ReLU):
+        module = torch.nn.ReLU()
+    elif isinstance(layer, GELU):
+        module = torch.nn.GELU(approximate=layer.approximate)
+    elif isinstance(layer, Flatten):
+        module = torch.nn.Flatten()
+    elif isinstance(layer, BatchNorm):  # over channels (images) or features (vectors)
+        kind = torch.nn.BatchNorm2d if len(layer.output_shape) == 3 else torch.nn.BatchNorm1d
+        module = kind(layer.num_features, eps=layer.eps, momentum=layer.momentum)
+    elif isinstance(layer, LayerNorm):
+        module = torch.nn.LayerNorm(layer.dim, eps=layer.eps)
+    elif isinstance(layer, Dropout):
+        module = torch.nn.Dropout(layer.p)
+    else:
+        raise ValueError(f"to_torch: no translation for {layer.describe()}")
+    for name, param in layer.params.items():
+        value = torch.from_numpy(np.array(tier.to_numpy(param.value)))
+        getattr(module, TORCH_NAMES.get(name, name)).data.copy_(value)
+    return module
 
 
 def torch_optimizer(torch, net, recipe):

@@ -33,7 +33,7 @@ from nn.models import build_model
 from nn.recipes import Recipe
 from nn.report import machine
 
-DATA = {"lenet5": "mnist", "fashion_cnn": "fashion-mnist"}
+DATA = {"lenet5": "mnist", "fashion_cnn": "fashion-mnist", "vit": "mnist"}
 SIDES = ("torch_eager", "torch_graph", "nvcc_recorded", "nvcc_graph")
 
 
