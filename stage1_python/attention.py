@@ -199,13 +199,14 @@ def _scores(qi, k, i, causal, scale):
 
 
 def _logsumexp(scores):
-    """log(sum_j exp(s_j)) as torch.logsumexp: shifted by the row's largest score m, so no exp
-    overflows; NaN if any score is; m itself when m is +-Inf (-Inf: every key masked)."""
+    """log(sum_j exp(s_j)) = m + log(sum_j exp(s_j - m)), shifted by the row's largest score m so
+    that no exp overflows. NaN if any score is NaN or +Inf (exp(Inf - Inf), as the row's softmax);
+    -Inf when every score is -Inf (every key masked: an empty sum)."""
     # BEGIN SOLUTION week 21, task attention_logsumexp
     if any(math.isnan(s) for s in scores):
-        return math.nan
+        return math.nan  # max() of a list holding NaN depends on where the NaN is
     m = max(scores)
-    if math.isinf(m):
+    if m == -math.inf:
         return m
     return m + math.log(sum(math.exp(s - m) for s in scores))
     # END SOLUTION
