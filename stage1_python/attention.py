@@ -16,6 +16,7 @@ SQRT_HALF = math.sqrt(0.5)  # erf(x / sqrt(2)) = erf(x * SQRT_HALF)
 NORMAL_DENSITY = 1.0 / math.sqrt(2.0 * math.pi)  # the standard normal density at 0
 TANH_SCALE = math.sqrt(2.0 / math.pi)  # the tanh form: tanh(TANH_SCALE * (x + TANH_CUBIC * x^3))
 TANH_CUBIC = 0.044715
+MAX_EXP_ARGUMENT = math.log(1.7976931348623157e308)  # math.exp overflows past this
 
 
 def layernorm(x, gamma, beta, eps=1e-5):
@@ -217,4 +218,6 @@ def _probabilities(scores, lse):
     zeros, as PyTorch's safe softmax gives."""
     if lse == -math.inf:
         return [0.0] * len(scores)
-    return [math.exp(s - lse) for s in scores]
+    # exp(s - lse) <= 1 with the row's own lse; one from other scores (another scale) may pass
+    # math.exp's range, which raises where NumPy and C give +Inf
+    return [math.exp(s - lse) if s - lse < MAX_EXP_ARGUMENT else math.inf for s in scores]
