@@ -275,6 +275,27 @@ int s2c_cuda_layernorm_backward(const float *dy, const float *x, const float *ga
 int s2c_cuda_gelu(const float *x, float *y, int64_t n, int tanh_form);
 int s2c_cuda_gelu_backward(const float *x, const float *dy, float *dx, int64_t n, int tanh_form);
 
+/* attention/: the attention ladder over heads slices of q [heads, n, d], k and v [heads, m, d]
+ * (d <= 128): y [heads, n, d] and lse [heads, n]; scratch as attention/attention.cuh says. The
+ * backward writes dq, dk and dv from dy, the inputs, y and lse; its scratch holds heads + heads n
+ * floats. */
+int s2c_cuda_attention_naive(const float *q, const float *k, const float *v, float *y, float *lse,
+                             float *scratch, int64_t heads, int64_t n, int64_t m, int64_t d,
+                             int causal, float scale);
+int s2c_cuda_attention_online(const float *q, const float *k, const float *v, float *y,
+                              float *lse, float *scratch, int64_t heads, int64_t n, int64_t m,
+                              int64_t d, int causal, float scale);
+int s2c_cuda_attention_flash1(const float *q, const float *k, const float *v, float *y,
+                              float *lse, float *scratch, int64_t heads, int64_t n, int64_t m,
+                              int64_t d, int causal, float scale);
+int s2c_cuda_attention_flash2(const float *q, const float *k, const float *v, float *y,
+                              float *lse, float *scratch, int64_t heads, int64_t n, int64_t m,
+                              int64_t d, int causal, float scale);
+int s2c_cuda_attention_backward(const float *dy, const float *q, const float *k, const float *v,
+                                const float *y, const float *lse, float *dq, float *dk,
+                                float *dv, float *scratch, int64_t heads, int64_t n, int64_t m,
+                                int64_t d, int causal, float scale);
+
 #ifdef __cplusplus
 }
 #endif
