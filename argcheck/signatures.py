@@ -19,6 +19,7 @@ The adapter says what the tier's arrays are:
 """
 
 import functools
+import math
 import numbers
 import types
 
@@ -299,20 +300,22 @@ def batchnorm_backward(t, dy, x, gamma, saved):
     return dy, x, gamma, saved
 
 
-def _statistics(t, op, saved, dims, hint, **known):
-    """A forward's saved pair (mean, invstd), each of shape `dims` with the `known` sizes."""
-    # one array instead of the pair: a NumPy (or device) array, or stage 1's list of numbers
+def _statistics(t, op, saved, dims, hint, names=("mean", "invstd"), **known):
+    """A forward's saved tuple (by default the pair (mean, invstd)), each array of shape `dims`
+    with the `known` sizes."""
+    what = f"pair ({', '.join(names)})" if len(names) == 2 else f"tuple ({', '.join(names)},)"
+    # one array instead of the tuple: a NumPy (or device) array, or stage 1's list of numbers
     one_array = interface_of(saved) is not None or (
         isinstance(saved, list) and bool(saved) and isinstance(saved[0], numbers.Number)
     )
     if one_array or not isinstance(saved, tuple | list):
         got = "one array" if one_array else type_name(saved)
-        fail_type(op, f"saved must be the forward's pair (mean, invstd), got {got}")
-    if len(saved) != 2:
-        fail(op, f"saved must be the forward's pair (mean, invstd), got {len(saved)} items")
+        fail_type(op, f"saved must be the forward's {what}, got {got}")
+    if len(saved) != len(names):
+        fail(op, f"saved must be the forward's {what}, got {len(saved)} items")
     return tuple(
-        arrays.array(t, op, f"saved[{i}] ({what})", item, dims, hint=hint, **known)[0]
-        for i, (what, item) in enumerate(zip(("mean", "invstd"), saved, strict=True))
+        arrays.array(t, op, f"saved[{i}] ({name})", item, dims, hint=hint, **known)[0]
+        for i, (name, item) in enumerate(zip(names, saved, strict=True))
     )
 
 
@@ -436,6 +439,50 @@ def gelu_backward(t, x, dy, approximate):
     return x, dy, choice(op, "approximate", approximate, GELU_FORMS)
 
 
+QKV = "B, H, N, D"  # attention's queries: batch, heads, sequence, head dimension
+KEYS = "B, H, M, D"  # its keys and values: M positions, which may differ from N
+
+
+def _attention_inputs(t, op, q, k, v):
+    """q [B, H, N, D], k and v [B, H, M, D]; returns (q, k, v, q's shape, M)."""
+    q, shape = arrays.array(t, op, "q", q, QKV)
+    b, h, _, d = shape
+    k, k_shape = arrays.array(t, op, "k", k, KEYS, hint=" (B, H, D: q's)", B=b, H=h, D=d)
+    v = arrays.like(t, op, "v", v, "k", k_shape)
+    return q, k, v, shape, k_shape[2]
+
+
+def _attention_options(op, causal, scale, d):
+    """causal True or False; scale None (1/sqrt(D)) or a finite number > 0 (PyTorch's math
+    backend multiplies q and k by its square root). Returns (causal, scale), scale as the float
+    every tier multiplies by."""
+    causal = flag(op, "causal", causal)
+    if scale is None:
+        return causal, 1.0 / math.sqrt(d)
+    return causal, real(op, "scale", scale, 0, low_open=True)
+
+
+def attention(t, q, k, v, causal, scale):
+    """q [B, H, N, D], k and v [B, H, M, D]; causal True or False; scale None or a number > 0.
+    Returns (q, k, v, causal, scale) with scale resolved (None becomes 1/sqrt(D))."""
+    op = "attention"
+    q, k, v, shape, _ = _attention_inputs(t, op, q, k, v)
+    return (q, k, v, *_attention_options(op, causal, scale, shape[3]))
+
+
+def attention_backward(t, dy, q, k, v, y, saved, causal, scale):
+    """dy and y of q's shape [B, H, N, D], k and v [B, H, M, D], saved = (lse,) with lse
+    [B, H, N]. Returns (dy, q, k, v, y, saved, causal, scale), scale resolved as attention's."""
+    op = "attention_backward"
+    q, k, v, shape, _ = _attention_inputs(t, op, q, k, v)
+    dy = arrays.like(t, op, "dy", dy, "q", shape)
+    y = arrays.like(t, op, "y", y, "q", shape)
+    b, h, n, d = shape
+    saved = _statistics(t, op, saved, "B, H, N", " (q's shape without D)", names=("lse",),
+                        B=b, H=h, N=n)  # fmt: skip
+    return (dy, q, k, v, y, saved, *_attention_options(op, causal, scale, d))
+
+
 # --- binding --------------------------------------------------------------------------------------
 
 SIGNATURES = {
@@ -496,6 +543,8 @@ SIGNATURES = {
     "layernorm_backward": layernorm_backward,
     "gelu": gelu,
     "gelu_backward": gelu_backward,
+    "attention": attention,
+    "attention_backward": attention_backward,
 }  # fmt: skip
 SIGNATURES.update(quantized.SIGNATURES)  # the int8 inference ops
 

@@ -171,6 +171,11 @@ _OPS = (
     Op("gelu", "attention", ("x", "approximate"), defaults={"approximate": "none"}),
     backward("gelu_backward", "attention", "gelu", ("x", "dy", "approximate"), DX,
              defaults={"approximate": "none"}),
+    Op("attention", "attention", ("q", "k", "v", "causal", "scale"),
+       ("y", ("saved", ("lse",))), {"causal": False, "scale": None}),
+    backward("attention_backward", "attention", "attention",
+             ("dy", "q", "k", "v", "y", "saved", "causal", "scale"),
+             (("dq", "q"), ("dk", "k"), ("dv", "v")), defaults={"causal": False, "scale": None}),
 )
 # fmt: on
 

@@ -247,6 +247,22 @@ def build_layernorm(rng, size):
     return with_defaults(args, "layernorm")
 
 
+def build_attention(rng, size):
+    """size = (b, h, n, m, d, causal, scale[, spread]): q [B, H, N, D], k and v [B, H, M, D];
+    causal and scale may be DEFAULT. q and k spread by `spread` (default 1): at 30 the scores
+    reach thousands, where exp(S) overflows unless shifted by the row's largest score."""
+    b, h, n, m, d, causal, scale, *rest = size
+    spread_ = rest[0] if rest else 1.0
+    args = {
+        "q": inputs.normal(rng, (b, h, n, d), scale=spread_),
+        "k": inputs.normal(rng, (b, h, m, d), scale=spread_),
+        "v": inputs.normal(rng, (b, h, m, d)),
+        "causal": causal,
+        "scale": scale,
+    }
+    return with_defaults(args, "attention")
+
+
 def build_gelu(rng, size):
     """size = (shape, scale, approximate): x as the smooth activations' (scale EXTREME: values
     up to +-1000); approximate "none", "tanh" or DEFAULT."""

@@ -125,3 +125,18 @@ def work_int8_to_int8(work):
 def work_maxpool_int8(args):
     """maxpool2d_int8 reads x's codes and writes one byte per window."""
     return None, args["x"].size + pooled_elements(args)
+
+
+def work_attention(matmuls, written):
+    """Attention's work: `matmuls` products of [N, D] by [D, M] per (batch, head) (the forward's
+    q @ k^T and P @ v; the backward's five, its scores recomputed), every score counted (a kernel
+    that skips the ones a causal mask hides does half the work); the arrays read once and
+    `written(args)` float32 values written."""
+
+    def work(args):
+        b, h, n, d = args["q"].shape
+        m = args["k"].shape[2]
+        read = sum(value.nbytes for value in args.values() if isinstance(value, np.ndarray))
+        return 2 * matmuls * b * h * n * m * d, read + 4 * written(args)
+
+    return work

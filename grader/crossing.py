@@ -17,17 +17,18 @@ def to_native(tier, value):
     return value
 
 
-def to_numpy_tree(tier, value, structure):
+def to_numpy_tree(tier, value, structure, nested=False):
     """A tier's result as {output name: NumPy array}, walking the op's output structure.
 
     `structure` is a tuple of names, or (name, (subnames...)) for a result that is a tuple itself
-    (batchnorm's `saved`). Scalars (losses) become 0-d float64 arrays; they must be Python floats.
+    (batchnorm's `saved`; `nested`: walking one, which is a tuple even of one item, as attention's
+    `(lse,)`). Scalars (losses) become 0-d float64 arrays; they must be Python floats.
     """
     if not structure:  # an in-place op: its results are its updated arguments
         if value is not None:
             raise ContractError(f"returned {type(value).__name__}, expected None (works in place)")
         return {}
-    if len(structure) == 1 and isinstance(structure[0], str):
+    if len(structure) == 1 and isinstance(structure[0], str) and not nested:
         return {structure[0]: _leaf_to_numpy(tier, value, structure[0])}
     if not isinstance(value, tuple | list) or len(value) != len(structure):
         raise ContractError(
@@ -40,7 +41,7 @@ def to_numpy_tree(tier, value, structure):
             result[entry] = _leaf_to_numpy(tier, item, entry)
         else:
             name, subnames = entry
-            result[name] = tuple(to_numpy_tree(tier, item, subnames).values())
+            result[name] = tuple(to_numpy_tree(tier, item, subnames, nested=True).values())
     return result
 
 

@@ -22,6 +22,7 @@ import contract
 from .builders import (
     DEFAULT,
     EXTREME,
+    build_attention,
     build_batchnorm,
     build_bce,
     build_broadcast,
@@ -53,6 +54,7 @@ from .builders import (
 from .costs import (
     pooled_elements,
     work_arrays,
+    work_attention,
     work_conv,
     work_conv_bias_relu_pool,
     work_im2col,
@@ -242,6 +244,30 @@ GELU_CASES = (
     ((5, 11), EXTREME, "tanh"),
     ((17, 9), 5.0, DEFAULT),
 )
+# (b, h, n, m, d, causal, scale[, spread of q and k]): one query and one key (y is v), N < M and
+# N > M with the mask (a query past the last key sees them all), D off every power of two, scale
+# given and left out (1/sqrt(D)), and scores in the thousands (the last: exp(S) overflows float32
+# unless shifted by the row's largest score; P is nearly one-hot).
+ATTENTION_CASES = (
+    (1, 1, 1, 1, 1, DEFAULT, DEFAULT),
+    (2, 3, 5, 7, 3, True, DEFAULT),
+    (1, 2, 9, 4, 5, True, 0.3),
+    (2, 1, 13, 13, 24, False, 0.25),
+    (1, 2, 17, 33, 7, DEFAULT, 1.7),
+    (1, 1, 6, 11, 5, True, 2.0, 30.0),
+)
+# Two small cases for the finite differences: causal with N != M, and a scale given on a square.
+ATTENTION_GRAD_CASES = ((2, 2, 5, 7, 3, True, DEFAULT), (1, 2, 6, 6, 5, False, 0.6))
+# Sequences longer than a C kernel's block of queries and of keys (and a warp), N != M, causal
+# and not: stage 1 as the reference manages 300 keys; the CPU and GPU tiers get a ViT's and a
+# language model's lengths at a head dimension of 64 and one off every power of two.
+ATTENTION_TAILS = {
+    "python": ((1, 1, 3, 300, 5, True, DEFAULT), (1, 1, 70, 4, 3, False, DEFAULT)),
+    "cpu": ((2, 3, 197, 197, 64, False, DEFAULT), (1, 2, 300, 257, 40, True, 0.2)),
+    "simulated": ((1, 1, 3, 70, 5, True, DEFAULT),),
+    "gpu": ((2, 3, 197, 197, 64, False, DEFAULT), (1, 2, 300, 257, 40, True, 0.2),
+            (1, 1, 1037, 1029, 64, True, DEFAULT)),
+}
 OPTIMIZER_CASES = (((7,), 0), ((3, 5), 1), ((2, 3, 4), 0), ((1, 9), 1), ((2, 5), 2))
 INIT_CASES = ((7, 5), (16, 6, 5, 5), (10,), (3, 1, 3, 3))
 
@@ -432,6 +458,14 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
                                                    a["x"].size // a["x"].shape[-1])),
     "gelu": dict(build=build_gelu, cases=GELU_CASES, tier_cases=GELU_TAILS),
     "gelu_backward": dict(),
+    "attention": dict(
+        build=build_attention, cases=ATTENTION_CASES, tier_cases=ATTENTION_TAILS,
+        accum=lambda a: max(a["k"].shape[2:]), terms=TERMS["attention"],
+        work=work_attention(2, lambda a: a["q"].size + a["q"].size // a["q"].shape[3])),  # y, lse
+    "attention_backward": dict(
+        grad_cases=ATTENTION_GRAD_CASES, accum=lambda a: max(a["q"].shape[2], *a["k"].shape[2:]),
+        terms=TERMS["attention_backward"],
+        work=work_attention(5, lambda a: a["q"].size + 2 * a["k"].size)),  # dq, dk, dv
 }
 # fmt: on
 

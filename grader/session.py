@@ -218,7 +218,8 @@ class Session:
                 sources[name] = value if keep_float64 else as_float32(value)
             first = outputs[output_names(forward)[0]]
             sources["dy"] = inputs.normal(rng, first.shape)
-            sources["x_shape"] = tuple(int(n) for n in forward_args["x"].shape)
+            if "x_shape" in op.params:  # a forward without an x (attention's q, k, v) has none
+                sources["x_shape"] = tuple(int(n) for n in forward_args["x"].shape)
         missing = [name for name in op.params if name not in sources]
         assert not missing, f"{op.name}: no source for {missing} (known: {SOURCES})"
         chosen = {name: sources[name] for name in op.params}

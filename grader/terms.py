@@ -3,7 +3,8 @@
 An element is compared relative to its own size, |expected|, which is right when the last step of
 the op adds or multiplies. Some ops end in a subtraction whose result can be far smaller than the
 operands: log-softmax's backward `dy - exp(y) * sum(dy)`, cross-entropy's `(softmax - one_hot) / N`,
-layer norm's `gamma * (x - mean) * invstd + beta`.
+layer norm's `gamma * (x - mean) * invstd + beta`, attention's `P @ v` (v of either sign) and its
+backward's `P * (dP - Dsum)`.
 A float32 tier rounds the operands (a sum of 50,257 terms, an exponential), so the difference
 carries an error relative to the operands, not to itself: at a label whose probability is 0.997,
 `(p - 1) / N` keeps only the last three digits of p. For these ops, `Terms.sizes` gives, per
@@ -18,7 +19,8 @@ Cross-entropy's backward also takes the exponential of an argument a tier may ro
 of the logits: `exp(x - lse)`, with lse = max + log(sum) rounded near 1000 when the logits are,
 carries a relative error of a few roundings of |x| + |lse| (6e-5 at 1000), however the sum is
 taken. `Terms.exponent` gives each element's value times that argument's size, and
-ARGUMENT_ROUNDINGS of it are allowed on top.
+ARGUMENT_ROUNDINGS of it are allowed on top. Attention's P = exp(S - lse) is such an exponential:
+its argument rounds at the size of the scores' terms, scale * |q| . |k|, and of lse.
 """
 
 from collections.abc import Callable
@@ -91,8 +93,52 @@ def _layernorm(args):
             + np.abs(_f64(args["beta"]))}
 
 
+def _attention_parts(args):
+    """Float64 parts of attention on `args` (the forward's or the backward's): P [B, H, N, M], the
+    sizes of the scores' terms A = scale * |q| @ |k|^T, lse [B, H, N, 1] and scale."""
+    q, k = _f64(args["q"]), _f64(args["k"])
+    scale = 1 / np.sqrt(q.shape[-1]) if args["scale"] is None else args["scale"]
+    s = scale * q @ k.swapaxes(-1, -2)
+    if args["causal"]:
+        s[..., np.triu(np.ones(s.shape[-2:], bool), 1)] = -np.inf
+    lse = np.logaddexp.reduce(s, axis=-1, keepdims=True)
+    return np.exp(s - lse), scale * np.abs(q) @ np.abs(k).swapaxes(-1, -2), lse, scale
+
+
+def _attention(args):
+    p, sizes, lse, _ = _attention_parts(args)
+    y = p @ np.abs(_f64(args["v"]))
+    return {"y": y, "lse": (p * sizes).sum(axis=-1) + np.abs(lse[..., 0])}
+
+
+def _attention_exponent(args):
+    p, sizes, lse, _ = _attention_parts(args)
+    return {"y": (p * (sizes + np.abs(lse))) @ np.abs(_f64(args["v"]))}
+
+
+def _attention_backward_sums(args, exponent):
+    """The backward's sums of |terms|: dv = P^T @ |dy|, and dq, dk from dS's operands
+    W = P * (|dy| @ |v|^T + sum_d |dy| * (P @ |v|)); with `exponent`, each P weighed by the size of
+    its exponent, A + |lse|."""
+    p, sizes, lse, scale = _attention_parts(args)
+    q, k, v, dy = (np.abs(_f64(args[name])) for name in ("q", "k", "v", "dy"))
+    w = p * (dy @ v.swapaxes(-1, -2) + (dy * (p @ v)).sum(axis=-1, keepdims=True))
+    if exponent:
+        p, w = p * (sizes + np.abs(lse)), w * (sizes + np.abs(lse))
+    return {"dq": scale * w @ k, "dk": scale * w.swapaxes(-1, -2) @ q,
+            "dv": p.swapaxes(-1, -2) @ dy}  # fmt: skip
+
+
 TERMS = {
     "layernorm": Terms("|gamma| * (|x| + |mean|) * invstd + |beta|", _layernorm),
+    "attention": Terms(
+        "P @ |v| (y), sum P * scale|q|.|k| + |lse| (lse)", _attention,
+        "(P * (scale|q|.|k| + |lse|)) @ |v|", _attention_exponent),  # fmt: skip
+    "attention_backward": Terms(
+        "the same sums of |terms| (dS's: P * (|dP| + |Dsum|))",
+        lambda args: _attention_backward_sums(args, exponent=False),
+        "each P weighed by scale|q|.|k| + |lse|",
+        lambda args: _attention_backward_sums(args, exponent=True)),  # fmt: skip
     "log_softmax_backward": Terms("|dy| + exp(y) * sum|dy|", _log_softmax_backward),
     "cross_entropy_loss_backward": Terms(
         "(softmax + one_hot) / N", _cross_entropy_backward,

@@ -1,9 +1,10 @@
 """What a transformer block needs besides matmul and softmax (week 21): layer normalization over
-the last dimension, and the GELU activation.
+the last dimension, the GELU activation, and scaled dot-product attention.
 
 layernorm normalizes each row of D features (a token's vector) with its own mean and variance:
 x [N, D] or [N, T, D] is a list of rows, and every statistic is one row's. gelu is elementwise,
 x * Phi(x) with Phi the standard normal's distribution function, exactly (erf) or by tanh.
+attention works on each (batch, head) pair on its own: its N queries against its M keys.
 """
 
 import math
@@ -112,3 +113,107 @@ def _tanh_form(v):
     p = 1.0 / (1.0 + e)
     return (p, e * p) if z >= 0.0 else (e * p, p)  # NaN fails z >= 0: both NaN
     # END SOLUTION
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """Scaled dot-product attention -> (y [B, H, N, D], saved = (lse [B, H, N],)).
+
+    q [B, H, N, D]; k, v [B, H, M, D]; scale None means 1 / sqrt(D). For each (batch, head):
+    S = scale * q @ k^T [N, M]; with causal, key j is masked for query i when j > i (S - inf);
+    lse_i = log(sum_j exp(S_ij)); P_ij = exp(S_ij - lse_i), the softmax of row i; y = P @ v.
+    """
+    q, k, v, causal, scale = checks.attention(q, k, v, causal, scale)
+    y, lse = _per_head(lambda *head: _attend(*head, causal, scale), q, k, v)
+    return y, (lse,)
+
+
+def attention_backward(dy, q, k, v, y, saved, causal=False, scale=None):
+    """Gradients of attention -> (dq [B, H, N, D], dk [B, H, M, D], dv [B, H, M, D]).
+
+    dy, y of q's shape; saved = (lse,) from attention, from which P is recomputed. For each
+    (batch, head): dv = P^T @ dy; dP = dy @ v^T; Dsum_i = sum_d dy_id * y_id (= sum_j P_ij dP_ij);
+    dS = P * (dP - Dsum); dq = scale * dS @ k; dk = scale * dS^T @ q.
+    """
+    dy, q, k, v, y, (lse,), causal, scale = checks.attention_backward(
+        dy, q, k, v, y, saved, causal, scale
+    )
+    return _per_head(lambda *head: _attend_backward(*head, causal, scale), dy, q, k, v, y, lse)
+
+
+def _per_head(attend, *tensors):
+    """`attend` on each (batch, head) pair of `tensors` (each [B, H, ...]); its results, each
+    gathered back into [B, H, ...]."""
+    results = [
+        [attend(*head) for head in zip(*batch, strict=True)] for batch in zip(*tensors, strict=True)
+    ]
+    return tuple(
+        [[head[r] for head in batch] for batch in results] for r in range(len(results[0][0]))
+    )
+
+
+def _attend(q, k, v, causal, scale):
+    """One head: q [N, D], k, v [M, D] -> (y [N, D], lse [N])."""
+    # BEGIN SOLUTION week 21, task attention
+    y, lse = [], []
+    for i, qi in enumerate(q):
+        scores = _scores(qi, k, i, causal, scale)
+        lse_i = _logsumexp(scores)
+        p = _probabilities(scores, lse_i)
+        # every key, masked ones too (p = 0): 0 * Inf is NaN, as in PyTorch's P @ v
+        y.append([sum(pj * vj[d] for pj, vj in zip(p, v, strict=True)) for d in range(len(qi))])
+        lse.append(lse_i)
+    return y, lse
+    # END SOLUTION
+
+
+def _attend_backward(dy, q, k, v, y, lse, causal, scale):
+    """One head: dy, q, y [N, D], k, v [M, D], lse [N] -> (dq [N, D], dk [M, D], dv [M, D])."""
+    # BEGIN SOLUTION week 21, task attention_backward
+    d = len(q[0])
+    dq = [[0.0] * d for _ in q]
+    dk = [[0.0] * d for _ in k]
+    dv = [[0.0] * d for _ in v]
+    for i, (qi, dyi, yi) in enumerate(zip(q, dy, y, strict=True)):
+        p = _probabilities(_scores(qi, k, i, causal, scale), lse[i])
+        dsum = sum(g * o for g, o in zip(dyi, yi, strict=True))
+        for j, (pj, kj, vj) in enumerate(zip(p, k, v, strict=True)):
+            dp = sum(g * vjd for g, vjd in zip(dyi, vj, strict=True))
+            ds = scale * pj * (dp - dsum)  # the score's gradient, times scale for q and k
+            for c in range(d):
+                dv[j][c] += pj * dyi[c]
+                dq[i][c] += ds * kj[c]
+                dk[j][c] += ds * qi[c]
+    return dq, dk, dv
+    # END SOLUTION
+
+
+def _scores(qi, k, i, causal, scale):
+    """Row i of S: scale * q_i . k_j for every key j. A masked key (causal, j > i) gets S_ij - inf,
+    as PyTorch adds -inf: -inf, or NaN where S_ij is NaN or +Inf."""
+    # BEGIN SOLUTION week 21, task attention_scores
+    scores = [scale * sum(a * b for a, b in zip(qi, kj, strict=True)) for kj in k]
+    if causal:
+        scores[i + 1 :] = [s - math.inf for s in scores[i + 1 :]]
+    return scores
+    # END SOLUTION
+
+
+def _logsumexp(scores):
+    """log(sum_j exp(s_j)) as torch.logsumexp: shifted by the row's largest score m, so no exp
+    overflows; NaN if any score is; m itself when m is +-Inf (-Inf: every key masked)."""
+    # BEGIN SOLUTION week 21, task attention_logsumexp
+    if any(math.isnan(s) for s in scores):
+        return math.nan
+    m = max(scores)
+    if math.isinf(m):
+        return m
+    return m + math.log(sum(math.exp(s - m) for s in scores))
+    # END SOLUTION
+
+
+def _probabilities(scores, lse):
+    """P_ij = exp(s_j - lse_i): the row's softmax. A row whose every score is -Inf (lse -Inf) gets
+    zeros, as PyTorch's safe softmax gives."""
+    if lse == -math.inf:
+        return [0.0] * len(scores)
+    return [math.exp(s - lse) for s in scores]

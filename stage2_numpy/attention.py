@@ -1,10 +1,11 @@
 """What a transformer block needs besides matmul and softmax (week 21): layer normalization over
-the last dimension, and the GELU activation, vectorized.
+the last dimension, the GELU activation and scaled dot-product attention, vectorized.
 
 layernorm's statistics are each row's, over the last axis (D): NumPy's reductions with
 `axis=-1, keepdims=True` give [..., 1] arrays that broadcast back over the row. gelu is
 elementwise, x * Phi(x) with Phi the standard normal's distribution function, exactly (erf) or by
-tanh.
+tanh. attention's matmuls are batched: np.matmul multiplies the last two axes of [B, H, N, D] and
+[B, H, D, M] for every (batch, head) pair at once, so the score matrix is [B, H, N, M].
 """
 
 import math
@@ -98,6 +99,76 @@ def _tanh_form(x):
     positive = z >= 0  # NaN is not: both halves NaN
     return np.where(positive, p, e * p), np.where(positive, e * p, p)
     # END SOLUTION
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """Scaled dot-product attention -> (y [B, H, N, D], saved = (lse [B, H, N],)).
+
+    q [B, H, N, D]; k, v [B, H, M, D]; scale None means 1 / sqrt(D). S = scale * q @ k^T
+    [B, H, N, M]; with causal, key j is masked for query i when j > i (S - inf); lse =
+    log(sum_j exp(S_ij)); P = exp(S - lse), each row's softmax; y = P @ v.
+    """
+    q, k, v, causal, scale = checks.attention(q, k, v, causal, scale)
+    # BEGIN SOLUTION week 21, task attention
+    s = _scores(q, k, causal, scale)
+    lse = _logsumexp(s)
+    return _probabilities(s, lse) @ v, (lse,)
+    # END SOLUTION
+
+
+def attention_backward(dy, q, k, v, y, saved, causal=False, scale=None):
+    """Gradients of attention -> (dq [B, H, N, D], dk [B, H, M, D], dv [B, H, M, D]).
+
+    dy, y of q's shape; saved = (lse,) from attention, from which P is recomputed. dv = P^T @ dy;
+    dP = dy @ v^T; Dsum_i = sum_d dy_id * y_id (= sum_j P_ij dP_ij); dS = P * (dP - Dsum);
+    dq = scale * dS @ k; dk = scale * dS^T @ q.
+    """
+    dy, q, k, v, y, (lse,), causal, scale = checks.attention_backward(
+        dy, q, k, v, y, saved, causal, scale
+    )
+    # BEGIN SOLUTION week 21, task attention_backward
+    p = _probabilities(_scores(q, k, causal, scale), lse)
+    p_t = p.swapaxes(-1, -2)  # [B, H, M, N]: a view, no copy
+    dv = p_t @ dy
+    ds = dy @ v.swapaxes(-1, -2)  # dP, then dS in place
+    ds -= np.einsum("...d,...d->...", dy, y)[..., None]
+    ds *= p
+    ds *= scale  # once here instead of on dq and dk
+    return ds @ k, ds.swapaxes(-1, -2) @ q, dv
+    # END SOLUTION
+
+
+def _scores(q, k, causal, scale):
+    """S = scale * q @ k^T [B, H, N, M]; a masked key (causal, j > i) gets S_ij - inf, as PyTorch
+    adds -inf: -inf, or NaN where S_ij is NaN or +Inf."""
+    # BEGIN SOLUTION week 21, task attention_scores
+    s = q @ k.swapaxes(-1, -2)
+    s *= scale
+    if causal:
+        n, m = s.shape[-2:]
+        np.subtract(s, np.inf, out=s, where=np.triu(np.ones((n, m), bool), 1))
+    return s
+    # END SOLUTION
+
+
+def _logsumexp(s):
+    """log(sum_j exp(s_ij)) over the last axis, as torch.logsumexp: shifted by the row's largest
+    score m where m is finite, so no exp overflows; NaN if any score is, +-Inf when m is (-Inf:
+    every key masked: exp gives 0s, whose log is -Inf)."""
+    # BEGIN SOLUTION week 21, task attention_logsumexp
+    m = s.max(axis=-1, keepdims=True)
+    m[~np.isfinite(m)] = 0  # NaN and Inf rows need no shift: exp and log give their answer
+    with np.errstate(divide="ignore"):  # log(0) = -Inf is the answer for a row of -Inf
+        return (m + np.log(np.exp(s - m).sum(axis=-1, keepdims=True)))[..., 0]
+    # END SOLUTION
+
+
+def _probabilities(s, lse):
+    """P = exp(S - lse), each row's softmax. A row whose every score is -Inf (lse -Inf) gets zeros,
+    as PyTorch's safe softmax gives: it is shifted by +Inf instead (exp(-Inf) = 0, where -Inf -
+    -Inf would be NaN)."""
+    shift = np.where(lse == -np.inf, np.inf, lse)
+    return np.exp(s - shift[..., None])
 
 
 _erf_ufunc = np.frompyfunc(math.erf, 1, 1)
