@@ -14,6 +14,7 @@ import shutil
 
 import numpy as np
 import pytest
+from attention_reference import close, reference
 from cuda_emulated import build_library
 
 from stage4_cuda.nvcc_impl.attention import ATTENTION_KERNELS, scratch_floats
@@ -57,44 +58,14 @@ def pointer(a):
     return a.ctypes.data_as(V)
 
 
-def reference(q, k, v, dy, causal, scale):
-    """(y, lse, dq, dk, dv) in float64, masked as PyTorch's math backend masks (S + -inf)."""
-    q, k, v, dy = (a.astype(np.float64) for a in (q, k, v, dy))
-    with np.errstate(all="ignore"):
-        s = scale * q @ k.swapaxes(-1, -2)
-        if causal:
-            s = s + np.where(np.tri(*s.shape[-2:], dtype=bool), 0.0, -np.inf)
-        top = s.max(axis=-1, keepdims=True)
-        top = np.where(np.isnan(s).any(axis=-1, keepdims=True), np.nan, top)
-        e = np.exp(s - top)
-        total = e.sum(axis=-1, keepdims=True)
-        p = e / total
-        y = p @ v
-        dv = p.swapaxes(-1, -2) @ dy
-        dp = dy @ v.swapaxes(-1, -2)
-        ds = p * (dp - (dy * y).sum(axis=-1, keepdims=True))
-        dq, dk = scale * ds @ k, scale * ds.swapaxes(-1, -2) @ q
-    return y, (top + np.log(total))[..., 0], dq, dk, dv
-
-
-def close(got, want, what):
-    """got (float32) against want (float64): the same non-finite pattern, the rest within a
-    float32 tolerance relative to the largest value."""
-    assert np.array_equal(np.isfinite(got), np.isfinite(want)), what
-    assert np.array_equal(np.isnan(got), np.isnan(want)), what
-    finite = np.isfinite(want)
-    tolerance = 2e-5 * (1 + np.abs(want[finite]).max(initial=0))
-    error = np.abs(got[finite] - want[finite]).max(initial=0)
-    assert error <= tolerance, f"{what}: error {error:.3g} > {tolerance:.3g}"
-
-
 def run(lib, name, q, k, v, causal, scale):
     heads, n, d = q.shape
     m = k.shape[1]
     y, lse = np.full((heads, n, d), np.nan, np.float32), np.full((heads, n), np.nan, np.float32)
     scratch = np.full(max(1, scratch_floats(name, heads, n, m)), np.nan, np.float32)
     status = getattr(lib, f"s2c_cuda_attention_{name}")(
-        *map(pointer, (q, k, v, y, lse, scratch)), heads, n, m, d, causal, scale)
+        *map(pointer, (q, k, v, y, lse, scratch)), heads, n, m, d, causal, scale
+    )
     assert status == 0
     return y, lse
 
@@ -105,7 +76,8 @@ def run_backward(lib, dy, q, k, v, y, lse, causal, scale):
     grads = [np.full(a.shape, np.nan, np.float32) for a in (q, k, v)]
     scratch = np.full(scratch_floats("backward", heads, n, m), np.nan, np.float32)
     status = lib.s2c_cuda_attention_backward(
-        *map(pointer, (dy, q, k, v, y, lse, *grads, scratch)), heads, n, m, d, causal, scale)
+        *map(pointer, (dy, q, k, v, y, lse, *grads, scratch)), heads, n, m, d, causal, scale
+    )
     assert status == 0
     return grads
 
@@ -133,7 +105,7 @@ def test_every_rung_and_the_backward_against_float64(lib, shape, causal):
         close(got, want, what)
 
 
-@pytest.mark.parametrize("where", ["q", "k", "v", "dy"])
+@pytest.mark.parametrize("where", ["q", "k", "v", "dy", "score"])
 @pytest.mark.parametrize("poison", [np.nan, np.inf, -np.inf], ids=["nan", "+inf", "-inf"])
 def test_a_non_finite_input_spreads_as_in_pytorch(lib, where, poison):
     """A causal mask hides keys past a query, but PyTorch adds -inf to the scores there (NaN for
@@ -144,7 +116,12 @@ def test_a_non_finite_input_spreads_as_in_pytorch(lib, where, poison):
     arrays = {"q": q, "k": k, "v": v, "dy": dy}
     # query 5 of q and dy; key 129 of k and v, which every query (n = 70) masks: its tile of keys
     # (128, 129) is one a causal rung skips when every input is finite
-    arrays[where][0, 129 if where in "kv" else 5, 3] = poison
+    # "score": query 0's one key scores poison, its only unmasked score
+    if where == "score":
+        q[0, 0], k[0, 0] = 0, 0
+        q[0, 0, 3], k[0, 0, 3] = poison, 1
+    else:
+        arrays[where][0, 129 if where in "kv" else 5, 3] = poison
     scale = 0.25
     y64, lse64, *grads64 = reference(q, k, v, dy, True, scale)
     for name in ATTENTION_KERNELS:

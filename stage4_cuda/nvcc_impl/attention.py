@@ -88,7 +88,6 @@ def attention(q, k, v, causal=False, scale=None, kernel="best"):
     q, k, v, causal, scale = checks.attention(q, k, v, causal, scale)
     name = _checks.kernel_name("attention", kernel, ATTENTION_KERNELS, BEST_ATTENTION)
     heads, n, m, d = _heads(q, k)
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
     y, lse = device.empty(q.shape), device.empty(q.shape[:-1])
     scratch = shared_scratch(scratch_floats(name, heads, n, m))
     call(f"s2c_cuda_attention_{name}", q, k, v, y, lse, scratch, heads, n, m, d, causal, scale)
@@ -98,10 +97,10 @@ def attention(q, k, v, causal=False, scale=None, kernel="best"):
 def attention_backward(dy, q, k, v, y, saved, causal=False, scale=None):
     """Gradients of attention -> (dq, dk, dv), of q's, k's and v's shapes: P recomputed tile by
     tile from q, k and saved = (lse,), never an N x M buffer; every sum in a fixed order."""
-    dy, q, k, v, y, (lse,), causal, scale = checks.attention_backward(dy, q, k, v, y, saved,
-                                                                      causal, scale)
+    dy, q, k, v, y, (lse,), causal, scale = checks.attention_backward(
+        dy, q, k, v, y, saved, causal, scale
+    )
     heads, n, m, d = _heads(q, k)
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
     dq, dk, dv = device.empty(q.shape), device.empty(k.shape), device.empty(v.shape)
     scratch = shared_scratch(scratch_floats("backward", heads, n, m))
     call("s2c_cuda_attention_backward", dy, q, k, v, y, lse, dq, dk, dv, scratch, heads, n, m, d,

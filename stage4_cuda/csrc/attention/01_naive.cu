@@ -68,7 +68,8 @@ __global__ void scores_kernel(const float *q, const float *k, float *s, int64_t 
 
 /* Block r: row r of S in place. Three passes over the row (its maximum, the sum of exp(S - max),
  * then P = exp(S - max) / sum), the threads striding along it (reduce.cuh's block reductions);
- * lse[r] = max + log(sum). A NaN in the row makes the maximum NaN and every output NaN. */
+ * lse[r] = max + log(sum). A NaN in the row makes the maximum NaN and every output NaN; a row of
+ * -inf gets P = 0 and lse = -inf. */
 __global__ void softmax_rows_kernel(float *s, float *lse, int64_t m)
 {
     wait_for_previous_kernel();
@@ -77,12 +78,13 @@ __global__ void softmax_rows_kernel(float *s, float *lse, int64_t m)
     for (int64_t j = threadIdx.x; j < m; j += blockDim.x)
         top = nan_max(top, row[j]);
     top = block_max(top);
-    float total = 0.0f;
+    float shift = lse_shift(top), total = 0.0f;
     for (int64_t j = threadIdx.x; j < m; j += blockDim.x)
-        total += expf(row[j] - top);
+        total += expf(row[j] - shift);
     total = block_sum(total);
+    float inverse = inverse_sum(total);
     for (int64_t j = threadIdx.x; j < m; j += blockDim.x)
-        row[j] = expf(row[j] - top) / total;
+        row[j] = expf(row[j] - shift) * inverse;
     if (threadIdx.x == 0)
         lse[blockIdx.x] = top + logf(total);
 }

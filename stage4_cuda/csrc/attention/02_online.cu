@@ -63,7 +63,7 @@ __global__ void exp_weighted_values_kernel(const float *s, const float *lse, con
     if (h >= heads)
         return;
     const float *si = s + row * m, *vc = v + h * m * d + c;
-    float top = lse[row], total = 0.0f;
+    float top = lse_shift(lse[row]), total = 0.0f;
     for (int64_t j = 0; j < m; j++)
         total += __expf(si[j] - top) * vc[j * d];
     y[e] = total;

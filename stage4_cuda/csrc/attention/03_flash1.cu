@@ -114,13 +114,14 @@ flash1_kernel(const float *q, const float *k, const float *v, float *y, float *l
                 if (query >= n)
                     break;
                 float keep = old_sum[i] * alpha[i]; /* y so far, weighted back to a sum */
+                float inverse = inverse_sum(row_sum[i]);
                 for (int g = 0; g < CB; g++)
                     for (int j = 0; j < 4; j++) {
                         int col = 4 * tx + 64 * g + j;
                         if (col >= d)
                             continue;
                         float before = kt > 0 ? yh[query * d + col] * keep : 0.0f;
-                        yh[query * d + col] = (before + out[i][4 * g + j]) / row_sum[i];
+                        yh[query * d + col] = (before + out[i][4 * g + j]) * inverse;
                     }
                 if (tx == 0) {
                     max_h[query] = row_max[i];

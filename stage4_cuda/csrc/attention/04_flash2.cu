@@ -115,7 +115,7 @@ flash2_kernel(const float *q, const float *k, const float *v, float *y, float *l
             for (int j = 0; j < 4; j++) {
                 int col = 4 * tx + 64 * g + j;
                 if (col < d)
-                    y[(h * n + query) * d + col] = out[i][4 * g + j] / row_sum[i];
+                    y[(h * n + query) * d + col] = out[i][4 * g + j] * inverse_sum(row_sum[i]);
             }
         if (tx == 0)
             lse[h * n + query] = row_max[i] + logf(row_sum[i]);

@@ -37,6 +37,20 @@ static __device__ __forceinline__ float masked_score(float dot, float scale, int
     return causal && j > i ? s + -INFINITY : s;
 }
 
+/* What exp(S - lse) subtracts: lse, or +inf for a row whose every score is -inf (lse -inf), so
+ * that its P is exp(-inf) = 0 (PyTorch's safe softmax) where -inf - -inf would be NaN. */
+static __device__ __forceinline__ float lse_shift(float lse)
+{
+    return lse == -INFINITY ? INFINITY : lse;
+}
+
+/* 1 / sum for the outputs of a row, 0 for a row whose every score is -inf (sum 0): its P is 0,
+ * so its y is 0 (or NaN where v is not finite, 0 x inf), never 0 / 0. */
+static __device__ __forceinline__ float inverse_sum(float sum)
+{
+    return sum == 0.0f ? 0.0f : 1.0f / sum;
+}
+
 /* --- rungs 1 and 2 ----------------------------------------------------------------------------- */
 
 /* S = masked scale q k^T into s [heads, n, m] (01_naive.cu; rung 2 calls it too). */

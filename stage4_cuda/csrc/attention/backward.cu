@@ -117,7 +117,8 @@ static __device__ __forceinline__ void scores_to_gradients(float (&s)[4][4], flo
     int ty = tile_ty(), tx = tile_tx();
     for (int i = 0; i < 4; i++) {
         int64_t query = first_query + 4 * ty + i;
-        float top = query < n ? lse[query] : 0.0f, row = query < n ? dsum[query] : 0.0f;
+        float top = query < n ? lse_shift(lse[query]) : 0.0f;
+        float row = query < n ? dsum[query] : 0.0f;
         for (int j = 0; j < 4; j++) {
             int64_t key = first_key + 4 * tx + j;
             float p = query < n && key < m
