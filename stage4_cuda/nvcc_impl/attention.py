@@ -9,7 +9,7 @@ import math
 from ..runtime import device
 from . import _checks
 from ._checks import checks
-from ._library import call
+from ._library import call, library
 from ._scratch import shared_scratch
 
 # The rungs of the attention ladder (csrc/attention/0N_NAME.cu, s2c_cuda_attention_NAME), slowest
@@ -43,7 +43,9 @@ def layernorm_backward(dy, x, gamma, saved):
     dy, x, gamma, (mean, invstd) = checks.layernorm_backward(dy, x, gamma, saved)
     rows, d = _rows(x)
     dx, dgamma, dbeta = device.empty(x.shape), device.empty((d,)), device.empty((d,))
-    call("s2c_cuda_layernorm_backward", dy, x, gamma, mean, invstd, dx, dgamma, dbeta, rows, d)
+    partial = shared_scratch(2 * library().s2c_cuda_layernorm_chunks(rows) * d)
+    call("s2c_cuda_layernorm_backward", dy, x, gamma, mean, invstd, dx, dgamma, dbeta, partial,
+         rows, d)  # fmt: skip
     return dx, dgamma, dbeta
 
 

@@ -186,10 +186,10 @@ static __device__ __forceinline__ void online_softmax_tile(float (&s)[4][4], flo
 
 /* Shared memory of a tile by row (width 64 CB + PAD floats a row) and by k (TILE + PAD). */
 template <int CB>
-constexpr int rows_floats() { return TILE * (64 * CB + PAD); }
+__host__ __device__ constexpr int rows_floats() { return TILE * (64 * CB + PAD); }
 template <int CB>
-constexpr int by_k_floats() { return 64 * CB * (TILE + PAD); }
-constexpr int square_floats() { return TILE * (TILE + PAD); }
+__host__ __device__ constexpr int by_k_floats() { return 64 * CB * (TILE + PAD); }
+__host__ __device__ constexpr int square_floats() { return TILE * (TILE + PAD); }
 
 /* --- skipping masked tiles --------------------------------------------------------------------- */
 
