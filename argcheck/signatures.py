@@ -300,13 +300,22 @@ def batchnorm_backward(t, dy, x, gamma, saved):
     return dy, x, gamma, saved
 
 
+def _nesting(x):
+    """How deep a nested list goes down its first items: 1 for [1.0, 2.0], 2 for [[1.0], [2.0]]."""
+    depth = 0
+    while isinstance(x, list) and x:
+        x, depth = x[0], depth + 1
+    return depth if isinstance(x, numbers.Number) else -1
+
+
 def _statistics(t, op, saved, dims, hint, names=("mean", "invstd"), **known):
     """A forward's saved tuple (by default the pair (mean, invstd)), each array of shape `dims`
     with the `known` sizes."""
     what = f"pair ({', '.join(names)})" if len(names) == 2 else f"tuple ({', '.join(names)},)"
-    # one array instead of the tuple: a NumPy (or device) array, or stage 1's list of numbers
+    # one array instead of the tuple: a NumPy (or device) array, or stage 1's nested list of
+    # numbers as deep as one statistic (a list of statistics is one level deeper)
     one_array = interface_of(saved) is not None or (
-        isinstance(saved, list) and bool(saved) and isinstance(saved[0], numbers.Number)
+        isinstance(saved, list) and _nesting(saved) == len(dims.split(","))
     )
     if one_array or not isinstance(saved, tuple | list):
         got = "one array" if one_array else type_name(saved)

@@ -249,8 +249,9 @@ def build_layernorm(rng, size):
 
 def build_attention(rng, size):
     """size = (b, h, n, m, d, causal, scale[, spread]): q [B, H, N, D], k and v [B, H, M, D];
-    causal and scale may be DEFAULT. q and k spread by `spread` (default 1): at 30 the scores
-    reach thousands, where exp(S) overflows unless shifted by the row's largest score."""
+    causal and scale may be DEFAULT. q and k spread by `spread` (default 1): at 8 the scores
+    reach hundreds, where exp(S) overflows float32 (past 88) unless shifted by the row's largest
+    score."""
     b, h, n, m, d, causal, scale, *rest = size
     spread_ = rest[0] if rest else 1.0
     args = {

@@ -97,6 +97,9 @@ def describe_args(args):
             if value.dtype.kind == "f" and value.size and np.abs(value).max() >= 100:
                 part += f" (|{name}| up to {np.abs(value).max():.3g})"
             parts.append(part)
+        elif isinstance(value, tuple) and value and isinstance(value[0], np.ndarray):
+            shapes = ", ".join(f"[{', '.join(map(str, item.shape))}]" for item in value)
+            parts.append(f"{name}=({shapes}{',' if len(value) == 1 else ''})")  # saved's arrays
         elif isinstance(value, tuple):
             parts.append(f"{name}=({', '.join(map(str, value))})")
         else:

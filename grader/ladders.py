@@ -9,8 +9,6 @@ from collections import namedtuple
 
 import numpy as np
 
-from .builders import DEFAULT
-
 Named = namedtuple("Named", "label size")  # a ladder size with a name, e.g. "LeNet-5 conv1"
 
 LENET_CONV1 = (1, 28, 28, 6, 5, 5, 1, 2)  # (c, h, w, k, r, s, stride, padding) of a layer
@@ -93,10 +91,11 @@ GELU = _ladder((((256, 256), 1.0, "none"),),
                (((4096, 4096), 1.0, "none"), ((4096, 4096), 1.0, "tanh")))
 # Attention: a small ViT's heads (65 tokens: 64 patches and a class token, D = 32), a language
 # model's causal context of 256 (D = 64), then 1024 tokens; the GPU at FlashAttention's lengths.
-ATTENTION = _ladder(((1, 2, 32, 32, 16, False, DEFAULT),),
-                    ((64, 4, 65, 65, 32, False, DEFAULT), (4, 8, 256, 256, 64, True, DEFAULT),
-                     (1, 4, 1024, 1024, 64, False, DEFAULT)),
-                    ((8, 8, 1024, 1024, 64, True, DEFAULT), (1, 8, 4096, 4096, 64, False, DEFAULT)))
+# scale None: 1/sqrt(D) (a ladder size is sent to worker processes: DEFAULT does not cross).
+ATTENTION = _ladder(((1, 2, 32, 32, 16, False, None),),
+                    ((64, 4, 65, 65, 32, False, None), (4, 8, 256, 256, 64, True, None),
+                     (1, 4, 1024, 1024, 64, False, None)),
+                    ((8, 8, 1024, 1024, 64, True, None), (1, 8, 4096, 4096, 64, False, None)))
 LINEAR = _ladder(((8, 784, 128),), ((64, 784, 128), (256, 3200, 256)), ((4096, 4096, 4096),))
 
 # A backward op is timed at its forward's sizes: its arguments are built from the forward's.

@@ -108,7 +108,7 @@ def _attention_parts(args):
 def _attention(args):
     p, sizes, lse, _ = _attention_parts(args)
     y = p @ np.abs(_f64(args["v"]))
-    return {"y": y, "lse": (p * sizes).sum(axis=-1) + np.abs(lse[..., 0])}
+    return {"y": y, "saved.lse": (p * sizes).sum(axis=-1) + np.abs(lse[..., 0])}
 
 
 def _attention_exponent(args):
@@ -132,10 +132,11 @@ def _attention_backward_sums(args, exponent):
 TERMS = {
     "layernorm": Terms("|gamma| * (|x| + |mean|) * invstd + |beta|", _layernorm),
     "attention": Terms(
-        "P @ |v| (y), sum P * scale|q|.|k| + |lse| (lse)", _attention,
+        "the size of its terms (y: P @ |v|; lse: sum P * scale|q|.|k| + |lse|)", _attention,
         "(P * (scale|q|.|k| + |lse|)) @ |v|", _attention_exponent),  # fmt: skip
     "attention_backward": Terms(
-        "the same sums of |terms| (dS's: P * (|dP| + |Dsum|))",
+        "the size of its terms (dv: P^T @ |dy|; dq, dk: scale * W @ |k|, scale * W^T @ |q|, "
+        "W = P * (|dP| + |Dsum|))",
         lambda args: _attention_backward_sums(args, exponent=False),
         "each P weighed by scale|q|.|k| + |lse|",
         lambda args: _attention_backward_sums(args, exponent=True)),  # fmt: skip

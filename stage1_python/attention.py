@@ -16,6 +16,7 @@ SQRT_HALF = math.sqrt(0.5)  # erf(x / sqrt(2)) = erf(x * SQRT_HALF)
 NORMAL_DENSITY = 1.0 / math.sqrt(2.0 * math.pi)  # the standard normal density at 0
 TANH_SCALE = math.sqrt(2.0 / math.pi)  # the tanh form: tanh(TANH_SCALE * (x + TANH_CUBIC * x^3))
 TANH_CUBIC = 0.044715
+MAX_EXP_ARGUMENT = math.log(1.7976931348623157e308)  # math.exp overflows past this
 
 
 def layernorm(x, gamma, beta, eps=1e-5):
@@ -199,13 +200,14 @@ def _scores(qi, k, i, causal, scale):
 
 
 def _logsumexp(scores):
-    """log(sum_j exp(s_j)) as torch.logsumexp: shifted by the row's largest score m, so no exp
-    overflows; NaN if any score is; m itself when m is +-Inf (-Inf: every key masked)."""
+    """log(sum_j exp(s_j)) = m + log(sum_j exp(s_j - m)), shifted by the row's largest score m so
+    that no exp overflows. NaN if any score is NaN or +Inf (exp(Inf - Inf), as the row's softmax);
+    -Inf when every score is -Inf (every key masked: an empty sum)."""
     # BEGIN SOLUTION week 21, task attention_logsumexp
     if any(math.isnan(s) for s in scores):
-        return math.nan
+        return math.nan  # max() of a list holding NaN depends on where the NaN is
     m = max(scores)
-    if math.isinf(m):
+    if m == -math.inf:
         return m
     return m + math.log(sum(math.exp(s - m) for s in scores))
     # END SOLUTION
@@ -216,4 +218,6 @@ def _probabilities(scores, lse):
     zeros, as PyTorch's safe softmax gives."""
     if lse == -math.inf:
         return [0.0] * len(scores)
-    return [math.exp(s - lse) for s in scores]
+    # exp(s - lse) <= 1 with the row's own lse; one from other scores (another scale) may pass
+    # math.exp's range, which raises where NumPy and C give +Inf
+    return [math.exp(s - lse) if s - lse < MAX_EXP_ARGUMENT else math.inf for s in scores]

@@ -152,13 +152,13 @@ def _scores(q, k, causal, scale):
 
 
 def _logsumexp(s):
-    """log(sum_j exp(s_ij)) over the last axis, as torch.logsumexp: shifted by the row's largest
-    score m where m is finite, so no exp overflows; NaN if any score is, +-Inf when m is (-Inf:
-    every key masked: exp gives 0s, whose log is -Inf)."""
+    """log(sum_j exp(s_ij)) = m + log(sum_j exp(s_ij - m)) over the last axis, shifted by the row's
+    largest score m so that no exp overflows. NaN where a score is NaN or +Inf (exp(Inf - Inf), as
+    the row's softmax); -Inf where every score is -Inf (every key masked: an empty sum)."""
     # BEGIN SOLUTION week 21, task attention_logsumexp
     m = s.max(axis=-1, keepdims=True)
-    m[~np.isfinite(m)] = 0  # NaN and Inf rows need no shift: exp and log give their answer
-    with np.errstate(divide="ignore"):  # log(0) = -Inf is the answer for a row of -Inf
+    m[m == -np.inf] = 0  # a row of -Inf: no shift, its exps are 0 and their log -Inf
+    with np.errstate(divide="ignore"):  # that log(0)
         return (m + np.log(np.exp(s - m).sum(axis=-1, keepdims=True)))[..., 0]
     # END SOLUTION
 

@@ -80,6 +80,8 @@ EXERCISES = {
     "s2c_layernorm_backward": (22, "layernorm_backward", "attention.c"),
     "s2c_gelu": (22, "gelu", "attention.c"),
     "s2c_gelu_backward": (22, "gelu_backward", "attention.c"),
+    "s2c_attention": (22, "attention", "attention.c"),
+    "s2c_attention_backward": (22, "attention_backward", "attention.c"),
 }
 
 # The status codes of csrc/s2c.h (the same numbers as lib.S2C_OK and friends, which exist only

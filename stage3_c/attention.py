@@ -1,7 +1,9 @@
-"""Layer norm over the last dimension and GELU (week 22, csrc/attention.c).
+"""Layer norm over the last dimension, GELU and scaled dot-product attention (week 22,
+csrc/attention.c).
 
 C sees layer norm's x [N, D] or [N, T, D] as [rows, D]: rows = N (or N*T) vectors of D features,
 each normalized with its own statistics. GELU is elementwise; C takes its form as a flag.
+Attention's q [B, H, N, D] is [B*H, N, D] to C: every (batch, head) pair is one head of its own.
 """
 
 import math
@@ -57,3 +59,32 @@ def gelu_backward(x, dy, approximate="none"):
     call("s2c_gelu_backward", pointer(x), pointer(dy), pointer(dx), x.size,
          int(approximate == "tanh"))  # fmt: skip
     return dx
+
+
+def attention(q, k, v, causal=False, scale=None):
+    """Scaled dot-product attention -> (y [B, H, N, D], saved = (lse [B, H, N],)).
+
+    q [B, H, N, D]; k, v [B, H, M, D]; scale None means 1 / sqrt(D). S = scale * q @ k^T, keys
+    j > i masked with causal; lse = log(sum_j exp(S_ij)); y = exp(S - lse) @ v.
+    """
+    op = "attention"
+    q, k, v, causal, scale = checks.attention(q, k, v, causal, scale)
+    b, h, n, d = q.shape
+    y, lse = new_output(op, q.shape), new_output(op, q.shape[:-1])
+    call("s2c_attention", *map(pointer, (q, k, v, y, lse)), b * h, n, k.shape[2], d, int(causal),
+         scale)  # fmt: skip
+    return y, (lse,)
+
+
+def attention_backward(dy, q, k, v, y, saved, causal=False, scale=None):
+    """Gradients of attention -> (dq [B, H, N, D], dk [B, H, M, D], dv [B, H, M, D]); saved =
+    (lse,) from attention, from which the scores' softmax is recomputed."""
+    op = "attention_backward"
+    dy, q, k, v, y, (lse,), causal, scale = checks.attention_backward(
+        dy, q, k, v, y, saved, causal, scale
+    )
+    b, h, n, d = q.shape
+    dq, dk, dv = new_output(op, q.shape), new_output(op, k.shape), new_output(op, k.shape)
+    call("s2c_attention_backward", *map(pointer, (dy, q, k, v, y, lse, dq, dk, dv)), b * h, n,
+         k.shape[2], d, int(causal), scale)  # fmt: skip
+    return dq, dk, dv

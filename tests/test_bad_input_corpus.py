@@ -11,8 +11,8 @@ run on stage 2), then every argument in turn replaced by every mutation of its k
     zero_point, y_zero) out of range;
   - ints and numbers: out of range, NaN, infinities, bools, strings, None, huge values, and
     NumPy scalars (np.int16(200) must be converted before use and give the right result);
-  - flags, names (gelu's approximate), shapes (x_shape, an init's shape) and the saved pair
-    of batchnorm and layernorm.
+  - flags, names (gelu's approximate), shapes (x_shape, an init's shape), a number that may be
+    None (attention's scale) and the saved tuples of batchnorm, layernorm and attention.
 Each mutated call runs on every tier; the tiers must all succeed or all raise the same exception
 type with the same message. A mutation marked RAISES must raise (TypeError or ValueError only),
 one marked SUCCEEDS must succeed and give the tier's result for the valid call; the others
@@ -224,6 +224,12 @@ def real_mutations():
     return out + [("np.float64", SUCCEEDS, lambda tier, v: np.float64(v))]
 
 
+def optional_real_mutations():
+    """A number whose default is None (attention's scale), left at None by the valid call: a
+    number's mutations but None itself and np.float64(None) (a NaN, already among them)."""
+    return [mutation for mutation in real_mutations() if mutation[0] not in ("None", "np.float64")]
+
+
 def flag_mutations():
     out = [(repr(v), RAISES, as_is(v)) for v in (1, 0, "True", None, 0.0)]
     return out + [("np.bool_", SUCCEEDS, lambda tier, v: np.bool_(v))]
@@ -256,11 +262,13 @@ def choice_mutations():
 
 
 def saved_mutations():
+    """A forward's saved tuple ((mean, invstd), attention's (lse,)): its first array alone, one
+    array more, None, the first array short, a list."""
     return [
         ("a single array", RAISES, lambda tier, v: tier.from_numpy(v[0])),
-        ("three arrays", RAISES, lambda tier, v: native(tier, (v[0], v[1], v[1]))),
+        ("one array more", RAISES, lambda tier, v: native(tier, (*v, v[-1]))),
         ("None", RAISES, as_is(None)),
-        ("a short mean", RAISES, lambda tier, v: native(tier, (v[0][:-1], v[1]))),
+        ("a short first array", RAISES, lambda tier, v: native(tier, (v[0][:-1], *v[1:]))),
         ("a list", SUCCEEDS, lambda tier, v: list(native(tier, v))),
     ]
 
@@ -289,6 +297,8 @@ def mutations(op, name, args):
         return choice_mutations()
     if isinstance(value, int):
         return int_mutations()
+    if value is None:
+        return optional_real_mutations()
     return real_mutations()
 
 

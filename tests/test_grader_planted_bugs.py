@@ -143,6 +143,27 @@ BUGS = [
      r"^gelu: y\[[\d, ]+\] expected .* approximate=tanh\]"),
     ("gelu_backward_exact_only", "gelu_backward", "correct",
      r"^gelu_backward: dx\[[\d, ]+\] expected .* approximate=tanh\]"),
+    # scaled dot-product attention: the mask's diagonal, its alignment and its NaN, the default
+    # scale, an unshifted log-sum-exp, the softmax's Dsum term, two gradients swapped
+    ("attention_causal_diagonal", "attention", "correct",
+     r"^attention: y\[[\d, ]+\] expected .* saved\.lse\[[\d, ]+\] expected .*, received -inf;"
+     r".* causal=True"),
+    ("attention_causal_bottom_right", "attention", "correct",
+     r"^attention: y\[[\d, ]+\] expected .*\[case \d of \d+: q\[2, 3, 5, 3\] k\[2, 3, 7, 3\].* "
+     r"causal=True"),
+    ("attention_scale_over_d", "attention", "correct",
+     r"^attention: y\[[\d, ]+\] expected .* scale=None \(default, not passed\)\]"),
+    ("attention_lse_no_max", "attention", "correct",
+     r"^attention: y\[[\d, ]+\] expected .* saved\.lse\[[\d, ]+\] expected [\d.]+, received inf;"),
+    ("attention_mask_assigns", "attention", "nan",
+     r"^attention: a NaN in k\[[\d, ]+\] came out as -?[\d.e+-]+ in y\[[\d, ]+\]; PyTorch keeps "
+     r"the NaN .*causal=True"),
+    ("attention_backward_no_dsum", "attention_backward", "grad",
+     r"^attention_backward: dq\[[\d, ]+\] expected .* \| attention_backward: dk\[[\d, ]+\] "
+     r"expected .*\(central difference, h=1e-6\) \[case 1 of 2: .*saved=\(\[2, 2, 5\],\)"),
+    ("attention_backward_dk_dv_swapped", "attention_backward", "grad",
+     r"^attention_backward: dk\[[\d, ]+\] expected .* \| attention_backward: dv\[[\d, ]+\] "
+     r"expected .*\(central difference"),
 ]  # fmt: skip
 # Stage 1's planted bugs: the extremes every tier must survive.
 STAGE1_BUGS = [

@@ -102,6 +102,37 @@ def layernorm_backward(dy, x, gamma, saved):
                                            [True, True, True])
 
 
+def attention_scores(q, k, causal, scale):
+    """S as the math backend of scaled_dot_product_attention makes it: scale * q @ k^T plus a
+    mask of -inf above the diagonal with causal (scale None: 1/sqrt(D))."""
+    scale = 1 / q.shape[-1] ** 0.5 if scale is None else scale
+    s = scale * q @ k.transpose(-1, -2)
+    if causal:
+        s = s + torch.zeros(s.shape[-2:], dtype=s.dtype).masked_fill(
+            ~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -torch.inf)
+    return s
+
+
+def attention(q, k, v, causal, scale):
+    """(y, (lse,)): y from torch's math backend; lse, which it does not return, torch.logsumexp
+    of its scores, NaN where a score is +inf (the row's softmax is NaN; logsumexp says +inf)."""
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+    s = attention_scores(q, k, causal, scale)
+    return y, (torch.where(s.amax(-1) == torch.inf, torch.nan, torch.logsumexp(s, -1)),)
+
+
+def attention_backward(dy, q, k, v, y, saved, causal, scale):
+    """The contract's backward in torch ops (autograd through the math backend takes no y or lse
+    to poison): P = exp(S - lse), 0 on a row whose lse is -inf (its safe softmax)."""
+    (lse,) = saved
+    shift = torch.where(lse == -torch.inf, torch.inf, lse)
+    p = torch.exp(attention_scores(q, k, causal, scale) - shift[..., None])
+    ds = p * (dy @ v.transpose(-1, -2) - (dy * y).sum(-1, keepdim=True))
+    scale = 1 / q.shape[-1] ** 0.5 if scale is None else scale
+    return scale * ds @ k, scale * ds.transpose(-1, -2) @ q, p.transpose(-1, -2) @ dy
+
+
 def dropout_forward(x, p, seed):
     """x * mask / (1 - p), as F.dropout computes it, with the contract's mask (stage 2 draws it)."""
     _, mask = STAGE2.dropout_forward(np.zeros(tuple(x.shape), np.float32), p, seed)
@@ -218,6 +249,8 @@ TORCH = {  # op name: its PyTorch equivalent, on float64 tensors (in-place ops u
     "gelu": lambda x, approximate: F.gelu(x, approximate=approximate),
     "gelu_backward": lambda x, dy, approximate: aten.gelu_backward(dy, x,
                                                                    approximate=approximate),
+    "attention": attention,
+    "attention_backward": attention_backward,
 }
 
 

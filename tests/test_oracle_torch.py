@@ -526,3 +526,38 @@ def test_gelu_both_forms_and_backward(tier, rng, approximate, scale):
     assert_close(tier, tier.gelu(tier.from_numpy(x), approximate), as_array(y), f"gelu {case}")
     got = tier.gelu_backward(tier.from_numpy(x), tier.from_numpy(dy), approximate)
     assert_close(tier, got, vjp(y, dy, tx)[0], f"gelu_backward {case}")
+
+
+def torch_lse(q, k, causal, scale):
+    """log(sum_j exp(S_ij)) of the scores scaled_dot_product_attention softmaxes (it returns no
+    lse): scale * q @ k^T, keys j > i at -inf with causal."""
+    s = scale * q @ k.transpose(-1, -2)
+    if causal:
+        s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool).tril(), -torch.inf)
+    return torch.logsumexp(s, -1)
+
+
+@on_every_tier("attention")
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("scale", [None, 0.35], ids=["default-scale", "scale0.35"])
+def test_attention_forward_lse_and_backward(tier, rng, causal, scale):
+    """y against F.scaled_dot_product_attention, lse against torch.logsumexp of its scores, and
+    dq, dk, dv against autograd through it; N != M both ways, D off every power of two."""
+    sizes = small(tier, [(1, 2, 3, 5, 4), (2, 1, 6, 2, 3)],
+                  [(2, 3, 17, 33, 24), (1, 2, 70, 9, 5), (1, 1, 130, 129, 64)])  # fmt: skip
+    for b, h, n, m, d in sizes:
+        q, k, v = (inputs.normal(rng, (b, h, length, d)) for length in (n, m, m))
+        dy = inputs.normal(rng, (b, h, n, d))
+        tq, tk, tv = t64(q, True), t64(k, True), t64(v, True)
+        y = F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=scale)
+        got, (lse,) = tier.attention(*map(tier.from_numpy, (q, k, v)), causal, scale)
+        case = f"[{b}, {h}, {n}, {m}, {d}], causal={causal}, scale={scale}"
+        assert_close(tier, got, as_array(y), f"attention y {case}")
+        lse_scale = 1 / d**0.5 if scale is None else scale
+        assert_close(tier, lse, as_array(torch_lse(tq, tk, causal, lse_scale)),
+                     f"attention lse {case}")  # fmt: skip
+        grads = tier.attention_backward(*map(tier.from_numpy, (dy, q, k, v)), got, (lse,),
+                                        causal, scale)  # fmt: skip
+        for name, received, expected in zip(("dq", "dk", "dv"), grads, vjp(y, dy, tq, tk, tv),
+                                            strict=True):  # fmt: skip
+            assert_close(tier, received, expected, f"attention_backward {name} {case}", sums=True)

@@ -38,8 +38,9 @@ def floats(rng, *shape):
 # A kind says what an argument is: ("array", fixed_rank) for float32 data read by C,
 # ("state",) for a float32 array updated in place, ("labels", classes), ("argmax", plane_size),
 # ("int", minimum[, maximum]), ("real", low, high, low_open, high_open), ("seed",), ("flag",),
-# ("shape", rank or None), ("saved",) for batchnorm's and layernorm's (mean, invstd), ("choice",)
-# for a name.
+# ("shape", rank or None), ("saved",) for a forward's saved tuple (batchnorm's and layernorm's
+# (mean, invstd), attention's (lse,)), ("choice",) for a name, ("optional", low, high, low_open,
+# high_open) for a number that may be None.
 
 WRONG_TYPES = [None, "1", [1.0, 2.0], {"a": 1}, object()]
 
@@ -168,15 +169,18 @@ def mutations(kind, value):
     if tag == "shape":
         return shape_mutations(value, kind[1])
     if tag == "saved":
-        mean, invstd = value
+        first, last = value[0], value[-1]
         return [
-            (RAISES, "a single array", mean),
-            (RAISES, "three arrays", (mean, invstd, invstd)),
+            (RAISES, "a single array", first),
+            (RAISES, "one array more", (*value, last)),
             (RAISES, "None", None),
-            (RAISES, "a short mean", (mean[:-1], invstd)),
-            (RAISES, "float64 invstd", (mean, invstd.astype(np.float64))),
-            (SUCCEEDS, "a list", [mean, invstd]),
+            (RAISES, "a short first array", (first[:-1], *value[1:])),
+            (RAISES, "a float64 last array", (*value[:-1], last.astype(np.float64))),
+            (SUCCEEDS, "a list", list(value)),
         ]
+    if tag == "optional":  # a number or None (its default): a number's mutations but None
+        real = [change for change in real_mutations(value, *kind[1:]) if change[2] is not None]
+        return real + [(None, "None (the default)", None)]
     if tag == "choice":
         return [(RAISES, repr(v), v) for v in ("fastest", 0, 6, 3.0, None, "")]
     raise AssertionError(f"unknown kind {kind}")
@@ -194,6 +198,7 @@ NON_NEGATIVE = ("real", 0, None, False, False)
 PROBABILITY = ("real", 0, 1, False, True)
 UNIT = ("real", 0, 1, False, False)
 POSITIVE = ("real", 0, None, True, False)
+OPTIONAL_POSITIVE = ("optional", 0, None, True, False)  # attention's scale
 
 
 CODES, ZERO = ("codes",), ("int", -128, 127)
@@ -330,6 +335,12 @@ CALLS = {
     "gelu": lambda r: ([floats(r, 2, 3), "tanh"], [ANY, ("choice",)]),
     "gelu_backward": lambda r: ([floats(r, 2, 3), floats(r, 2, 3), "tanh"],
                                 [ANY, FIXED, ("choice",)]),
+    "attention": lambda r: ([floats(r, 2, 3, 5, 4), floats(r, 2, 3, 6, 4), floats(r, 2, 3, 6, 4),
+                             True, 0.5], [FIXED, FIXED, FIXED, ("flag",), OPTIONAL_POSITIVE]),
+    "attention_backward": lambda r: (
+        [floats(r, 2, 3, 5, 4), floats(r, 2, 3, 5, 4), floats(r, 2, 3, 6, 4),
+         floats(r, 2, 3, 6, 4), floats(r, 2, 3, 5, 4), (floats(r, 2, 3, 5),), True, 0.5],
+        [FIXED] * 5 + [("saved",), ("flag",), OPTIONAL_POSITIVE]),
 }  # fmt: skip
 
 

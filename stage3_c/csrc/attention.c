@@ -1,12 +1,19 @@
 /* attention.c -- what a transformer block needs besides matmul and softmax (week 22): layer
- * normalization over the last dimension, and the GELU activation.
+ * normalization over the last dimension, the GELU activation, and scaled dot-product attention.
  *
  * Layer norm sees x as [rows, d]: each row (a token's d features) has its own mean and variance,
  * summed in double over its d contiguous floats, so the threads split the rows. The backward's
  * dgamma and dbeta are sums down the rows instead, one per feature: the threads split the
  * features into blocks, and each walks every row for its block, adding in the same order however
- * many threads run (the result does not depend on the thread count). */
+ * many threads run (the result does not depend on the thread count).
+ *
+ * Attention sees q [bh, n, d] and k, v [bh, m, d] (bh = batch * heads, each head on its own). The
+ * forward never holds a row of n x m scores: each query streams its keys KEY_BLOCK at a time with
+ * the online softmax (a running max, a running sum of exponentials, a running output rescaled
+ * when the max grows), FlashAttention's way. The threads split (head, block of QUERY_BLOCK
+ * queries) pairs, and every sum runs in one order inside one thread, whatever the thread count. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "internal.h"
 
@@ -15,6 +22,8 @@
 #define TANH_SCALE 0.79788456080286535588f     /* sqrt(2 / pi) */
 #define TANH_CUBIC 0.044715f
 #define FEATURE_BLOCK 64 /* features whose gradient sums one thread keeps, in double */
+#define QUERY_BLOCK 16   /* attention: queries (or keys, backward) one thread takes at a time */
+#define KEY_BLOCK 64     /* attention: keys whose scores a query holds at once */
 
 int s2c_layernorm(const float *x, const float *gamma, const float *beta, float *y, float *mean,
                   float *invstd, int64_t rows, int64_t d, double eps)
@@ -149,6 +158,174 @@ int s2c_gelu_backward(const float *x, const float *dy, float *dx, int64_t size, 
         }
         dx[i] = dy[i] * derivative;
     }
+    return S2C_OK;
+    /* END SOLUTION */
+}
+
+/* 1 when x[0 .. size-1] holds no NaN and no Inf: x * 0 is NaN exactly for those, and a sum of
+ * zeros stays zero (vectorizes, unlike a test per element). */
+static int all_finite(const float *x, int64_t size)
+{
+    float poisoned = 0.0f;
+    #pragma omp simd reduction(+ : poisoned)
+    for (int64_t i = 0; i < size; i++)
+        poisoned += x[i] * 0.0f;
+    return poisoned == 0.0f;
+}
+
+/* S_ij = scale * q_i . k_j; a key the causal mask hides gets S_ij - inf, as PyTorch adds -inf
+ * (-inf, or NaN where S_ij is NaN or +Inf). */
+static inline float score(const float *qi, const float *kj, int64_t d, float scale, int masked)
+{
+    float dot = 0.0f;
+    #pragma omp simd reduction(+ : dot)
+    for (int64_t c = 0; c < d; c++)
+        dot += qi[c] * kj[c];
+    return masked ? scale * dot - INFINITY : scale * dot;
+}
+
+/* P_ij = exp(S_ij - lse_i); 0 on a row whose every score is -inf (lse -inf), as PyTorch's safe
+ * softmax gives, where exp(-inf - -inf) would be NaN. */
+static inline float probability(float s, float lse)
+{
+    return lse == -INFINITY ? 0.0f : expf(s - lse);
+}
+
+/* x . y over d floats */
+static inline float dot(const float *x, const float *y, int64_t d)
+{
+    float sum = 0.0f;
+    #pragma omp simd reduction(+ : sum)
+    for (int64_t c = 0; c < d; c++)
+        sum += x[c] * y[c];
+    return sum;
+}
+
+/* Where a causal mask lets a kernel skip the keys it hides: the keys a query (or the queries a
+ * key) must visit. Their terms are exactly 0 only when every input is finite (0 * Inf is NaN, as
+ * in PyTorch's P @ v), so with a NaN or Inf anywhere every key is visited. */
+static int64_t keys_to_visit(int64_t i, int64_t m, int causal, int skip)
+{
+    return causal && skip ? s2c_min(m, i + 1) : m;
+}
+
+int s2c_attention(const float *q, const float *k, const float *v, float *y, float *lse,
+                  int64_t bh, int64_t n, int64_t m, int64_t d, int causal, double scale)
+{
+    S2C_REQUIRE(bh >= 1 && n >= 1 && m >= 1 && d >= 1);
+    /* BEGIN SOLUTION week 22, task attention */
+    int skip = all_finite(q, bh * n * d) && all_finite(k, bh * m * d) && all_finite(v, bh * m * d);
+    int64_t query_blocks = (n + QUERY_BLOCK - 1) / QUERY_BLOCK;
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(s2c_get_num_threads()) \
+        if (bh * n * m * d >= S2C_PARALLEL_MIN / 16)
+    for (int64_t task = 0; task < bh * query_blocks; task++) {
+        int64_t head = task / query_blocks, first = (task % query_blocks) * QUERY_BLOCK;
+        const float *kh = k + head * m * d, *vh = v + head * m * d;
+        for (int64_t i = first; i < s2c_min(n, first + QUERY_BLOCK); i++) {
+            const float *qi = q + (head * n + i) * d;
+            float *out = y + (head * n + i) * d; /* the running output, rescaled as we go */
+            float row_max = -INFINITY, total = 0.0f, s[KEY_BLOCK];
+            for (int64_t c = 0; c < d; c++)
+                out[c] = 0.0f;
+            int64_t keys = keys_to_visit(i, m, causal, skip);
+            for (int64_t j0 = 0; j0 < keys; j0 += KEY_BLOCK) {
+                int64_t width = s2c_min(KEY_BLOCK, keys - j0);
+                float block_max = -INFINITY;
+                for (int64_t t = 0; t < width; t++) {
+                    s[t] = score(qi, kh + (j0 + t) * d, d, (float)scale, causal && j0 + t > i);
+                    block_max = s[t] > block_max ? s[t] : block_max; /* a NaN spreads via exp */
+                }
+                float new_max = block_max > row_max ? block_max : row_max;
+                /* every score -inf so far: no shift (exp(-inf) = 0, where -inf - -inf is NaN) */
+                float shift = new_max == -INFINITY ? 0.0f : new_max;
+                float rescale = expf(row_max - shift); /* the old terms, to the new max */
+                total *= rescale;
+                for (int64_t c = 0; c < d; c++)
+                    out[c] *= rescale;
+                for (int64_t t = 0; t < width; t++) {
+                    float p = expf(s[t] - shift);
+                    const float *vj = vh + (j0 + t) * d;
+                    total += p;
+                    #pragma omp simd
+                    for (int64_t c = 0; c < d; c++)
+                        out[c] += p * vj[c];
+                }
+                row_max = new_max;
+            }
+            /* total is 0 on a row of -inf scores: lse -inf, and y = 0 (or NaN from 0 * Inf) */
+            lse[head * n + i] = row_max + logf(total);
+            if (total > 0.0f)
+                for (int64_t c = 0; c < d; c++)
+                    out[c] /= total;
+        }
+    }
+    return S2C_OK;
+    /* END SOLUTION */
+}
+
+int s2c_attention_backward(const float *dy, const float *q, const float *k, const float *v,
+                           const float *y, const float *lse, float *dq, float *dk, float *dv,
+                           int64_t bh, int64_t n, int64_t m, int64_t d, int causal, double scale)
+{
+    S2C_REQUIRE(bh >= 1 && n >= 1 && m >= 1 && d >= 1);
+    /* BEGIN SOLUTION week 22, task attention_backward */
+    /* With P recomputed from lse, dP_ij = dy_i . v_j, Dsum_i = dy_i . y_i and
+     * dS_ij = P_ij (dP_ij - Dsum_i): dv_j = sum_i P_ij dy_i and dk_j = scale sum_i dS_ij q_i
+     * (sums over the queries: one pass, the threads splitting the keys), then
+     * dq_i = scale sum_j dS_ij k_j (over the keys: a second pass, splitting the queries). Each
+     * thread owns the rows it writes: no two threads add into one, and no n x m buffer. */
+    float *dsum = malloc((size_t)(bh * n) * sizeof(float));
+    if (dsum == NULL)
+        return S2C_OUT_OF_MEMORY;
+    for (int64_t row = 0; row < bh * n; row++)
+        dsum[row] = dot(dy + row * d, y + row * d, d);
+    int skip = all_finite(dy, bh * n * d) && all_finite(q, bh * n * d) &&
+               all_finite(k, bh * m * d) && all_finite(v, bh * m * d) &&
+               all_finite(y, bh * n * d) && all_finite(lse, bh * n);
+    float s_scale = (float)scale;
+    int parallel = bh * n * m * d >= S2C_PARALLEL_MIN / 16;
+    int64_t key_blocks = (m + QUERY_BLOCK - 1) / QUERY_BLOCK;
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(s2c_get_num_threads()) \
+        if (parallel)
+    for (int64_t task = 0; task < bh * key_blocks; task++) {
+        int64_t head = task / key_blocks, first = (task % key_blocks) * QUERY_BLOCK;
+        for (int64_t j = first; j < s2c_min(m, first + QUERY_BLOCK); j++) {
+            const float *kj = k + (head * m + j) * d, *vj = v + (head * m + j) * d;
+            float *dkj = dk + (head * m + j) * d, *dvj = dv + (head * m + j) * d;
+            for (int64_t c = 0; c < d; c++)
+                dkj[c] = dvj[c] = 0.0f;
+            /* the queries that see key j under a causal mask: i >= j */
+            for (int64_t i = causal && skip ? j : 0; i < n; i++) {
+                int64_t row = head * n + i;
+                const float *qi = q + row * d, *dyi = dy + row * d;
+                float p = probability(score(qi, kj, d, s_scale, causal && j > i), lse[row]);
+                float ds = s_scale * p * (dot(dyi, vj, d) - dsum[row]);
+                #pragma omp simd
+                for (int64_t c = 0; c < d; c++) {
+                    dvj[c] += p * dyi[c];
+                    dkj[c] += ds * qi[c];
+                }
+            }
+        }
+    }
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(s2c_get_num_threads()) \
+        if (parallel)
+    for (int64_t row = 0; row < bh * n; row++) {
+        int64_t head = row / n, i = row % n;
+        const float *qi = q + row * d, *dyi = dy + row * d;
+        float *dqi = dq + row * d;
+        for (int64_t c = 0; c < d; c++)
+            dqi[c] = 0.0f;
+        for (int64_t j = 0; j < keys_to_visit(i, m, causal, skip); j++) {
+            const float *kj = k + (head * m + j) * d, *vj = v + (head * m + j) * d;
+            float p = probability(score(qi, kj, d, s_scale, causal && j > i), lse[row]);
+            float ds = s_scale * p * (dot(dyi, vj, d) - dsum[row]);
+            #pragma omp simd
+            for (int64_t c = 0; c < d; c++)
+                dqi[c] += ds * kj[c];
+        }
+    }
+    free(dsum);
     return S2C_OK;
     /* END SOLUTION */
 }

@@ -187,5 +187,12 @@ int s2c_layernorm_backward(const float *dy, const float *x, const float *gamma, 
                            int64_t rows, int64_t d);
 int s2c_gelu(const float *x, float *y, int64_t size, int tanh_form);
 int s2c_gelu_backward(const float *x, const float *dy, float *dx, int64_t size, int tanh_form);
+/* scaled dot-product attention over q [bh, n, d], k, v [bh, m, d] (bh = batch * heads): y [bh, n,
+ * d] and lse [bh, n]; causal 1 masks key j for query i when j > i; scale multiplies q . k */
+int s2c_attention(const float *q, const float *k, const float *v, float *y, float *lse,
+                  int64_t bh, int64_t n, int64_t m, int64_t d, int causal, double scale);
+int s2c_attention_backward(const float *dy, const float *q, const float *k, const float *v,
+                           const float *y, const float *lse, float *dq, float *dk, float *dv,
+                           int64_t bh, int64_t n, int64_t m, int64_t d, int causal, double scale);
 
 #endif
