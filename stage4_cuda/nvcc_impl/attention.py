@@ -15,7 +15,7 @@ from ._scratch import shared_scratch
 # The rungs of the attention ladder (csrc/attention/0N_NAME.cu, s2c_cuda_attention_NAME), slowest
 # first; every rung writes the lse the backward reads.
 ATTENTION_KERNELS = ("naive", "online", "flash1", "flash2")
-BEST_ATTENTION = "flash2"  # the fastest measured (csrc/attention/README.md)
+BEST_ATTENTION = "flash2"  # the last rung; bench.attention_ladder measures it against the rest
 
 
 def _rows(x):
