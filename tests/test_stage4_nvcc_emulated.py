@@ -48,7 +48,7 @@ SIGNATURES = {
     "shift_images": [V] * 5 + [I64] * 5, "correct_count": [V, V, V, I64, I64],
     "linear_scratch": [I64, I64, I64, V], "linear_forward": [V] * 5 + [I64] * 3,
     "linear_backward": [V] * 7 + [I64] * 3,
-    "layernorm": [V] * 6 + [I64, I64, F32], "layernorm_backward": [V] * 8 + [I64, I64],
+    "layernorm": [V] * 6 + [I64, I64, F32], "layernorm_backward": [V] * 9 + [I64, I64],
     "gelu": [V, V, I64, ctypes.c_int], "gelu_backward": [V, V, V, I64, ctypes.c_int],
 }  # fmt: skip
 
@@ -66,6 +66,7 @@ def lib(tmp_path_factory):
     loaded = ctypes.CDLL(str(library))
     for name, arguments in SIGNATURES.items():
         getattr(loaded, f"s2c_cuda_{name}").argtypes = arguments
+    loaded.s2c_cuda_layernorm_chunks.argtypes, loaded.s2c_cuda_layernorm_chunks.restype = [I64], I64
     return loaded
 
 
@@ -204,10 +205,11 @@ def test_batchnorm_over_blocks_of_a_channel(lib, rng, shape):
     np.testing.assert_allclose(y, expected_y, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("shape", [(3, 300), (70, 3), (1, 7), (2, 5, 33)])
+@pytest.mark.parametrize("shape", [(3, 300), (70, 3), (1, 7), (2, 5, 33), (2, 300, 37)])
 def test_layernorm_rows_past_a_block_and_many_short_rows(lib, rng, shape):
     """Rows longer than a block of 256 threads; many rows of 3 (a block each, and dgamma's sums
-    down 70 rows); one row; [N, T, D]."""
+    down 70 rows); one row; [N, T, D]; 600 rows of 37 (dgamma's partial sums over three chunks of
+    rows, the last one short, and features past a block's 32)."""
     d = shape[-1]
     rows = int(np.prod(shape)) // d
     x = (rng.standard_normal(shape) * 2 + 1.5).astype(np.float32)
@@ -220,7 +222,8 @@ def test_layernorm_rows_past_a_block_and_many_short_rows(lib, rng, shape):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     dy = rng.standard_normal(shape).astype(np.float32)
     dx, dgamma, dbeta = empty(shape), empty(d), empty(d)
-    call(lib, "layernorm_backward", dy, x, gamma, *saved, dx, dgamma, dbeta, rows, d)
+    partial = empty(2 * lib.s2c_cuda_layernorm_chunks(rows) * d)
+    call(lib, "layernorm_backward", dy, x, gamma, *saved, dx, dgamma, dbeta, partial, rows, d)
     for got, want in zip([dx, dgamma, dbeta], reference.layernorm_backward(dy, x, gamma, saved),
                          strict=True):  # fmt: skip
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)

@@ -281,15 +281,39 @@ int s2c_cuda_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t 
 int s2c_cuda_int8_best_rung(int *rung);
 
 /* attention.cu: layer norm over x [rows, d], each row its own statistics (mean, invstd [rows];
- * gamma, beta, dgamma, dbeta [d]); GELU elementwise, tanh_form 0 for the exact erf form, 1 for
+ * gamma, beta, dgamma, dbeta [d]; the backward's partial sums in `partial`); GELU elementwise, tanh_form 0 for the exact erf form, 1 for
  * the tanh form */
 int s2c_cuda_layernorm(const float *x, const float *gamma, const float *beta, float *y,
                        float *mean, float *invstd, int64_t rows, int64_t d, float eps);
 int s2c_cuda_layernorm_backward(const float *dy, const float *x, const float *gamma,
                                 const float *mean, const float *invstd, float *dx, float *dgamma,
-                                float *dbeta, int64_t rows, int64_t d);
+                                float *dbeta, float *partial, int64_t rows, int64_t d);
+/* the chunks of rows whose partial sums layernorm_backward adds: `partial` holds
+ * 2 chunks d floats */
+int64_t s2c_cuda_layernorm_chunks(int64_t rows);
 int s2c_cuda_gelu(const float *x, float *y, int64_t n, int tanh_form);
 int s2c_cuda_gelu_backward(const float *x, const float *dy, float *dx, int64_t n, int tanh_form);
+
+/* attention/: the attention ladder over heads slices of q [heads, n, d], k and v [heads, m, d]
+ * (d <= 128): y [heads, n, d] and lse [heads, n]; scratch as attention/attention.cuh says. The
+ * backward writes dq, dk and dv from dy, the inputs, y and lse; its scratch holds heads + heads n
+ * floats. */
+int s2c_cuda_attention_naive(const float *q, const float *k, const float *v, float *y, float *lse,
+                             float *scratch, int64_t heads, int64_t n, int64_t m, int64_t d,
+                             int causal, float scale);
+int s2c_cuda_attention_online(const float *q, const float *k, const float *v, float *y,
+                              float *lse, float *scratch, int64_t heads, int64_t n, int64_t m,
+                              int64_t d, int causal, float scale);
+int s2c_cuda_attention_flash1(const float *q, const float *k, const float *v, float *y,
+                              float *lse, float *scratch, int64_t heads, int64_t n, int64_t m,
+                              int64_t d, int causal, float scale);
+int s2c_cuda_attention_flash2(const float *q, const float *k, const float *v, float *y,
+                              float *lse, float *scratch, int64_t heads, int64_t n, int64_t m,
+                              int64_t d, int causal, float scale);
+int s2c_cuda_attention_backward(const float *dy, const float *q, const float *k, const float *v,
+                                const float *y, const float *lse, float *dq, float *dk,
+                                float *dv, float *scratch, int64_t heads, int64_t n, int64_t m,
+                                int64_t d, int causal, float scale);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,28 @@
+/* nonfinite.cu -- which heads hold a NaN or an infinity (attention.cuh says why the causal rungs
+ * and the backward ask). Not a rung: a read of the inputs, 4 (n + m) d bytes a head beside the
+ * rungs' 4 n m d FLOPs. */
+#include "attention.cuh"
+
+__global__ void nonfinite_kernel(HeadArrays arrays, int *flags);
+
+int attention_nonfinite_flags(HeadArrays arrays, int64_t heads, int *flags)
+{
+    launch_overlapped(nonfinite_kernel, heads, 256, 0, arrays, flags);
+    LAUNCH_CHECK("nonfinite_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* Block h: whether slice h of any array holds a value that is not finite. */
+__global__ void nonfinite_kernel(HeadArrays arrays, int *flags)
+{
+    wait_for_previous_kernel();
+    int found = 0;
+    for (int a = 0; a < arrays.count; a++) {
+        const float *slice = arrays.data[a] + blockIdx.x * arrays.per_head[a];
+        for (int64_t e = threadIdx.x; e < arrays.per_head[a]; e += blockDim.x)
+            found |= !isfinite(slice[e]);
+    }
+    found = __syncthreads_or(found);
+    if (threadIdx.x == 0)
+        flags[blockIdx.x] = found;
+}
