@@ -157,7 +157,8 @@ def test_a_digit_gets_the_answer_nn_predict_gives(service, checkpoint, tmp_path,
     image = drawn_seven()
     path = tmp_path / "seven.png"
     path.write_bytes(png(image))
-    reply = service.post("/classify?top_k=10", **upload(path.read_bytes()))
+    assert "input" not in service.post("/classify", **upload(path.read_bytes())).json()
+    reply = service.post("/classify?top_k=10&show_input=1", **upload(path.read_bytes()))
     assert reply.status_code == 200, reply.text
     answer = reply.json()
     assert answer["model"] == "lenet5-mnist" and answer["tier"] == "stage 2"
@@ -193,8 +194,8 @@ def test_an_int8_checkpoint_is_served_as_nn_predict_runs_it(checkpoint, shared_d
 
 def test_json_pixels_and_a_raw_png_body_are_classified_alike(service):
     image = drawn_seven(96)
-    by_json = service.post("/classify", json={"pixels": (image / 255).tolist()}).json()
-    by_png = service.post("/classify", **raw(png(image), "image/png")).json()
+    by_json = service.post("/classify?show_input=1", json={"pixels": (image / 255).tolist()}).json()
+    by_png = service.post("/classify?show_input=1", **raw(png(image), "image/png")).json()
     assert by_json["top"][0]["index"] == by_png["top"][0]["index"]
     np.testing.assert_allclose(by_json["input"], by_png["input"], atol=1e-3)
 

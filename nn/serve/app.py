@@ -1,7 +1,8 @@
 """The service's routes, on FastAPI: the page, classification, the models, health and metrics.
 
     GET  /                 the draw-a-digit page (nn/serve/static/)
-    POST /classify         ?top_k=3&explain=0&model=NAME&preprocess=mnist|resize&invert=
+    POST /classify         ?top_k=3&explain=0&show_input=0&model=NAME&preprocess=mnist|resize
+                           &invert=
                            body: a multipart upload field `image` (PNG or JPEG), a raw PNG or JPEG
                            body (Content-Type image/png or image/jpeg), or JSON {"pixels": [[...]]}
                            (H x W floats in [0, 1]; 28x28 is taken as already preprocessed)
@@ -107,6 +108,8 @@ def create_app(served, batcher, metrics, tier_name, body_timeout_s, max_body_byt
         request: Request,
         top_k: int = Query(3, ge=1, description="how many classes to return"),
         explain: bool = Query(False, description="add the Grad-CAM heatmap of the top class"),
+        show_input: bool = Query(False, description="add the network's input, the image as "
+                                 "preprocessed: 784 numbers for MNIST"),
         model: str | None = Query(None, description="a name from /models (default: the first)"),
         preprocess: str = Query("mnist", pattern=f"^({'|'.join(METHODS)})$",
                                 description="crop and centre as MNIST (mnist), or plain resize"),
@@ -138,7 +141,7 @@ def create_app(served, batcher, metrics, tier_name, body_timeout_s, max_body_byt
             return JSONResponse({"detail": str(error)}, 500)
         except TimeoutError:
             return JSONResponse({"detail": f"no answer within {request_timeout_s:g} s"}, 504)
-        return answer(chosen, tier_name, image, result, top_k, start)
+        return answer(chosen, tier_name, image if show_input else None, result, top_k, start)
 
     return app
 
@@ -184,18 +187,20 @@ async def read_image(request, input_shape, preprocess, invert):
 
 
 def answer(served, tier_name, image, result, top_k, start):
-    """The JSON answer to a classification (a JSONResponse: FastAPI's own encoder would walk the
-    784 numbers of the input one by one)."""
+    """The JSON answer to a classification, with the network's input `image` [C, H, W] when not
+    None (a JSONResponse: FastAPI's own encoder would walk its numbers one by one; encoding them
+    at all costs more than the rest of a small request, so only the page asks for them)."""
     order = top_classes(result.probabilities, top_k)
-    shown = image[0] if image.shape[0] == 1 else image.transpose(1, 2, 0)
     reply = {
         "model": served.name, "tier": tier_name, "checkpoint": str(served.checkpoint),
         "top": [{"index": int(i), "class": served.class_names[i],
                  "probability": float(result.probabilities[i])} for i in order],
-        "input": np.round(shown, 4).tolist(),
         "milliseconds": round((time.perf_counter() - start) * 1000, 3),
         "batch_size": result.batch_size,
     }  # fmt: skip
+    if image is not None:
+        shown = image[0] if image.shape[0] == 1 else image.transpose(1, 2, 0)
+        reply["input"] = np.round(shown, 4).tolist()
     if result.heatmap is not None:
         reply["heatmap"] = np.round(result.heatmap, 4).tolist()
     return JSONResponse(reply)

@@ -119,7 +119,7 @@ async function classify() {
     const blob = dropped || await new Promise((resolve) => pad.toBlob(resolve, "image/png"));
     const classes = classCounts[modelSelect.value] || MOST_BARS;
     const query = new URLSearchParams({
-      top_k: Math.min(MOST_BARS, classes), explain: explainBox.checked ? 1 : 0,
+      top_k: Math.min(MOST_BARS, classes), explain: explainBox.checked ? 1 : 0, show_input: 1,
     });
     if (modelSelect.value) query.set("model", modelSelect.value);
     const reply = await fetch(`/classify?${query}`, {
