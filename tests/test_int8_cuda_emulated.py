@@ -93,8 +93,10 @@ def test_int8_linear(lib, rung, size):
 @pytest.mark.parametrize("rung", RUNGS)
 @pytest.mark.parametrize("size", [(2, 3, 7, 6, 4, 3, 3, 1, 1, -128),
                                   (1, 3, 6, 7, 2, 5, 5, 1, 2, 50),
-                                  (2, 2, 10, 8, 3, 3, 2, 2, 1, 127)])  # fmt: skip
+                                  (2, 2, 10, 8, 3, 3, 2, 2, 1, 127),
+                                  (1, 64, 13, 13, 128, 3, 3, 1, 0, -9)])  # fmt: skip
 def test_int8_conv2d(lib, rung, size):
+    """The last: the Fashion CNN's conv2 on one image (121 rows, K = 576, 128 channels)."""
     args = build_int8_conv2d(np.random.default_rng(5), size)
     n, c, h, width = args["x"].shape
     m, _, r, s = args["w"].shape

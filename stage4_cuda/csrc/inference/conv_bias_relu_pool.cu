@@ -122,13 +122,12 @@ static int launch_shallow(const float *x, const float *w, const float *b, float 
     dim3 blocks((unsigned)blocks_for(pooled, SHALLOW_THREADS),
                 (unsigned)blocks_for(g.filters, few ? SHALLOW_FEW_FILTERS : SHALLOW_FILTERS));
     return with_kernel_size(g, [&](auto kh, auto kw) {
-        constexpr int KH = kh.value, KW = kw.value;
-        auto kernel = few ? (narrow ? fused_shallow_kernel<SHALLOW_NARROW, SHALLOW_FEW_FILTERS, KH, KW>
-                                    : fused_shallow_kernel<S2C_CUDA_SHALLOW_DEPTH,
-                                                           SHALLOW_FEW_FILTERS, KH, KW>)
-                          : (narrow ? fused_shallow_kernel<SHALLOW_NARROW, SHALLOW_FILTERS, KH, KW>
-                                    : fused_shallow_kernel<S2C_CUDA_SHALLOW_DEPTH,
-                                                           SHALLOW_FILTERS, KH, KW>);
+        constexpr int KH = kh.value, KW = kw.value, DEEP = S2C_CUDA_SHALLOW_DEPTH;
+        constexpr int FEW = SHALLOW_FEW_FILTERS, MANY = SHALLOW_FILTERS;
+        auto kernel = few ? (narrow ? fused_shallow_kernel<SHALLOW_NARROW, FEW, KH, KW>
+                                    : fused_shallow_kernel<DEEP, FEW, KH, KW>)
+                          : (narrow ? fused_shallow_kernel<SHALLOW_NARROW, MANY, KH, KW>
+                                    : fused_shallow_kernel<DEEP, MANY, KH, KW>);
         launch_overlapped(kernel, blocks, SHALLOW_THREADS, 0, x, w, b, y, g, pool);
         LAUNCH_CHECK("fused_shallow_kernel");
         return S2C_CUDA_OK;
@@ -226,7 +225,8 @@ static int64_t product_columns(const conv_geometry &g, int pool)
 static int launch_product(const float *x, const float *w, const float *b, float *y,
                           const conv_geometry &g, int pool)
 {
-    int pooled_width = (int)(g.out_width / pool), pooled = (int)(g.out_height / pool) * pooled_width;
+    int pooled_width = (int)(g.out_width / pool);
+    int pooled = (int)(g.out_height / pool) * pooled_width;
     int64_t rows = g.filters, cols = product_columns(g, pool), depth = conv_rows(g);
     StridedOperand filters = {w, 0, depth, 1}; /* A(k, j) = w[k, j]: w as [K, C*R*S] */
     PooledOutput out = {y, b, (int)g.filters, pool * pool, pooled, (int)g.n * pooled};
@@ -278,7 +278,8 @@ __global__ void fused_direct_kernel(const float *x, const float *w, const float 
             for (int64_t c = 0; c < g.channels; c++)
                 for (int64_t r = 0; r < g.kh; r++)
                     for (int64_t s = 0; s < g.kw; s++) {
-                        int64_t h = oy * g.stride - g.padding + r, v = ox * g.stride - g.padding + s;
+                        int64_t h = oy * g.stride - g.padding + r;
+                        int64_t v = ox * g.stride - g.padding + s;
                         bool inside = 0 <= h && h < g.height && 0 <= v && v < g.width;
                         float pixel = inside ? pixels[(c * g.height + h) * g.width + v] : 0.0f;
                         sum = fmaf(pixel, kernel[(c * g.kh + r) * g.kw + s], sum);

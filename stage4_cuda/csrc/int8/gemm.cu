@@ -39,7 +39,8 @@ static __device__ __forceinline__ void write_output(const int8_output out, int64
     if (i >= out.rows || j >= out.m)
         return;
     const int64_t centred = (int64_t)sum - (int64_t)out.x_zero * out.weight_sums[j];
-    const int64_t at = (i / out.group) * out.m * out.group + i % out.group + j * out.group;
+    const int64_t image = index_div(i, out.group); /* 32-bit where it fits */
+    const int64_t at = image * out.m * out.group + (i - image * out.group) + j * out.group;
     const float y = out.scale[j] * (float)centred + out.b[j];
     if (out.codes)
         out.codes[at] = int8_code(y, out.code_zero, out.code_low);
@@ -93,8 +94,8 @@ extern "C" int s2c_cuda_int8_best_rung(int *rung)
 static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_t *weight_sums,
                      int64_t k, int64_t k32, int rung, int8_output out)
 {
-    launch_overlapped(pack_weights_kernel, dim3((unsigned)blocks_for(out.m, 128)), dim3(128), 0,
-                      w, packed, weight_sums, out.m, k, k32);
+    launch_overlapped(pack_weights_kernel, dim3((unsigned)blocks_for(out.m * 32, 128)), dim3(128),
+                      0, w, packed, weight_sums, out.m, k, k32);
     LAUNCH_CHECK("pack_weights_kernel");
     out.weight_sums = weight_sums;
     if (rung == 0)
@@ -145,8 +146,9 @@ static int conv2d(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed
         return S2C_CUDA_BAD_ARGUMENT;
     // BEGIN SOLUTION week 19, task int8_conv2d
     const int64_t k = c * r * s, k32 = ceil_div(k, K_STEP) * K_STEP, count = n * oh * ow;
-    launch_overlapped(conv_rows_kernel, dim3((unsigned)blocks_for(count * k32, 256)), dim3(256), 0,
-                      x, rows, n, c, h, width, r, s, stride, padding, oh, ow, out.x_zero, k32);
+    launch_overlapped(conv_rows_kernel, dim3((unsigned)blocks_for(count * k32 / 4, 256)),
+                      dim3(256), 0, x, rows, n, c, h, width, r, s, stride, padding, oh, ow,
+                      out.x_zero, k32);
     LAUNCH_CHECK("conv_rows_kernel");
     return int8_gemm(rows, w, packed, weight_sums, k, k32, rung, out);
     // END SOLUTION
@@ -210,21 +212,28 @@ extern "C" int s2c_cuda_int8_conv2d_to_int8(const int8_t *x, int x_zero, const i
     // END SOLUTION
 }
 
-/* packed [m, k32] = w [m, k] padded with zeros; sums[j] = the sum of w's row j. */
+/* packed [m, k32] = w [m, k] padded with zeros; sums[j] = the sum of w's row j. A warp per row,
+ * its lanes on neighbouring bytes (one 32-byte load a step, where a thread per row would walk its
+ * row alone: 3,200 dependent loads for the Fashion CNN's first dense layer), the sum by shuffles.
+ * Cost: m k32 bytes read and written, m (k32 / 32 + 5) warp steps. */
 __global__ void pack_weights_kernel(const int8_t *w, int8_t *packed, int32_t *sums, int64_t m,
                                     int64_t k, int64_t k32)
 {
     wait_for_previous_kernel();
-    const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= m)
+    const int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (j >= m) /* the whole warp: blocks are whole warps */
         return;
     int32_t sum = 0;
-    for (int64_t p = 0; p < k32; p++) {
+    for (int64_t p = lane; p < k32; p += 32) {
         const int8_t value = p < k ? w[j * k + p] : 0;
         packed[j * k32 + p] = value;
         sum += value;
     }
-    sums[j] = sum;
+    for (int offset = 16; offset > 0; offset /= 2)
+        sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (lane == 0)
+        sums[j] = sum;
 }
 
 /* rows [n, k32] = x [n, k] padded with zeros (which meet zero weights). */
@@ -240,25 +249,43 @@ __global__ void linear_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int
 }
 
 /* rows [n * oh * ow, k32]: output pixel i's receptive field, in w's (c, r, s) order; x_zero (the
- * code of 0.0) in the padding, zeros past c * r * s. */
+ * code of 0.0) in the padding, zeros past c * r * s. A thread per 4 bytes of a row, written as one
+ * int (k32 is a multiple of 4): the (c, r, s) of its first byte by division, the next three by
+ * counting on, and the pixel's (image, oy, ox) by 32-bit divisions where the sizes allow
+ * (index_div): a 64-bit division costs as many instructions as the rest of the thread's work.
+ * Cost: n oh ow k32 bytes written, each pixel read r s times (from L1/L2). */
 __global__ void conv_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64_t c, int64_t h,
                                  int64_t width, int64_t r, int64_t s, int64_t stride,
                                  int64_t padding, int64_t oh, int64_t ow, int x_zero, int64_t k32)
 {
     wait_for_previous_kernel();
-    const int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (at >= n * oh * ow * k32)
+    const int64_t quads = k32 / 4, at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= n * oh * ow * quads)
         return;
-    const int64_t i = at / k32, p = at % k32;
-    if (p >= c * r * s) {
-        rows[at] = 0;
-        return;
+    const int64_t i = index_div(at, quads), image = index_div(i, oh * ow);
+    const int64_t pixel = i - image * oh * ow, oy = index_div(pixel, ow), ox = pixel - oy * ow;
+    const int8_t *planes = x + image * c * h * width;
+    const int first = (int)(at - i * quads) * 4, taps = (int)(r * s);
+    int ch = first / taps, tap_row = first % taps / (int)s, tap_column = first % (int)s;
+    uint32_t four = 0;
+    for (int byte = 0; byte < 4; byte++) {
+        int8_t code = 0;
+        if (ch < c) {
+            const int64_t iy = oy * stride - padding + tap_row;
+            const int64_t ix = ox * stride - padding + tap_column;
+            const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < width;
+            code = inside ? planes[(ch * h + iy) * width + ix] : (int8_t)x_zero;
+        }
+        four |= (uint32_t)(uint8_t)code << (8 * byte);
+        if (++tap_column == s) { /* the next byte's tap */
+            tap_column = 0;
+            if (++tap_row == r) {
+                tap_row = 0;
+                ch++;
+            }
+        }
     }
-    const int64_t image = i / (oh * ow), oy = i / ow % oh, ox = i % ow;
-    const int64_t ch = p / (r * s), iy = oy * stride - padding + p / s % r;
-    const int64_t ix = ox * stride - padding + p % s;
-    const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < width;
-    rows[at] = inside ? x[((image * c + ch) * h + iy) * width + ix] : (int8_t)x_zero;
+    *(uint32_t *)(rows + at * 4) = four;
 }
 
 /* Rung 1: a 64 x 64 tile of outputs per 16 x 16 block, 4 x 4 per thread, K_STEP bytes of rows
