@@ -289,13 +289,21 @@ __global__ void conv_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64
 }
 
 /* Rung 1: a 64 x 64 tile of outputs per 16 x 16 block, 4 x 4 per thread, K_STEP bytes of rows
- * and weights at a time through shared memory as ints (four codes each). */
+ * and weights at a time through shared memory as ints (four codes each), stored transposed,
+ * [quad][line]: a thread's 4 rows (or channels) at one quad are then one 16-byte read, the 16
+ * threads of a warp's row reading 256 neighbouring bytes (two passes of the banks) and its 2 rows
+ * of threads 2 addresses (a broadcast): 2 reads for 16 __dp4a. Stored [line][quad], the 16
+ * threads' channels would lie 32 ints apart, all in one bank: 16 passes for each read. The
+ * lines are padded by 4 ints, so that a warp's stores (4 lines of 8 quads) meet 32 banks.
+ * Cost: 2 R M K32 int8 operations (R M K32 / 4 __dp4a); device memory the rows and weights once
+ * per tile column and row: R K32 M / 64 + M K32 R / 64 bytes (from L2), the outputs once. */
 __global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
                                  int8_output out)
 {
     wait_for_previous_kernel();
     // BEGIN SOLUTION week 19, task int8_gemm_dp4a
-    __shared__ int row_tile[TILE][K_STEP / 4], weight_tile[TILE][K_STEP / 4];
+    __shared__ __align__(16) int row_tile[K_STEP / 4][TILE + 4];
+    __shared__ __align__(16) int weight_tile[K_STEP / 4][TILE + 4];
     const int tx = threadIdx.x, ty = threadIdx.y, thread = ty * 16 + tx;
     const int64_t first_row = (int64_t)blockIdx.y * TILE, first_column = (int64_t)blockIdx.x * TILE;
     int sums[4][4] = {};
@@ -303,15 +311,18 @@ __global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64
         for (int load = thread; load < TILE * K_STEP / 4; load += 256) { /* 2 ints each */
             const int line = load / (K_STEP / 4), quad = load % (K_STEP / 4);
             const int64_t i = first_row + line, j = first_column + line;
-            row_tile[line][quad] = i < out.rows ? *(const int *)(rows + i * k32 + k0 + 4 * quad) : 0;
-            weight_tile[line][quad] = j < out.m ? *(const int *)(packed + j * k32 + k0 + 4 * quad) : 0;
+            row_tile[quad][line] = i < out.rows ? *(const int *)(rows + i * k32 + k0 + 4 * quad) : 0;
+            weight_tile[quad][line] = j < out.m ? *(const int *)(packed + j * k32 + k0 + 4 * quad) : 0;
         }
         __syncthreads();
-        for (int quad = 0; quad < K_STEP / 4; quad++)
-            for (int a = 0; a < 4; a++)
-                for (int b = 0; b < 4; b++)
-                    sums[a][b] = __dp4a(row_tile[ty * 4 + a][quad], weight_tile[tx * 4 + b][quad],
-                                        sums[a][b]);
+        for (int quad = 0; quad < K_STEP / 4; quad++) {
+            const int4 a = *reinterpret_cast<const int4 *>(&row_tile[quad][ty * 4]);
+            const int4 b = *reinterpret_cast<const int4 *>(&weight_tile[quad][tx * 4]);
+            const int row_codes[4] = {a.x, a.y, a.z, a.w}, weight_codes[4] = {b.x, b.y, b.z, b.w};
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < 4; c++)
+                    sums[r][c] = __dp4a(row_codes[r], weight_codes[c], sums[r][c]);
+        }
         __syncthreads();
     }
     for (int a = 0; a < 4; a++)
