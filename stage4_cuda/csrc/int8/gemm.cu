@@ -126,7 +126,7 @@ static int linear(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed
         return S2C_CUDA_BAD_ARGUMENT;
     // BEGIN SOLUTION week 19, task int8_linear
     const int64_t k32 = ceil_div(k, K_STEP) * K_STEP;
-    launch_overlapped(linear_rows_kernel, dim3((unsigned)blocks_for(out.rows * k32, 256)),
+    launch_overlapped(linear_rows_kernel, dim3((unsigned)blocks_for(out.rows * k32 / 4, 256)),
                       dim3(256), 0, x, rows, out.rows, k, k32);
     LAUNCH_CHECK("linear_rows_kernel");
     return int8_gemm(rows, w, packed, weight_sums, k, k32, rung, out);
@@ -236,16 +236,23 @@ __global__ void pack_weights_kernel(const int8_t *w, int8_t *packed, int32_t *su
         sums[j] = sum;
 }
 
-/* rows [n, k32] = x [n, k] padded with zeros (which meet zero weights). */
+/* rows [n, k32] = x [n, k] padded with zeros (which meet zero weights): a thread per 4 bytes of a
+ * row, written as one int, its row found by a 32-bit division where the sizes allow (index_div).
+ * Cost: n k bytes read, n k32 written. */
 __global__ void linear_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64_t k,
                                    int64_t k32)
 {
     wait_for_previous_kernel();
-    const int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (at >= n * k32)
+    const int64_t quads = k32 / 4, at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= n * quads)
         return;
-    const int64_t i = at / k32, p = at % k32;
-    rows[at] = p < k ? x[i * k + p] : 0;
+    const int64_t i = index_div(at, quads), first = (at - i * quads) * 4;
+    uint32_t four = 0;
+    for (int byte = 0; byte < 4; byte++) {
+        const int64_t p = first + byte;
+        four |= (uint32_t)(uint8_t)(p < k ? x[i * k + p] : 0) << (8 * byte);
+    }
+    *(uint32_t *)(rows + at * 4) = four;
 }
 
 /* rows [n * oh * ow, k32]: output pixel i's receptive field, in w's (c, r, s) order; x_zero (the
