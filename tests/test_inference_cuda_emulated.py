@@ -7,15 +7,11 @@ a GPU; this checks what it computes without one."""
 
 import ctypes
 import os
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_emulated import build_library
+from cuda_emulated import emulated_library
 
-REPO = Path(__file__).resolve().parent.parent
-CSRC = REPO / "stage4_cuda" / "csrc"
 SOURCES = ["inference/conv_bias_relu_pool.cu", "errors.cu"]
 
 
@@ -27,11 +23,7 @@ class Geometry(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed here")
-    folder = tmp_path_factory.mktemp("emulated-inference")
-    loaded = ctypes.CDLL(str(build_library(folder, CSRC, REPO / "tests" / "cuda_emulation",
-                                           SOURCES)))  # fmt: skip
+    loaded = emulated_library(tmp_path_factory.mktemp("emulated-inference"), SOURCES)
     loaded.s2c_cuda_conv2d_bias_relu_pool.argtypes = [ctypes.c_void_p] * 4 + [
         ctypes.POINTER(Geometry),
         ctypes.c_int64,

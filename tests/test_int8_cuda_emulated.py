@@ -6,12 +6,10 @@ checks them on a GPU; this checks what they compute (tiles past the edges, K pas
 point, the padding's code) without one."""
 
 import ctypes
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_emulated import build_library
+from cuda_emulated import emulated_library
 
 import stage1_python as oracle
 from grader.builders import (
@@ -24,8 +22,6 @@ from grader.builders import (
     build_quantize,
 )
 
-REPO = Path(__file__).resolve().parent.parent
-CSRC = REPO / "stage4_cuda" / "csrc"
 SOURCES = ["int8/quantize.cu", "int8/gemm.cu", "int8/pool.cu", "errors.cu"]
 V, I64, INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
 RUNGS = {"dp4a": 1, "mma": 2}
@@ -33,11 +29,7 @@ RUNGS = {"dp4a": 1, "mma": 2}
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed here")
-    folder = tmp_path_factory.mktemp("emulated-int8")
-    loaded = ctypes.CDLL(str(build_library(folder, CSRC, REPO / "tests" / "cuda_emulation",
-                                           SOURCES)))  # fmt: skip
+    loaded = emulated_library(tmp_path_factory.mktemp("emulated-int8"), SOURCES)
     loaded.s2c_cuda_quantize_int8.argtypes = [V, V, I64, ctypes.c_float, INT]
     loaded.s2c_cuda_int8_linear.argtypes = [V, INT, V, V, V, V, V, V, V, I64, I64, I64, INT]
     loaded.s2c_cuda_int8_conv2d.argtypes = [V, INT, V, V, V, V, V, V, V] + [I64] * 9 + [INT]
