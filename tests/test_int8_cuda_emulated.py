@@ -69,9 +69,11 @@ def test_quantize(lib, size):
 
 
 @pytest.mark.parametrize("rung", RUNGS)
-@pytest.mark.parametrize("size", [(1, 7, 3, 0), (17, 33, 10, 127), (70, 65, 37, -128)])
+@pytest.mark.parametrize("size", [(1, 7, 3, 0), (17, 33, 10, 127), (70, 65, 37, -128),
+                                  (9, 64, 5, -3)])  # fmt: skip
 def test_int8_linear(lib, rung, size):
-    """70 rows: past a 64-row tile; 37 channels: past 32; K = 65: three steps of 32."""
+    """70 rows: past a 64-row tile; 37 channels: past 32; K = 65: three steps of 32; K = 64: x is
+    its own rows."""
     args = build_int8_linear(np.random.default_rng(4), size)
     (n, k), m = args["x"].shape, args["w"].shape[0]
     y = np.full((n, m), np.nan, np.float32)

@@ -118,7 +118,9 @@ static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_
     return S2C_CUDA_OK;
 }
 
-/* The rows of a dense layer (x itself, padded), then the GEMM into `out`. */
+/* The rows of a dense layer (x itself, padded), then the GEMM into `out`. Where K is already a
+ * multiple of K_STEP (the Fashion CNN's 3,200 and 256) and x lies on a 4-byte boundary (the
+ * GEMMs read 4 codes at a time), x is its own rows: no copy, one kernel fewer. */
 static int linear(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed,
                   int32_t *weight_sums, int64_t k, int rung, int8_output out)
 {
@@ -126,6 +128,8 @@ static int linear(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed
         return S2C_CUDA_BAD_ARGUMENT;
     // BEGIN SOLUTION week 19, task int8_linear
     const int64_t k32 = ceil_div(k, K_STEP) * K_STEP;
+    if (k == k32 && (uintptr_t)x % 4 == 0)
+        return int8_gemm(x, w, packed, weight_sums, k, k32, rung, out);
     launch_overlapped(linear_rows_kernel, dim3((unsigned)blocks_for(out.rows * k32 / 4, 256)),
                       dim3(256), 0, x, rows, out.rows, k, k32);
     LAUNCH_CHECK("linear_rows_kernel");
