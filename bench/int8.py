@@ -28,7 +28,10 @@ of the float output, on one batch). Then each stage runs the float and the int8 
 --time-method's) on the same batch of 256 test images, in turn, on one thread (NumPy's BLAS
 limited by threadpoolctl, C's set_num_threads(1)), best of --repeats by the process's CPU time,
 which a shared machine's load does not lengthen. Stage 4 is timed by the wall clock around the
-forward pass, the GPU synchronized before and after (its time is the GPU's, not the host's load).
+forward pass, the GPU synchronized before and after (its time is the GPU's, not the host's load):
+the float model's forward, its inference mode and the int8 forward launched from Python, and, on
+the variant that captures CUDA graphs (nvcc), the inference mode and the int8 forward as one graph
+each, whose ratio is the kernels' (eager, a batch-256 pass of LeNet-5 is mostly host launches).
 
 With a CPU stage in --stages, two ONNX Runtime comparisons (CPU provider):
 - our int8 model (the --time-method's) exported as a QDQ graph (nn.export) and run by ONNX
@@ -40,6 +43,7 @@ With a CPU stage in --stages, two ONNX Runtime comparisons (CPU provider):
 """
 
 import argparse
+import functools
 import importlib
 import json
 import sys
@@ -63,6 +67,7 @@ from nn.data import Normalizer, load_data
 from nn.evaluate import test_split
 from nn.exits import reporting
 from nn.export import export_model, save_onnx
+from nn.inference import prepare_for_inference
 from nn.predict import load_model
 from nn.quantize import METHODS, calibration_images, predictions, quantize_checkpoint
 from nn.quantized import quantizable_layers, quantized_layers
@@ -207,13 +212,27 @@ def gpu_timed(tier, forward):
     return time.perf_counter() - started
 
 
+def graph_launch(tier, forward):
+    """forward() captured as one CUDA graph where the tier records its calls (the nvcc variant:
+    record_step and capture_graph, as bench.inference captures the inference mode): the graph's
+    launch; None for a tier that captures none."""
+    if not all(hasattr(tier, hook) for hook in ("record_step", "capture_graph")):
+        return None
+    _, recording = tier.record_step(forward)
+    return tier.capture_graph(recording).launch
+
+
 def gpu_speed_rows(name, checkpoint, int8_checkpoint, repeats, data_dir):
-    """Per stage-4 variant and int8 rung: the float and int8 models' forward pass on one batch of
-    256, in turn, by the GPU-synchronized wall clock."""
+    """Per stage-4 variant and int8 rung, the passes on one batch of 256, in turn, by the
+    GPU-synchronized wall clock: eager, the float model's forward, its inference mode
+    (nn/inference.py: folded, fused) and the int8 model's forward; and where the tier captures
+    CUDA graphs, the inference mode and the int8 forward each as one graph, where the host's
+    launches (most of an eager batch-256 pass of LeNet-5) no longer hide the kernels' times."""
     rows = []
     for variant in VARIANTS:
         tier = load_tier(4, None, variant)
         float_model, meta = load_model(checkpoint, tier)
+        inference = prepare_for_inference(float_model)
         test = test_split(meta, data_dir)
         images = tier.from_numpy(Normalizer.from_json(meta["normalizer"])(test.inputs[:BATCH]))
         for rung in int8_rungs(tier):
@@ -221,21 +240,38 @@ def gpu_speed_rows(name, checkpoint, int8_checkpoint, repeats, data_dir):
             if rung is not None:
                 for layer in quantized_layers(int8_model).values():
                     layer.tier = RungTier(tier, rung)
-            models = {"float32": float_model, "int8": int8_model}
-            for model in models.values():
-                for _ in range(GPU_WARMUP):
-                    model.forward(images)
-            timings = {label: [] for label in models}
-            for _ in range(repeats):  # in turn, as on the CPU
-                for label, model in models.items():
-                    timings[label].append(gpu_timed(tier, lambda m=model, x=images: m.forward(x)))
-            best = {label: min(found) for label, found in timings.items()}
+            passes = {"float32": float_model.forward, "float32_inference": inference.forward,
+                      "int8": int8_model.forward}  # fmt: skip
+            best = best_times(tier, passes, images, repeats)
+            graphed = "int8_graph" in best
             rows.append({
                 "model": name, "stage": 4, "variant": variant, "tier": tier.NAME, "batch": BATCH,
                 "int8_kernel": rung or "int32 tiles", "float32_s": best["float32"],
-                "int8_s": best["int8"], "speedup": best["float32"] / best["int8"],
+                "float32_inference_s": best["float32_inference"], "int8_s": best["int8"],
+                "speedup": best["float32"] / best["int8"],
+                "float32_graph_s": best.get("float32_graph"),
+                "int8_graph_s": best.get("int8_graph"),
+                "graph_speedup": best["float32_graph"] / best["int8_graph"] if graphed else None,
             })  # fmt: skip
     return rows
+
+
+def best_times(tier, passes, images, repeats):
+    """The best of `repeats` GPU-synchronized wall times of each forward of `passes` (label:
+    forward) on `images`, and of the float32 inference mode and the int8 forward as CUDA graphs
+    (labels float32_graph, int8_graph) where the tier captures them; all in turn, as on the CPU."""
+    calls = {label: functools.partial(forward, images) for label, forward in passes.items()}
+    graphs = {"float32_graph": graph_launch(tier, calls["float32_inference"]),
+              "int8_graph": graph_launch(tier, calls["int8"])}  # fmt: skip
+    calls.update((label, launch) for label, launch in graphs.items() if launch)
+    for call in calls.values():
+        for _ in range(GPU_WARMUP):
+            call()
+    timings = {label: [] for label in calls}
+    for _ in range(repeats):
+        for label, call in calls.items():
+            timings[label].append(gpu_timed(tier, call))
+    return {label: min(found) for label, found in timings.items()}
 
 
 def qdq_row(name, int8_checkpoint, stage, out_dir, data_dir):
@@ -379,14 +415,29 @@ def _markdown(record):
     if record.get("gpu_speed"):
         lines += ["", f"Stage 4 on {record['machine']['gpu']}: batch {BATCH}, best of "
                   f"{record['repeats']} by the wall clock with the GPU synchronized around each "
-                  "pass, float32 and int8 in turn, the int8 model on each rung:", "",
-                  "| model | variant | int8 rung | float32 ms | int8 ms | int8 speedup |",
-                  "| --- | --- | --- | ---: | ---: | ---: |"]  # fmt: skip
+                  "pass, the passes in turn, the int8 model on each rung. Eager: the float "
+                  "model's forward, its inference mode (BatchNorm folded, conv + bias + ReLU + "
+                  "pool fused) and the int8 forward, each launched kernel by kernel from Python; "
+                  "the `eager speedup` is the forward's time over the int8 one's. As a CUDA graph "
+                  "(where the tier captures one): the inference mode and the int8 forward, each "
+                  "one launch, so the kernels' time, not the host's; the `graph speedup` is the "
+                  "first over the second.", "",
+                  "| model | variant | int8 rung | float32 ms | float32 inference ms | int8 ms | "
+                  "eager speedup | float32 graph ms | int8 graph ms | graph speedup |",
+                  "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+                  ]  # fmt: skip
         for row in record["gpu_speed"]:
+            graphed = row["graph_speedup"] is not None
+            graph = (
+                f"{1e3 * row['float32_graph_s']:.3f} | {1e3 * row['int8_graph_s']:.3f} | "
+                f"{row['graph_speedup']:.2f}x"
+                if graphed
+                else "not captured | | "
+            )
             lines.append(
                 f"| {row['model']} | {row['variant']} | {row['int8_kernel']} | "
-                f"{1e3 * row['float32_s']:.3f} | {1e3 * row['int8_s']:.3f} | "
-                f"{row['speedup']:.2f}x |"
+                f"{1e3 * row['float32_s']:.3f} | {1e3 * row['float32_inference_s']:.3f} | "
+                f"{1e3 * row['int8_s']:.3f} | {row['speedup']:.2f}x | {graph} |"
             )
     return "\n".join(lines) + "\n"
 

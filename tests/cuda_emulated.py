@@ -6,9 +6,17 @@ shared memory (declared as SGEMM rung 8 declares it) the emulation's
 buffer for the launch.
 """
 
+import ctypes
 import re
 import shutil
 import subprocess
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+CSRC = TESTS.parent / "stage4_cuda" / "csrc"  # the nvcc library's sources
+EMULATION = TESTS / "cuda_emulation"
 
 LAUNCH = re.compile(r"([\w:]+(?:<[^<>;]*>)?)<<<(.*?)>>>\(")
 DYNAMIC_SHARED = "extern __shared__ __align__(16) float shared[];"
@@ -38,3 +46,11 @@ def build_library(folder, csrc, emulation, sources):
     built = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr
     return library
+
+
+def emulated_library(folder, sources):
+    """The nvcc library's `sources` (paths under stage4_cuda/csrc/) built for the emulation in
+    `folder` and loaded (ctypes); the calling test is skipped where g++ is not installed."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed here")
+    return ctypes.CDLL(str(build_library(folder, CSRC, EMULATION, sources)))

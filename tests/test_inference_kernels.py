@@ -1,35 +1,32 @@
 """Inference's fused conv + bias + ReLU + max-pool kernel in CUDA C, run without a GPU, and planted
 bugs in the op that the grader must catch.
 
-The nvcc variant's kernel (stage4_cuda/csrc/inference/conv_bias_relu_pool.cu) runs on the CPU
+The nvcc variant's op (stage4_cuda/csrc/inference/conv_bias_relu_pool.cu) runs on the CPU
 emulation of CUDA (tests/cuda_emulation/: a block's threads are fibers, __syncthreads a barrier)
-against stage 2, its output pre-filled with NaN: its tiled kernel at odd shapes, across several
-tiles of a plane, channel chunks and a partial last group of filters, and its direct kernel where
-the tiles cannot go (a pooling window of more than 256 outputs). The GPU's own run is the
-grader's: `python -m grader --stage 4 --variant nvcc --ops conv2d_bias_relu_pool`.
+against stage 2, its output pre-filled with NaN, through each of its kernels: shallow (a first
+layer's window in registers, a full and a partial group of filters, pooled up to 17x17), the
+pooling product (implicit GEMM tiles of 16, 32, 64 and 128 rows, windows past a tile's run of
+16, outputs no window covers, unpooled) and direct (deeper layers pooled 3x3), at the curriculum's
+layers and at odd shapes; a NaN pixel reaching only part of a pooling window must win its max.
+The GPU's own run is the grader's: `python -m grader --stage 4 --variant nvcc --ops
+conv2d_bias_relu_pool`.
 
 Then tests/planted/fused_*: stage 2 with the fused op broken as a learner might break it; the
 grader fails each with a message naming the wrong element.
 """
 
 import ctypes
+import os
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_emulated import emulated
+from cuda_emulated import emulated_library
 from test_grader_planted_bugs import PLANTED, run_grader
 
 import stage2_numpy as reference
 
-REPO = Path(__file__).resolve().parent.parent
-CSRC = REPO / "stage4_cuda" / "csrc"
-EMULATION = REPO / "tests" / "cuda_emulation"
 SOURCES = ["inference/conv_bias_relu_pool.cu", "errors.cu"]
-HEADERS = ["common.h", "s2c_cuda.h", "conv/conv.cuh"]
 V = ctypes.c_void_p
 
 
@@ -44,43 +41,49 @@ class Geometry(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed here")
-    folder = tmp_path_factory.mktemp("emulated_inference")
-    for name in [*SOURCES, *HEADERS]:
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(emulated((CSRC / name).read_text()))
-    library = folder / "libinference.so"
-    command = ["g++", "-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-I", EMULATION,
-               "-I", folder, "-include", "math.h", "-include", "cuda_runtime.h",
-               "-include", "warp_shuffle.h", "-x", "c++", *[folder / n for n in SOURCES],
-               "-o", library]  # fmt: skip
-    built = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert built.returncode == 0, built.stderr
-    loaded = ctypes.CDLL(str(library))
+    loaded = emulated_library(tmp_path_factory.mktemp("emulated_inference"), SOURCES)
     loaded.s2c_cuda_conv2d_bias_relu_pool.argtypes = [V] * 5 + [ctypes.c_int64]
-    return loaded
+    # Two multiprocessors, read at the first launch: the product then takes 128-row tiles for the
+    # Fashion CNN's conv2 at batch 2, as a full GPU does at batch 256 (on 132, 64-row tiles).
+    before = os.environ.get("EMULATED_MULTIPROCESSORS")
+    os.environ["EMULATED_MULTIPROCESSORS"] = "2"
+    yield loaded
+    if before is None:
+        del os.environ["EMULATED_MULTIPROCESSORS"]
+    else:
+        os.environ["EMULATED_MULTIPROCESSORS"] = before
 
 
-# (n, c, h, w, k, r, s, stride, padding, pool): rows and columns no window covers, a stride of 2,
-# pool 1 and 3, LeNet-5's first layer (several tiles down the plane, the last one partial), 70
-# channels (two chunks of shared memory) and 9 or 19 filters (a partial group of 8), and a pool of
-# 17 (289 outputs a window: the direct kernel)
-SHAPES = [(2, 3, 7, 6, 4, 3, 3, 1, 1, 2), (2, 2, 10, 8, 3, 3, 2, 2, 1, 2),
-          (1, 3, 6, 7, 2, 5, 5, 1, 2, 3), (1, 16, 4, 3, 16, 3, 3, 1, 1, 1),
-          (1, 1, 28, 28, 6, 5, 5, 1, 2, 2), (1, 70, 6, 6, 9, 3, 3, 1, 1, 2),
-          (1, 5, 13, 11, 19, 3, 3, 1, 1, 2), (1, 2, 18, 19, 3, 1, 2, 1, 0, 17)]  # fmt: skip
+# (n, c, h, w, k, r, s, stride, padding, pool), by the kernel that computes them
+SHAPES = [
+    # shallow (C*R*S <= 32)
+    (1, 1, 28, 28, 6, 5, 5, 1, 2, 2),  # LeNet-5 conv1: a group of 8 filters
+    (2, 1, 28, 28, 64, 3, 3, 1, 0, 2),  # Fashion CNN conv1: 9 taps, groups of 32
+    (2, 3, 7, 6, 4, 3, 3, 1, 1, 2),  # 27 taps, the last row unpooled
+    (2, 2, 10, 8, 3, 3, 2, 2, 1, 2),  # 12 taps, stride 2, a column no window covers
+    (3, 2, 9, 7, 33, 3, 3, 1, 1, 2),  # 33 filters: a second group of one
+    (1, 1, 8, 7, 2, 5, 5, 1, 2, 3),  # pooled 3x3, padded
+    (1, 1, 5, 5, 3, 3, 3, 1, 0, 3),  # one window an image
+    (1, 2, 18, 19, 3, 1, 2, 1, 0, 17),  # a 1x2 kernel pooled 17x17 (289 outputs a window)
+    # the pooling product (deeper, pool 1 or 2)
+    (2, 6, 14, 14, 16, 5, 5, 1, 0, 2),  # LeNet-5 conv2: 16-row tiles
+    (2, 64, 13, 13, 128, 3, 3, 1, 0, 2),  # Fashion CNN conv2: 128-row tiles
+    (1, 5, 13, 11, 19, 3, 3, 1, 1, 2),  # 32-row tiles
+    (3, 5, 9, 11, 37, 3, 3, 1, 1, 2),  # 64-row tiles, 60 windows: a last run of 12
+    (1, 70, 6, 6, 9, 3, 3, 1, 1, 2),  # 630 deep
+    (2, 4, 9, 10, 20, 3, 5, 1, 1, 2),  # a 3x5 kernel (sizes read at run time)
+    (2, 3, 11, 13, 5, 5, 5, 3, 2, 2),  # stride 3
+    (1, 16, 4, 3, 16, 3, 3, 1, 1, 1),  # unpooled: 12 windows, a tile mostly past them
+    (1, 4, 7, 6, 19, 3, 3, 2, 1, 1),  # unpooled, stride 2
+    # direct (deeper, pooled 3x3 or more)
+    (1, 3, 6, 7, 2, 5, 5, 1, 2, 3),
+    (1, 3, 10, 9, 4, 5, 5, 1, 0, 3),
+]
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=[str(s) for s in SHAPES])
-def test_the_kernel_matches_stage_2_on_a_cpu_emulation(lib, shape):
-    n, c, h, w, k, r, s, stride, padding, pool = shape
-    rng = np.random.default_rng(sum(shape))
-    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    x[0, 0, h // 2, w // 2] = np.nan  # one NaN pixel: its outputs stay NaN
-    weights = (rng.standard_normal((k, c, r, s)) / np.sqrt(c * r * s)).astype(np.float32)
-    b = rng.standard_normal(k).astype(np.float32)
+def run(lib, x, weights, b, stride, padding, pool):
+    """The library's fused op, its output pre-filled with NaN."""
+    (n, c, h, w), (k, _, r, s) = x.shape, weights.shape
     oh, ow = (h + 2 * padding - r) // stride + 1, (w + 2 * padding - s) // stride + 1
     y = np.full((n, k, oh // pool, ow // pool), np.nan, np.float32)
     geometry = Geometry(n, c, h, w, k, r, s, stride, padding, oh, ow)
@@ -88,9 +91,46 @@ def test_the_kernel_matches_stage_2_on_a_cpu_emulation(lib, shape):
         *(a.ctypes.data_as(V) for a in (x, weights, b, y)), ctypes.byref(geometry), pool
     )
     assert status == 0
+    return y
+
+
+def random_layer(shape):
+    n, c, h, w, k, r, s, *_ = shape
+    rng = np.random.default_rng(sum(shape))
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    weights = (rng.standard_normal((k, c, r, s)) / np.sqrt(c * r * s)).astype(np.float32)
+    return x, weights, rng.standard_normal(k).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[str(s) for s in SHAPES])
+def test_the_kernel_matches_stage_2_on_a_cpu_emulation(lib, shape):
+    n, c, h, w, k, r, s, stride, padding, pool = shape
+    x, weights, b = random_layer(shape)
+    x[0, 0, h // 2, w // 2] = np.nan  # one NaN pixel: its outputs stay NaN
+    y = run(lib, x, weights, b, stride, padding, pool)
     expected = reference.conv2d_bias_relu_pool(x, weights, b, stride, padding, pool)
     assert np.array_equal(np.isnan(y), np.isnan(expected)), "NaN where stage 2 has none, or none"
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5 * np.sqrt(c * r * s))
+
+
+# one layer for each kernel: shallow, the product, direct
+NAN_SHAPES = [(2, 1, 9, 9, 5, 3, 3, 1, 0, 2), (2, 8, 9, 9, 5, 3, 3, 1, 0, 2),
+              (1, 3, 10, 9, 4, 5, 5, 1, 0, 3)]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", NAN_SHAPES, ids=[str(s) for s in NAN_SHAPES])
+def test_a_nan_wins_its_windows_max_and_a_nan_weight_its_filter(lib, shape):
+    """A NaN pixel in the first output only, one of its pooling window's outputs: the window is
+    NaN (a max that dropped the NaN would pass on the others); a NaN weight: its filter's maps."""
+    *_, stride, padding, pool = shape
+    x, weights, b = random_layer(shape)
+    x[0, -1, 0, 0] = np.nan
+    weights[3, 0, 1, 1] = np.nan
+    y = run(lib, x, weights, b, stride, padding, pool)
+    expected = reference.conv2d_bias_relu_pool(x, weights, b, stride, padding, pool)
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(expected))
+    others = np.isnan(np.delete(y, 3, axis=1))
+    assert np.isnan(y[:, 3]).all() and others.any() and not others.all()
 
 
 def test_a_pool_larger_than_the_output_is_refused(lib):

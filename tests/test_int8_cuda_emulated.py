@@ -6,12 +6,10 @@ checks them on a GPU; this checks what they compute (tiles past the edges, K pas
 point, the padding's code) without one."""
 
 import ctypes
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_emulated import build_library
+from cuda_emulated import emulated_library
 
 import stage1_python as oracle
 from grader.builders import (
@@ -24,8 +22,6 @@ from grader.builders import (
     build_quantize,
 )
 
-REPO = Path(__file__).resolve().parent.parent
-CSRC = REPO / "stage4_cuda" / "csrc"
 SOURCES = ["int8/quantize.cu", "int8/gemm.cu", "int8/pool.cu", "errors.cu"]
 V, I64, INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
 RUNGS = {"dp4a": 1, "mma": 2}
@@ -33,11 +29,7 @@ RUNGS = {"dp4a": 1, "mma": 2}
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    if shutil.which("g++") is None:
-        pytest.skip("g++ is not installed here")
-    folder = tmp_path_factory.mktemp("emulated-int8")
-    loaded = ctypes.CDLL(str(build_library(folder, CSRC, REPO / "tests" / "cuda_emulation",
-                                           SOURCES)))  # fmt: skip
+    loaded = emulated_library(tmp_path_factory.mktemp("emulated-int8"), SOURCES)
     loaded.s2c_cuda_quantize_int8.argtypes = [V, V, I64, ctypes.c_float, INT]
     loaded.s2c_cuda_int8_linear.argtypes = [V, INT, V, V, V, V, V, V, V, I64, I64, I64, INT]
     loaded.s2c_cuda_int8_conv2d.argtypes = [V, INT, V, V, V, V, V, V, V] + [I64] * 9 + [INT]
@@ -77,9 +69,11 @@ def test_quantize(lib, size):
 
 
 @pytest.mark.parametrize("rung", RUNGS)
-@pytest.mark.parametrize("size", [(1, 7, 3, 0), (17, 33, 10, 127), (70, 65, 37, -128)])
+@pytest.mark.parametrize("size", [(1, 7, 3, 0), (17, 33, 10, 127), (70, 65, 37, -128),
+                                  (9, 64, 5, -3)])  # fmt: skip
 def test_int8_linear(lib, rung, size):
-    """70 rows: past a 64-row tile; 37 channels: past 32; K = 65: three steps of 32."""
+    """70 rows: past a 64-row tile; 37 channels: past 32; K = 65: three steps of 32; K = 64: x is
+    its own rows."""
     args = build_int8_linear(np.random.default_rng(4), size)
     (n, k), m = args["x"].shape, args["w"].shape[0]
     y = np.full((n, m), np.nan, np.float32)
@@ -93,8 +87,10 @@ def test_int8_linear(lib, rung, size):
 @pytest.mark.parametrize("rung", RUNGS)
 @pytest.mark.parametrize("size", [(2, 3, 7, 6, 4, 3, 3, 1, 1, -128),
                                   (1, 3, 6, 7, 2, 5, 5, 1, 2, 50),
-                                  (2, 2, 10, 8, 3, 3, 2, 2, 1, 127)])  # fmt: skip
+                                  (2, 2, 10, 8, 3, 3, 2, 2, 1, 127),
+                                  (1, 64, 13, 13, 128, 3, 3, 1, 0, -9)])  # fmt: skip
 def test_int8_conv2d(lib, rung, size):
+    """The last: the Fashion CNN's conv2 on one image (121 rows, K = 576, 128 channels)."""
     args = build_int8_conv2d(np.random.default_rng(5), size)
     n, c, h, width = args["x"].shape
     m, _, r, s = args["w"].shape

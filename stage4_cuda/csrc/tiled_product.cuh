@@ -112,6 +112,20 @@ __device__ __forceinline__ int tile_row(int ty, int i)
     return TM % 4 == 0 ? 4 * ty + 64 * (i / 4) + i % 4 : ty + 16 * i;
 }
 
+/* The epilogue: a thread's TN sums of one row of the tile, at columns first + 16 j, each given to
+ * store(z, row, col, sum) where col < cols. A Store that needs a thread's sums of a row together
+ * declares its own store_row, which overload resolution prefers (inference's fused convolution
+ * max-pools them before they are written). */
+template <int TN, class Store>
+__device__ __forceinline__ void store_row(const Store &store, int z, int row, int first, int cols,
+                                          const float (&sums)[TN])
+{
+#pragma unroll
+    for (int j = 0; j < TN; j++)
+        if (first + 16 * j < cols)
+            store(z, row, first + 16 * j, sums[j]);
+}
+
 template <int BM, int BN, class LoadA, class LoadB, class Store>
 __global__ void __launch_bounds__(PRODUCT_THREADS)
     tiled_product_kernel(LoadA load_a, LoadB load_b, Store store, int rows, int cols, int depth,
@@ -188,13 +202,11 @@ __global__ void __launch_bounds__(PRODUCT_THREADS)
         __syncthreads();
     }
 #pragma unroll
-    for (int i = 0; i < TM; i++)
-#pragma unroll
-        for (int j = 0; j < TN; j++) {
-            int row = row0 + tile_row<TM>(ty, i), col = col0 + tx + 16 * j;
-            if (row < rows && col < cols)
-                store(z, row, col, sums[i][j]);
-        }
+    for (int i = 0; i < TM; i++) {
+        int row = row0 + tile_row<TM>(ty, i);
+        if (row < rows)
+            store_row(store, z, row, col0 + tx, cols, sums[i]);
+    }
 }
 
 /* Stored operands and results: a stack of matrices, matrix z at z * slice. Element (i, k) of an

@@ -5,70 +5,37 @@
  *
  * The bias and ReLU are applied after the max: rounding v + b is monotone in v, as ReLU is, so
  * both commute with the max (and a NaN wins the max, then stays NaN), which does them once per
- * window instead of once per output.
+ * window instead of once per output. Each convolution output is the training path's sum, its
+ * taps in order from 0: the same numbers as rung 1, 3 and 7 of the conv2d ladder (csrc/conv/).
  *
- * Two kernels, one launch each:
+ * Three kernels, one launch each; fused_kernel_for chooses by the layer's shape, in one place:
  *
- * - tiled (the fast path): a block takes one image, FILTERS_PER_BLOCK filters and a tile of the
- *   convolution's output aligned to the pooling windows (at most 256 positions, a thread each).
- *   Channels arrive in chunks: the chunk's input patch (zero where the padding is) and weights
- *   go to shared memory, and each thread adds the chunk's products for its position into one
- *   register per filter (a pixel read from shared memory feeds FILTERS_PER_BLOCK FMAs; the
- *   weights are the same for the whole warp: a broadcast). The finished sums go to shared
- *   memory, and the threads then take the tile's pooling windows, max, + bias, ReLU, and write y.
- * - direct (any geometry the tiled kernel's shared memory does not hold: huge images or pooling
- *   windows): a thread per output of y, summing its window's convolution outputs from global
- *   memory, the definition as it is written.
+ * - shallow (C*R*S <= S2C_CUDA_SHALLOW_DEPTH: a first layer): a thread per pooled output, the
+ *   conv2d ladder's rung 7 applied to each position of its window in turn: the position's
+ *   C*R*S pixels in registers, every filter of the block's group (staged in shared memory,
+ *   read 4 at a time as one broadcast) applied to them, a running max per filter in registers.
+ * - product (pool 1 or 2, deeper layers): rung 3's implicit GEMM (tiled_product.cuh), filters
+ *   as rows and convolution outputs as columns, the columns ordered so that the pool x pool
+ *   outputs of a window land in ONE thread's registers (window_of): its epilogue (store_row)
+ *   takes their max, + bias, ReLU, and writes only the pooled value.
+ * - direct (the rest: deep layers pooled 3x3 or more): a thread per output of y, summing its
+ *   window's convolution outputs from global memory, the definition as it is written.
  *
  * Padding reads as zero and is still multiplied, so a NaN weight gives NaN there, as in PyTorch.
  * Run it on a GPU: python -m grader --stage 4 --variant nvcc --ops conv2d_bias_relu_pool */
 #include "../conv/conv.cuh"
+#include "../tiled_product.cuh"
 
-#define FILTERS_PER_BLOCK 8
-#define TILE_POSITIONS 256        /* the most convolution outputs a tiled block computes */
-#define TILE_SHARED_FLOATS 12288  /* 48 KB: what any GPU gives a block without asking */
+#define SHALLOW_THREADS 256    /* pooled outputs a block of the shallow kernel */
+#define SHALLOW_NARROW 12      /* a 3x3 window of one channel (9 taps), rounded up to 4 */
+#define SHALLOW_FEW_FILTERS 8  /* the group of a layer of 8 filters or fewer (LeNet-5's 6) */
+#define SHALLOW_FILTERS 32     /* the group of a wider layer */
+#define PRODUCT_COLUMNS 64     /* the product's tile: 16 threads wide, 4 columns a thread */
+#define WINDOW_RUN 16          /* windows side by side in a run of columns (the tile's tx) */
 #define DIRECT_THREADS 256
 
-/* What the launcher decides for the tiled kernel. */
-struct fused_tile {
-    int64_t tile_h, tile_w;     /* the tile of convolution outputs, multiples of pool */
-    int64_t patch_h, patch_w;   /* the input a tile reads, per channel */
-    int64_t chunk;              /* channels per shared-memory chunk */
-    int64_t tiles_h, tiles_w;   /* tiles per image plane */
-};
-
-__global__ void conv_bias_relu_pool_tiled_kernel(const float *x, const float *w, const float *b,
-                                                 float *y, conv_geometry g, int64_t pool,
-                                                 fused_tile t);
-__global__ void conv_bias_relu_pool_direct_kernel(const float *x, const float *w, const float *b,
-                                                  float *y, conv_geometry g, int64_t pool);
-
-/* The tiled kernel's plan for g, or false when its shared memory cannot hold one channel's
- * patch with the weights and the sums (the direct kernel then runs). */
-static inline bool plan_tiles(const conv_geometry &g, int64_t pool, fused_tile *t)
-{
-    int64_t ph = g.out_height / pool, pw = g.out_width / pool;
-    if (pool * pool > TILE_POSITIONS || ceil_div(g.filters, FILTERS_PER_BLOCK) > 65535)
-        return false; /* a window more than a block, or filter groups more than a grid's y */
-    /* windows side by side in tile rows of at most 32 outputs (a warp) */
-    int64_t windows_w = pw < 32 / pool ? pw : 32 / pool;
-    windows_w = windows_w < TILE_POSITIONS / (pool * pool) ? windows_w
-                                                           : TILE_POSITIONS / (pool * pool);
-    int64_t windows_h = TILE_POSITIONS / (pool * pool * windows_w);
-    windows_h = windows_h < ph ? windows_h : ph;
-    t->tile_h = windows_h * pool;
-    t->tile_w = windows_w * pool;
-    t->patch_h = (t->tile_h - 1) * g.stride + g.kh;
-    t->patch_w = (t->tile_w - 1) * g.stride + g.kw;
-    t->tiles_h = ceil_div(ph, windows_h);
-    t->tiles_w = ceil_div(pw, windows_w);
-    int64_t sums = FILTERS_PER_BLOCK * t->tile_h * t->tile_w;
-    int64_t per_channel = t->patch_h * t->patch_w + FILTERS_PER_BLOCK * g.kh * g.kw;
-    int64_t room = TILE_SHARED_FLOATS - sums;
-    if (room < per_channel) return false;
-    t->chunk = room / per_channel < g.channels ? room / per_channel : g.channels;
-    return true;
-}
+static int fused_conv(const float *x, const float *w, const float *b, float *y,
+                      const conv_geometry &g, int pool);
 
 extern "C" int s2c_cuda_conv2d_bias_relu_pool(const float *x, const float *w, const float *b,
                                               float *y, const struct s2c_conv_geometry *g,
@@ -76,94 +43,227 @@ extern "C" int s2c_cuda_conv2d_bias_relu_pool(const float *x, const float *w, co
 {
     // BEGIN SOLUTION week 16, task conv2d_bias_relu_pool
     if (pool < 1 || g->out_height < pool || g->out_width < pool) return S2C_CUDA_BAD_ARGUMENT;
-    fused_tile t;
-    if (plan_tiles(*g, pool, &t)) {
-        dim3 grid((unsigned)(g->n * t.tiles_h * t.tiles_w),
-                  (unsigned)ceil_div(g->filters, FILTERS_PER_BLOCK));
-        size_t shared = TILE_SHARED_FLOATS * sizeof(float);
-        launch_overlapped(conv_bias_relu_pool_tiled_kernel, grid, (unsigned)(t.tile_h * t.tile_w),
-                          shared, x, w, b, y, *g, pool, t);
-        LAUNCH_CHECK("conv_bias_relu_pool_tiled_kernel");
-        return S2C_CUDA_OK;
-    }
-    int64_t outputs = g->n * g->filters * (g->out_height / pool) * (g->out_width / pool);
-    launch_overlapped(conv_bias_relu_pool_direct_kernel, blocks_for(outputs, DIRECT_THREADS),
-                      DIRECT_THREADS, 0, x, w, b, y, *g, pool);
-    LAUNCH_CHECK("conv_bias_relu_pool_direct_kernel");
-    return S2C_CUDA_OK;
+    return fused_conv(x, w, b, y, *g, (int)pool);
 }
 
-__global__ void conv_bias_relu_pool_tiled_kernel(const float *x, const float *w, const float *b,
-                                                 float *y, conv_geometry g, int64_t pool,
-                                                 fused_tile t)
+/* The kernels, and the layers each computes best. */
+enum fused_kernel { FUSED_SHALLOW, FUSED_PRODUCT, FUSED_DIRECT };
+
+/* ---- shallow: a window in registers ----------------------------------------------------------
+ * Cost: 2 N K (PH pool)(PW pool) C R S FLOPs; device memory 4 (N C H W + K C R S + N K PH PW)
+ * bytes: x read once (neighbouring windows' pixels come from L1), y pooled, so a quarter of the
+ * training path's stores at pool 2 (Fashion-CNN conv1 at batch 256: 0.2 GFLOP, 11 MB written:
+ * bound by its FMAs and its stores). */
+template <int DEPTH, int FILTERS, int KH, int KW>
+__global__ void __launch_bounds__(SHALLOW_THREADS)
+    fused_shallow_kernel(const float *x, const float *w, const float *b, float *y,
+                         conv_geometry g, int pool)
 {
     wait_for_previous_kernel();
-    extern __shared__ __align__(16) float shared[];
-    const int64_t tiles = t.tiles_h * t.tiles_w, ph = g.out_height / pool, pw = g.out_width / pool;
-    const int64_t image = blockIdx.x / tiles, tile = blockIdx.x % tiles;
-    const int64_t first_filter = (int64_t)blockIdx.y * FILTERS_PER_BLOCK;
-    const int64_t top = tile / t.tiles_w * t.tile_h, left = tile % t.tiles_w * t.tile_w;
-    const int64_t taps = g.kh * g.kw, patch = t.patch_h * t.patch_w;
-    const int ly = threadIdx.x / t.tile_w, lx = threadIdx.x % t.tile_w;
-    float *sums = shared;                                          /* [filters][tile_h * tile_w] */
-    float *patches = sums + FILTERS_PER_BLOCK * t.tile_h * t.tile_w; /* [chunk][patch] */
-    float *weights = patches + t.chunk * patch;                    /* [filters][chunk][taps] */
-    const float *pixels = x + image * g.channels * g.height * g.width;
-    float total[FILTERS_PER_BLOCK];
-    for (int f = 0; f < FILTERS_PER_BLOCK; f++) total[f] = 0.0f;
-
-    for (int64_t c0 = 0; c0 < g.channels; c0 += t.chunk) {
-        int64_t chunk = g.channels - c0 < t.chunk ? g.channels - c0 : t.chunk;
-        __syncthreads(); /* the previous chunk's reads are done */
-        for (int64_t i = threadIdx.x; i < chunk * patch; i += blockDim.x) {
-            int64_t c = i / patch, row = i % patch / t.patch_w, col = i % t.patch_w;
-            int64_t h = top * g.stride - g.padding + row, v = left * g.stride - g.padding + col;
-            bool inside = 0 <= h && h < g.height && 0 <= v && v < g.width;
-            patches[i] = inside ? pixels[((c0 + c) * g.height + h) * g.width + v] : 0.0f;
-        }
-        for (int64_t i = threadIdx.x; i < FILTERS_PER_BLOCK * chunk * taps; i += blockDim.x) {
-            int64_t f = i / (chunk * taps), rest = i % (chunk * taps);
-            int64_t filter = first_filter + f;
-            /* a filter past the last one computes zeros, never written */
-            weights[i] = filter < g.filters ? w[(filter * g.channels + c0) * taps + rest] : 0.0f;
-        }
-        __syncthreads();
-        for (int64_t c = 0; c < chunk; c++)
-            for (int64_t r = 0; r < g.kh; r++)
-                for (int64_t s = 0; s < g.kw; s++) {
-                    float pixel = patches[c * patch + (ly * g.stride + r) * t.patch_w +
-                                          lx * g.stride + s];
-                    const float *tap = weights + (c * g.kh + r) * g.kw + s;
-                    for (int f = 0; f < FILTERS_PER_BLOCK; f++)
-                        total[f] = fmaf(pixel, tap[f * chunk * taps], total[f]);
-                }
+    __shared__ __align__(16) float filters[FILTERS][DEPTH];
+    const int depth = (int)conv_rows(g), first = blockIdx.y * FILTERS;
+    const int group = min(FILTERS, (int)g.filters - first);
+    for (int e = threadIdx.x; e < FILTERS * DEPTH; e += blockDim.x) {
+        int f = e / DEPTH, j = e % DEPTH; /* zeros past the group and the depth add nothing */
+        filters[f][j] = f < group && j < depth ? w[(int64_t)(first + f) * depth + j] : 0.0f;
     }
-    for (int f = 0; f < FILTERS_PER_BLOCK; f++)
-        sums[f * blockDim.x + threadIdx.x] = total[f];
     __syncthreads();
 
-    const int64_t windows_w = t.tile_w / pool, windows = t.tile_h / pool * windows_w;
-    for (int64_t i = threadIdx.x; i < FILTERS_PER_BLOCK * windows; i += blockDim.x) {
-        int64_t f = i / windows, window = i % windows;
-        int64_t wy = window / windows_w, wx = window % windows_w;
-        int64_t py = top / pool + wy, px = left / pool + wx, filter = first_filter + f;
-        if (filter >= g.filters || py >= ph || px >= pw) continue;
-        const float *plane = sums + f * blockDim.x;
-        float best = plane[wy * pool * t.tile_w + wx * pool];
-        for (int64_t di = 0; di < pool; di++)
-            for (int64_t dj = 0; dj < pool; dj++)
-                best = nan_max(best, plane[(wy * pool + di) * t.tile_w + wx * pool + dj]);
-        float value = best + b[filter];
-        y[((image * g.filters + filter) * ph + py) * pw + px] = value <= 0.0f ? 0.0f : value;
-    }
-    // END SOLUTION
+    const int pooled_width = (int)g.out_width / pool;
+    const int64_t pooled = (g.out_height / pool) * pooled_width;
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= g.n * pooled) return;
+    const int64_t n = index_div(i, pooled);
+    const int p = (int)(i - n * pooled), py = p / pooled_width, px = p % pooled_width;
+    const int height = (int)g.height, width = (int)g.width;
+    const int kh = KH ? KH : (int)g.kh, kw = KW ? KW : (int)g.kw;
+    const float *image = x + n * g.channels * height * width;
+
+    float best[FILTERS] = {};
+    for (int di = 0; di < pool; di++)
+        for (int dj = 0; dj < pool; dj++) {
+            int top = (py * pool + di) * (int)g.stride - (int)g.padding;
+            int left = (px * pool + dj) * (int)g.stride - (int)g.padding;
+            float window[DEPTH];
+#pragma unroll
+            for (int j = 0; j < DEPTH; j++) { /* tap j = (c, r, s); padding reads as zero */
+                int c = j / (kh * kw), h = top + j / kw % kh, v = left + j % kw;
+                bool inside = j < depth && 0 <= h && h < height && 0 <= v && v < width;
+                window[j] = inside ? __ldg(image + ((int64_t)c * height + h) * width + v) : 0.0f;
+            }
+#pragma unroll
+            for (int f = 0; f < FILTERS; f++) {
+                float sum = 0.0f;
+#pragma unroll
+                for (int j = 0; j < DEPTH; j += 4) {
+                    float4 four = *reinterpret_cast<const float4 *>(&filters[f][j]);
+                    sum = fmaf(window[j], four.x, sum);
+                    sum = fmaf(window[j + 1], four.y, sum);
+                    sum = fmaf(window[j + 2], four.z, sum);
+                    sum = fmaf(window[j + 3], four.w, sum);
+                }
+                best[f] = di == 0 && dj == 0 ? sum : nan_max(best[f], sum);
+            }
+        }
+    float *out = y + (n * g.filters + first) * pooled + p;
+#pragma unroll
+    for (int f = 0; f < FILTERS; f++)
+        if (f < group) {
+            float value = best[f] + __ldg(b + first + f);
+            out[f * pooled] = value <= 0.0f ? 0.0f : value;
+        }
 }
 
-__global__ void conv_bias_relu_pool_direct_kernel(const float *x, const float *w, const float *b,
-                                                  float *y, conv_geometry g, int64_t pool)
+static int launch_shallow(const float *x, const float *w, const float *b, float *y,
+                          const conv_geometry &g, int pool)
+{
+    bool few = g.filters <= SHALLOW_FEW_FILTERS, narrow = conv_rows(g) <= SHALLOW_NARROW;
+    int64_t pooled = g.n * (g.out_height / pool) * (g.out_width / pool);
+    dim3 blocks((unsigned)blocks_for(pooled, SHALLOW_THREADS),
+                (unsigned)blocks_for(g.filters, few ? SHALLOW_FEW_FILTERS : SHALLOW_FILTERS));
+    return with_kernel_size(g, [&](auto kh, auto kw) {
+        constexpr int KH = kh.value, KW = kw.value, DEEP = S2C_CUDA_SHALLOW_DEPTH;
+        constexpr int FEW = SHALLOW_FEW_FILTERS, MANY = SHALLOW_FILTERS;
+        auto kernel = few ? (narrow ? fused_shallow_kernel<SHALLOW_NARROW, FEW, KH, KW>
+                                    : fused_shallow_kernel<DEEP, FEW, KH, KW>)
+                          : (narrow ? fused_shallow_kernel<SHALLOW_NARROW, MANY, KH, KW>
+                                    : fused_shallow_kernel<DEEP, MANY, KH, KW>);
+        launch_overlapped(kernel, blocks, SHALLOW_THREADS, 0, x, w, b, y, g, pool);
+        LAUNCH_CHECK("fused_shallow_kernel");
+        return S2C_CUDA_OK;
+    });
+}
+
+/* ---- product: an implicit GEMM whose epilogue pools ------------------------------------------
+ * The product's columns are the convolution outputs, ordered by pooling window: a run of
+ * WINDOW_RUN * taps columns (taps = pool * pool) holds WINDOW_RUN windows, column
+ * run * WINDOW_RUN * taps + 16 tap + t holding tap `tap` of window run * WINDOW_RUN + t. A tile's
+ * thread tx holds columns tx + 16 j (tiled_product.cuh), so its 4 columns of a 64-wide tile are
+ * the 4 taps of one window at pool 2 (4 windows at pool 1).
+ * Cost: 2 K (C R S)(N PH pool PW pool) FLOPs (the outputs no window covers are not computed);
+ * device memory x and w once (x's R*S-fold reuse from L2 and shared memory), y pooled:
+ * 4 (N C H W + K C R S + N K PH PW) bytes (Fashion-CNN conv2 at batch 256: 3.8 GFLOP, 5 MB:
+ * bound by the FMAs and the loads from shared memory, 64 FMAs for 10 shared loads a thread). */
+static __host__ __device__ inline int window_of(int column, int taps)
+{
+    return column / (WINDOW_RUN * taps) * WINDOW_RUN + column % WINDOW_RUN;
+}
+
+/* B(j, column) = x's pixel under weight j = (c, r, s) of the convolution output at `column`; the
+ * kernel size KH x KW known at compile time, or read from kh, kw when 0 (with_kernel_size). A
+ * column past the last window computes the last window again, never stored. */
+template <int KH, int KW>
+struct PooledWindowColumns {
+    const float *x;
+    int channels, height, width, kh, kw, stride, padding, pool, pooled_width, pooled, windows;
+    struct Column {
+        const float *image;
+        int top, left; /* the window's corner, in the padded image */
+    };
+    __device__ Column column(int, int col) const
+    {
+        int taps = pool * pool, window = min(window_of(col, taps), windows - 1);
+        int tap = col / WINDOW_RUN % taps, n = window / pooled, p = window % pooled;
+        int oh = p / pooled_width * pool + tap / pool, ow = p % pooled_width * pool + tap % pool;
+        return {x + (int64_t)n * channels * height * width, oh * stride - padding,
+                ow * stride - padding};
+    }
+    __device__ float operator()(const Column &at, int j) const
+    {
+        const int taps_wide = KW ? KW : kw, taps = KH ? KH * KW : kh * kw;
+        int c = j / taps, rs = j % taps, h = at.top + rs / taps_wide, v = at.left + rs % taps_wide;
+        bool inside = 0 <= h && h < height && 0 <= v && v < width;
+        return inside ? __ldg(at.image + ((int64_t)c * height + h) * width + v) : 0.0f;
+    }
+};
+
+/* y[n, k, p] = relu(max over the window's taps of the sums + b[k]) for window (n, p). */
+struct PooledOutput {
+    float *y;
+    const float *b;
+    int filters, taps, pooled, windows;
+};
+
+/* The product's epilogue for PooledOutput (tiled_product.cuh's store_row): sums[j] is column
+ * first + 16 j, so each `taps` consecutive j are one window's outputs. */
+template <int TN>
+__device__ __forceinline__ void store_row(const PooledOutput &out, int, int k, int first, int,
+                                          const float (&sums)[TN])
+{
+    static_assert(TN % 4 == 0, "a thread's columns hold whole 2x2 windows");
+    float best = 0.0f;
+#pragma unroll
+    for (int j = 0; j < TN; j++) {
+        best = j % out.taps == 0 ? sums[j] : nan_max(best, sums[j]);
+        if (j % out.taps != out.taps - 1) continue;
+        int window = window_of(first + 16 * (j + 1 - out.taps), out.taps);
+        if (window >= out.windows) continue;
+        int n = window / out.pooled, p = window % out.pooled;
+        float value = best + __ldg(out.b + k);
+        out.y[((int64_t)n * out.filters + k) * out.pooled + p] = value <= 0.0f ? 0.0f : value;
+    }
+}
+
+/* The product's rows (filters) a tile: 16 or 32 for layers that few (LeNet-5's conv2: 16), 128
+ * when those large tiles still give every multiprocessor two blocks, else 64, as
+ * launch_tiled_product chooses (the columns are fixed at 64 here: whole windows a thread). */
+static int product_tile_rows(int64_t rows, int64_t column_tiles)
+{
+    if (rows <= 16) return 16;
+    if (rows <= 32) return 32;
+    bool large = rows > 64 && ceil_div(rows, 128) * column_tiles >= 2 * device_multiprocessors();
+    return large ? 128 : 64;
+}
+
+/* The product's columns: whole runs of windows, so that every tile holds whole windows. */
+static int64_t product_columns(const conv_geometry &g, int pool)
+{
+    int64_t windows = g.n * (g.out_height / pool) * (g.out_width / pool);
+    return ceil_div(windows, WINDOW_RUN) * WINDOW_RUN * pool * pool;
+}
+
+static int launch_product(const float *x, const float *w, const float *b, float *y,
+                          const conv_geometry &g, int pool)
+{
+    int pooled_width = (int)(g.out_width / pool);
+    int pooled = (int)(g.out_height / pool) * pooled_width;
+    int64_t rows = g.filters, cols = product_columns(g, pool), depth = conv_rows(g);
+    StridedOperand filters = {w, 0, depth, 1}; /* A(k, j) = w[k, j]: w as [K, C*R*S] */
+    PooledOutput out = {y, b, (int)g.filters, pool * pool, pooled, (int)g.n * pooled};
+    int64_t column_tiles = ceil_div(cols, PRODUCT_COLUMNS);
+    int tile_rows = product_tile_rows(rows, column_tiles);
+    dim3 grid((unsigned)column_tiles, (unsigned)ceil_div(rows, tile_rows), 1);
+    return with_kernel_size(g, [&](auto kh, auto kw) {
+        typedef PooledWindowColumns<kh.value, kw.value> Columns;
+        Columns windows = {x, (int)g.channels, (int)g.height, (int)g.width, (int)g.kh, (int)g.kw,
+                           (int)g.stride, (int)g.padding, pool, pooled_width, pooled,
+                           (int)g.n * pooled};
+#define POOLED_PRODUCT(BM)                                                                       \
+    launch_overlapped(tiled_product_kernel<BM, PRODUCT_COLUMNS, StridedOperand, Columns,         \
+                                           PooledOutput>,                                        \
+                      grid, PRODUCT_THREADS, 0, filters, windows, out, (int)rows, (int)cols,     \
+                      (int)depth, 0)
+        if (tile_rows == 16)
+            POOLED_PRODUCT(16);
+        else if (tile_rows == 32)
+            POOLED_PRODUCT(32);
+        else if (tile_rows == 64)
+            POOLED_PRODUCT(64);
+        else
+            POOLED_PRODUCT(128);
+#undef POOLED_PRODUCT
+        LAUNCH_CHECK("fused conv tiled_product_kernel");
+        return S2C_CUDA_OK;
+    });
+}
+
+/* ---- direct: the definition -----------------------------------------------------------------
+ * Cost: 2 N K PH PW pool^2 C R S FLOPs, each pixel and weight read from L1/L2 for every FMA:
+ * bound by those loads. Only for what the two above do not take. */
+__global__ void fused_direct_kernel(const float *x, const float *w, const float *b, float *y,
+                                    conv_geometry g, int pool)
 {
     wait_for_previous_kernel();
-    // BEGIN SOLUTION week 16, task conv2d_bias_relu_pool
     int64_t ph = g.out_height / pool, pw = g.out_width / pool;
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     if (i >= g.n * g.filters * ph * pw) return;
@@ -178,7 +278,8 @@ __global__ void conv_bias_relu_pool_direct_kernel(const float *x, const float *w
             for (int64_t c = 0; c < g.channels; c++)
                 for (int64_t r = 0; r < g.kh; r++)
                     for (int64_t s = 0; s < g.kw; s++) {
-                        int64_t h = oy * g.stride - g.padding + r, v = ox * g.stride - g.padding + s;
+                        int64_t h = oy * g.stride - g.padding + r;
+                        int64_t v = ox * g.stride - g.padding + s;
                         bool inside = 0 <= h && h < g.height && 0 <= v && v < g.width;
                         float pixel = inside ? pixels[(c * g.height + h) * g.width + v] : 0.0f;
                         sum = fmaf(pixel, kernel[(c * g.kh + r) * g.kw + s], sum);
@@ -187,5 +288,35 @@ __global__ void conv_bias_relu_pool_direct_kernel(const float *x, const float *w
         }
     float value = best + b[filter];
     y[i] = value <= 0.0f ? 0.0f : value;
+}
+
+/* The kernel for a layer: shallow for first layers (their window fits in registers, where a
+ * product's depth of 9 or 25 would be padded to one step of 16 and reuse little), the product
+ * for deeper ones pooled 2x2 or not at all (a thread's 4 columns hold whole windows), direct for
+ * the rest; each only where its grid and its int indices hold the layer. */
+static fused_kernel fused_kernel_for(const conv_geometry &g, int pool)
+{
+    int64_t outputs = g.n * g.filters * g.out_height * g.out_width;
+    if (conv_rows(g) <= S2C_CUDA_SHALLOW_DEPTH && ceil_div(g.filters, SHALLOW_FEW_FILTERS) <= 65535)
+        return FUSED_SHALLOW;
+    if ((pool == 1 || pool == 2) && product_columns(g, pool) <= INT_MAX && outputs <= INT_MAX &&
+        conv_rows(g) <= INT_MAX && ceil_div(g.filters, 16) <= 65535)
+        return FUSED_PRODUCT;
+    return FUSED_DIRECT;
+}
+
+static int fused_conv(const float *x, const float *w, const float *b, float *y,
+                      const conv_geometry &g, int pool)
+{
+    switch (fused_kernel_for(g, pool)) {
+    case FUSED_SHALLOW: return launch_shallow(x, w, b, y, g, pool);
+    case FUSED_PRODUCT: return launch_product(x, w, b, y, g, pool);
+    case FUSED_DIRECT: break;
+    }
+    int64_t outputs = g.n * g.filters * (g.out_height / pool) * (g.out_width / pool);
+    launch_overlapped(fused_direct_kernel, blocks_for(outputs, DIRECT_THREADS), DIRECT_THREADS, 0,
+                      x, w, b, y, g, pool);
+    LAUNCH_CHECK("fused_direct_kernel");
+    return S2C_CUDA_OK;
     // END SOLUTION
 }

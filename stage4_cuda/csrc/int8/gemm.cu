@@ -39,7 +39,8 @@ static __device__ __forceinline__ void write_output(const int8_output out, int64
     if (i >= out.rows || j >= out.m)
         return;
     const int64_t centred = (int64_t)sum - (int64_t)out.x_zero * out.weight_sums[j];
-    const int64_t at = (i / out.group) * out.m * out.group + i % out.group + j * out.group;
+    const int64_t image = index_div(i, out.group); /* 32-bit where it fits */
+    const int64_t at = image * out.m * out.group + (i - image * out.group) + j * out.group;
     const float y = out.scale[j] * (float)centred + out.b[j];
     if (out.codes)
         out.codes[at] = int8_code(y, out.code_zero, out.code_low);
@@ -93,8 +94,8 @@ extern "C" int s2c_cuda_int8_best_rung(int *rung)
 static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_t *weight_sums,
                      int64_t k, int64_t k32, int rung, int8_output out)
 {
-    launch_overlapped(pack_weights_kernel, dim3((unsigned)blocks_for(out.m, 128)), dim3(128), 0,
-                      w, packed, weight_sums, out.m, k, k32);
+    launch_overlapped(pack_weights_kernel, dim3((unsigned)blocks_for(out.m * 32, 128)), dim3(128),
+                      0, w, packed, weight_sums, out.m, k, k32);
     LAUNCH_CHECK("pack_weights_kernel");
     out.weight_sums = weight_sums;
     if (rung == 0)
@@ -117,7 +118,9 @@ static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_
     return S2C_CUDA_OK;
 }
 
-/* The rows of a dense layer (x itself, padded), then the GEMM into `out`. */
+/* The rows of a dense layer (x itself, padded), then the GEMM into `out`. Where K is already a
+ * multiple of K_STEP (the Fashion CNN's 3,200 and 256) and x lies on a 4-byte boundary (the
+ * GEMMs read 4 codes at a time), x is its own rows: no copy, one kernel fewer. */
 static int linear(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed,
                   int32_t *weight_sums, int64_t k, int rung, int8_output out)
 {
@@ -125,7 +128,9 @@ static int linear(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed
         return S2C_CUDA_BAD_ARGUMENT;
     // BEGIN SOLUTION week 19, task int8_linear
     const int64_t k32 = ceil_div(k, K_STEP) * K_STEP;
-    launch_overlapped(linear_rows_kernel, dim3((unsigned)blocks_for(out.rows * k32, 256)),
+    if (k == k32 && (uintptr_t)x % 4 == 0)
+        return int8_gemm(x, w, packed, weight_sums, k, k32, rung, out);
+    launch_overlapped(linear_rows_kernel, dim3((unsigned)blocks_for(out.rows * k32 / 4, 256)),
                       dim3(256), 0, x, rows, out.rows, k, k32);
     LAUNCH_CHECK("linear_rows_kernel");
     return int8_gemm(rows, w, packed, weight_sums, k, k32, rung, out);
@@ -145,8 +150,9 @@ static int conv2d(const int8_t *x, const int8_t *w, int8_t *rows, int8_t *packed
         return S2C_CUDA_BAD_ARGUMENT;
     // BEGIN SOLUTION week 19, task int8_conv2d
     const int64_t k = c * r * s, k32 = ceil_div(k, K_STEP) * K_STEP, count = n * oh * ow;
-    launch_overlapped(conv_rows_kernel, dim3((unsigned)blocks_for(count * k32, 256)), dim3(256), 0,
-                      x, rows, n, c, h, width, r, s, stride, padding, oh, ow, out.x_zero, k32);
+    launch_overlapped(conv_rows_kernel, dim3((unsigned)blocks_for(count * k32 / 4, 256)),
+                      dim3(256), 0, x, rows, n, c, h, width, r, s, stride, padding, oh, ow,
+                      out.x_zero, k32);
     LAUNCH_CHECK("conv_rows_kernel");
     return int8_gemm(rows, w, packed, weight_sums, k, k32, rung, out);
     // END SOLUTION
@@ -210,65 +216,105 @@ extern "C" int s2c_cuda_int8_conv2d_to_int8(const int8_t *x, int x_zero, const i
     // END SOLUTION
 }
 
-/* packed [m, k32] = w [m, k] padded with zeros; sums[j] = the sum of w's row j. */
+/* packed [m, k32] = w [m, k] padded with zeros; sums[j] = the sum of w's row j. A warp per row,
+ * its lanes on neighbouring bytes (one 32-byte load a step, where a thread per row would walk its
+ * row alone: 3,200 dependent loads for the Fashion CNN's first dense layer), the sum by shuffles.
+ * Cost: m k32 bytes read and written, m (k32 / 32 + 5) warp steps. */
 __global__ void pack_weights_kernel(const int8_t *w, int8_t *packed, int32_t *sums, int64_t m,
                                     int64_t k, int64_t k32)
 {
     wait_for_previous_kernel();
-    const int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= m)
+    const int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (j >= m) /* the whole warp: blocks are whole warps */
         return;
     int32_t sum = 0;
-    for (int64_t p = 0; p < k32; p++) {
+    for (int64_t p = lane; p < k32; p += 32) {
         const int8_t value = p < k ? w[j * k + p] : 0;
         packed[j * k32 + p] = value;
         sum += value;
     }
-    sums[j] = sum;
+    for (int offset = 16; offset > 0; offset /= 2)
+        sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (lane == 0)
+        sums[j] = sum;
 }
 
-/* rows [n, k32] = x [n, k] padded with zeros (which meet zero weights). */
+/* rows [n, k32] = x [n, k] padded with zeros (which meet zero weights): a thread per 4 bytes of a
+ * row, written as one int, its row found by a 32-bit division where the sizes allow (index_div).
+ * Cost: n k bytes read, n k32 written. */
 __global__ void linear_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64_t k,
                                    int64_t k32)
 {
     wait_for_previous_kernel();
-    const int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (at >= n * k32)
+    const int64_t quads = k32 / 4, at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= n * quads)
         return;
-    const int64_t i = at / k32, p = at % k32;
-    rows[at] = p < k ? x[i * k + p] : 0;
+    const int64_t i = index_div(at, quads), first = (at - i * quads) * 4;
+    uint32_t four = 0;
+    for (int byte = 0; byte < 4; byte++) {
+        const int64_t p = first + byte;
+        four |= (uint32_t)(uint8_t)(p < k ? x[i * k + p] : 0) << (8 * byte);
+    }
+    *(uint32_t *)(rows + at * 4) = four;
 }
 
 /* rows [n * oh * ow, k32]: output pixel i's receptive field, in w's (c, r, s) order; x_zero (the
- * code of 0.0) in the padding, zeros past c * r * s. */
+ * code of 0.0) in the padding, zeros past c * r * s. A thread per 4 bytes of a row, written as one
+ * int (k32 is a multiple of 4): the (c, r, s) of its first byte by division, the next three by
+ * counting on, and the pixel's (image, oy, ox) by 32-bit divisions where the sizes allow
+ * (index_div): a 64-bit division costs as many instructions as the rest of the thread's work.
+ * Cost: n oh ow k32 bytes written, each pixel read r s times (from L1/L2). */
 __global__ void conv_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64_t c, int64_t h,
                                  int64_t width, int64_t r, int64_t s, int64_t stride,
                                  int64_t padding, int64_t oh, int64_t ow, int x_zero, int64_t k32)
 {
     wait_for_previous_kernel();
-    const int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (at >= n * oh * ow * k32)
+    const int64_t quads = k32 / 4, at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= n * oh * ow * quads)
         return;
-    const int64_t i = at / k32, p = at % k32;
-    if (p >= c * r * s) {
-        rows[at] = 0;
-        return;
+    const int64_t i = index_div(at, quads), image = index_div(i, oh * ow);
+    const int64_t pixel = i - image * oh * ow, oy = index_div(pixel, ow), ox = pixel - oy * ow;
+    const int8_t *planes = x + image * c * h * width;
+    const int first = (int)(at - i * quads) * 4, taps = (int)(r * s);
+    int ch = first / taps, tap_row = first % taps / (int)s, tap_column = first % (int)s;
+    uint32_t four = 0;
+    for (int byte = 0; byte < 4; byte++) {
+        int8_t code = 0;
+        if (ch < c) {
+            const int64_t iy = oy * stride - padding + tap_row;
+            const int64_t ix = ox * stride - padding + tap_column;
+            const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < width;
+            code = inside ? planes[(ch * h + iy) * width + ix] : (int8_t)x_zero;
+        }
+        four |= (uint32_t)(uint8_t)code << (8 * byte);
+        if (++tap_column == s) { /* the next byte's tap */
+            tap_column = 0;
+            if (++tap_row == r) {
+                tap_row = 0;
+                ch++;
+            }
+        }
     }
-    const int64_t image = i / (oh * ow), oy = i / ow % oh, ox = i % ow;
-    const int64_t ch = p / (r * s), iy = oy * stride - padding + p / s % r;
-    const int64_t ix = ox * stride - padding + p % s;
-    const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < width;
-    rows[at] = inside ? x[((image * c + ch) * h + iy) * width + ix] : (int8_t)x_zero;
+    *(uint32_t *)(rows + at * 4) = four;
 }
 
 /* Rung 1: a 64 x 64 tile of outputs per 16 x 16 block, 4 x 4 per thread, K_STEP bytes of rows
- * and weights at a time through shared memory as ints (four codes each). */
+ * and weights at a time through shared memory as ints (four codes each), stored transposed,
+ * [quad][line]: a thread's 4 rows (or channels) at one quad are then one 16-byte read, the 16
+ * threads of a warp's row reading 256 neighbouring bytes (two passes of the banks) and its 2 rows
+ * of threads 2 addresses (a broadcast): 2 reads for 16 __dp4a. Stored [line][quad], the 16
+ * threads' channels would lie 32 ints apart, all in one bank: 16 passes for each read. The
+ * lines are padded by 4 ints, so that a warp's stores (4 lines of 8 quads) meet 32 banks.
+ * Cost: 2 R M K32 int8 operations (R M K32 / 4 __dp4a); device memory the rows and weights once
+ * per tile column and row: R K32 M / 64 + M K32 R / 64 bytes (from L2), the outputs once. */
 __global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
                                  int8_output out)
 {
     wait_for_previous_kernel();
     // BEGIN SOLUTION week 19, task int8_gemm_dp4a
-    __shared__ int row_tile[TILE][K_STEP / 4], weight_tile[TILE][K_STEP / 4];
+    __shared__ __align__(16) int row_tile[K_STEP / 4][TILE + 4];
+    __shared__ __align__(16) int weight_tile[K_STEP / 4][TILE + 4];
     const int tx = threadIdx.x, ty = threadIdx.y, thread = ty * 16 + tx;
     const int64_t first_row = (int64_t)blockIdx.y * TILE, first_column = (int64_t)blockIdx.x * TILE;
     int sums[4][4] = {};
@@ -276,15 +322,18 @@ __global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64
         for (int load = thread; load < TILE * K_STEP / 4; load += 256) { /* 2 ints each */
             const int line = load / (K_STEP / 4), quad = load % (K_STEP / 4);
             const int64_t i = first_row + line, j = first_column + line;
-            row_tile[line][quad] = i < out.rows ? *(const int *)(rows + i * k32 + k0 + 4 * quad) : 0;
-            weight_tile[line][quad] = j < out.m ? *(const int *)(packed + j * k32 + k0 + 4 * quad) : 0;
+            row_tile[quad][line] = i < out.rows ? *(const int *)(rows + i * k32 + k0 + 4 * quad) : 0;
+            weight_tile[quad][line] = j < out.m ? *(const int *)(packed + j * k32 + k0 + 4 * quad) : 0;
         }
         __syncthreads();
-        for (int quad = 0; quad < K_STEP / 4; quad++)
-            for (int a = 0; a < 4; a++)
-                for (int b = 0; b < 4; b++)
-                    sums[a][b] = __dp4a(row_tile[ty * 4 + a][quad], weight_tile[tx * 4 + b][quad],
-                                        sums[a][b]);
+        for (int quad = 0; quad < K_STEP / 4; quad++) {
+            const int4 a = *reinterpret_cast<const int4 *>(&row_tile[quad][ty * 4]);
+            const int4 b = *reinterpret_cast<const int4 *>(&weight_tile[quad][tx * 4]);
+            const int row_codes[4] = {a.x, a.y, a.z, a.w}, weight_codes[4] = {b.x, b.y, b.z, b.w};
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < 4; c++)
+                    sums[r][c] = __dp4a(row_codes[r], weight_codes[c], sums[r][c]);
+        }
         __syncthreads();
     }
     for (int a = 0; a < 4; a++)

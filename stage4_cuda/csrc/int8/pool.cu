@@ -31,7 +31,10 @@ __global__ void maxpool2d_int8_kernel(const int8_t *x, int8_t *y, int64_t planes
     const int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (at >= planes * oh * ow)
         return;
-    const int64_t plane = at / (oh * ow), oy = at / ow % oh, ox = at % ow;
+    /* 32-bit divisions where the sizes allow (index_div): three 64-bit ones would cost more
+     * than the thread's loads */
+    const int64_t plane = index_div(at, oh * ow), pixel = at - plane * oh * ow;
+    const int64_t oy = index_div(pixel, ow), ox = pixel - oy * ow;
     const int8_t *corner = x + (plane * h + oy * stride) * w + ox * stride;
     int8_t largest = -128;
     for (int64_t i = 0; i < k; i++)
