@@ -48,6 +48,8 @@ STAGE2_OVER_STAGE1 = {
     "layernorm": 9.9, "layernorm_backward": 11, "gelu": 0.5, "gelu_backward": 1,
     # two runs (load near 13): swap_middle_axes 1277x and 1053x
     "swap_middle_axes": 52,
+    # two runs (load 8-13): attention 136x and 108x, its backward 81.7x and 178x
+    "attention": 5.4, "attention_backward": 4,
 }
 # fmt: on
 
@@ -88,6 +90,9 @@ STAGE3_OVER_STAGE2 = {
     "layernorm": 0.06, "layernorm_backward": 0.07, "gelu": 0.05, "gelu_backward": 0.05,
     # two runs (load near 13), one thread each: swap_middle_axes 0.948x at the least
     "swap_middle_axes": 0.047,
+    # least over two runs (load 8-13): attention 0.548x (N = M = 1024: NumPy's scores are one
+    # SGEMM, C's a dot product per query and key), its backward 0.17x (N = M = 65, D = 32)
+    "attention": 0.02, "attention_backward": 0.008,
 }
 # fmt: on
 SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1, (3, 2): STAGE3_OVER_STAGE2}

@@ -219,5 +219,5 @@ def _probabilities(scores, lse):
     if lse == -math.inf:
         return [0.0] * len(scores)
     # exp(s - lse) <= 1 with the row's own lse; one from other scores (another scale) may pass
-    # math.exp's range, which raises where NumPy and C give +Inf
-    return [math.exp(s - lse) if s - lse < MAX_EXP_ARGUMENT else math.inf for s in scores]
+    # math.exp's range, which raises where NumPy and C give +Inf (a NaN fails the test: exp(NaN))
+    return [math.inf if s - lse > MAX_EXP_ARGUMENT else math.exp(s - lse) for s in scores]

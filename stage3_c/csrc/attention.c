@@ -24,6 +24,9 @@
 #define FEATURE_BLOCK 64 /* features whose gradient sums one thread keeps, in double */
 #define QUERY_BLOCK 16   /* attention: queries (or keys, backward) one thread takes at a time */
 #define KEY_BLOCK 64     /* attention: keys whose scores a query holds at once */
+/* Attention's work is bh * n * m * d multiply-adds per pass, far more than the elements it
+ * writes: threads pay from a quarter million on, well below the elementwise ops' threshold. */
+#define ATTENTION_PARALLEL_MIN (S2C_PARALLEL_MIN / 16)
 
 int s2c_layernorm(const float *x, const float *gamma, const float *beta, float *y, float *mean,
                   float *invstd, int64_t rows, int64_t d, double eps)
@@ -164,7 +167,7 @@ int s2c_gelu_backward(const float *x, const float *dy, float *dx, int64_t size, 
 
 /* 1 when x[0 .. size-1] holds no NaN and no Inf: x * 0 is NaN exactly for those, and a sum of
  * zeros stays zero (vectorizes, unlike a test per element). */
-static int all_finite(const float *x, int64_t size)
+static inline int all_finite(const float *x, int64_t size)
 {
     float poisoned = 0.0f;
     #pragma omp simd reduction(+ : poisoned)
@@ -204,7 +207,7 @@ static inline float dot(const float *x, const float *y, int64_t d)
 /* Where a causal mask lets a kernel skip the keys it hides: the keys a query (or the queries a
  * key) must visit. Their terms are exactly 0 only when every input is finite (0 * Inf is NaN, as
  * in PyTorch's P @ v), so with a NaN or Inf anywhere every key is visited. */
-static int64_t keys_to_visit(int64_t i, int64_t m, int causal, int skip)
+static inline int64_t keys_to_visit(int64_t i, int64_t m, int causal, int skip)
 {
     return causal && skip ? s2c_min(m, i + 1) : m;
 }
@@ -217,7 +220,7 @@ int s2c_attention(const float *q, const float *k, const float *v, float *y, floa
     int skip = all_finite(q, bh * n * d) && all_finite(k, bh * m * d) && all_finite(v, bh * m * d);
     int64_t query_blocks = (n + QUERY_BLOCK - 1) / QUERY_BLOCK;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(s2c_get_num_threads()) \
-        if (bh * n * m * d >= S2C_PARALLEL_MIN / 16)
+        if (bh * n * m * d >= ATTENTION_PARALLEL_MIN)
     for (int64_t task = 0; task < bh * query_blocks; task++) {
         int64_t head = task / query_blocks, first = (task % query_blocks) * QUERY_BLOCK;
         const float *kh = k + head * m * d, *vh = v + head * m * d;
@@ -283,7 +286,7 @@ int s2c_attention_backward(const float *dy, const float *q, const float *k, cons
                all_finite(k, bh * m * d) && all_finite(v, bh * m * d) &&
                all_finite(y, bh * n * d) && all_finite(lse, bh * n);
     float s_scale = (float)scale;
-    int parallel = bh * n * m * d >= S2C_PARALLEL_MIN / 16;
+    int parallel = bh * n * m * d >= ATTENTION_PARALLEL_MIN;
     int64_t key_blocks = (m + QUERY_BLOCK - 1) / QUERY_BLOCK;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(s2c_get_num_threads()) \
         if (parallel)
