@@ -119,9 +119,12 @@ RECIPES = {
         model_options={"init": "xavier"},
     ),
     # A transformer has no convolution's built-in locality: Adam after a warm-up (attention's
-    # softmax saturates under a large first step), cosine decay, 1-pixel shifts.
+    # softmax saturates under a large first step), cosine decay, 1-pixel shifts. On Fashion-MNIST
+    # 7x7 patches under-fit (train and validation accuracy level at 88%): 4x4 patches (49 tokens)
+    # and no shifts.
     ("vit", "mnist"): Recipe(epochs=10, lr=2e-3, warmup_epochs=1, shift=1),
-    ("vit", "fashion-mnist"): Recipe(epochs=10, lr=2e-3, warmup_epochs=1, shift=1),
+    ("vit", "fashion-mnist"): Recipe(epochs=10, lr=2e-3, warmup_epochs=1,
+                                     model_options={"patch": 4}),
     # Natural colour photos: random flips and 4-pixel shifts (pad and crop, CIFAR's recipe at this
     # size); batchnorm takes Nesterov momentum at 0.05 after a warm-up, then cosine decay. Not yet
     # run at full size: no result of it is committed.
