@@ -61,7 +61,7 @@ class DataParallelStep(Step):
         start, stop = shard(len(indices), communicator.rank, communicator.size)
         if stop == start:
             self.buckets.zeros(tier)
-            loss_sum = correct = tier.from_numpy(np.zeros(1, np.float32))
+            loss_sum, correct = (tier.from_numpy(np.zeros(1, np.float32)) for _ in range(2))
         else:
             inputs, targets, labels = self._shard(indices, progress, start, stop)
             logits = model.forward(inputs)
