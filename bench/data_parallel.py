@@ -200,7 +200,7 @@ def main(argv=None):
     parser.add_argument("--gpus", type=int, nargs="+", default=[2, 4],
                         help="the GPU counts to scale to (the 1-GPU baseline always runs)")
     parser.add_argument("--batches", type=int, default=20, help="global batches per timed pass")
-    parser.add_argument("--output", type=Path, help="write OUTPUT.json and OUTPUT.md")
+    parser.add_argument("--output", type=Path, help="write OUTPUT.json, OUTPUT.md, OUTPUT.png")
     parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--data-parallel", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
@@ -251,7 +251,36 @@ def main(argv=None):
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
         args.output.with_suffix(".md").write_text(markdown(record))
+        draw_scaling(record, args.output.with_suffix(".png"))
     return 0
+
+
+def draw_scaling(record, path):
+    """Images/s against GPUs, a line per model and side, beside perfect scaling (dotted)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4))
+    for model_name in MODELS:
+        for side, marker in zip(SIDES, ("o", "s"), strict=True):
+            rows = [row for row in record["results"] if row["model"] == model_name
+                    and row["side"] == side and row["images_per_second"]]  # fmt: skip
+            if not rows:
+                continue
+            gpus = [row["gpus"] for row in rows]
+            line = axes.plot(gpus, [row["images_per_second"] for row in rows], marker=marker,
+                             label=f"{model_name}, {side}")[0]  # fmt: skip
+            base = rows[0]["baseline_images_per_second"]
+            axes.plot(gpus, [count * base for count in gpus], ":", color=line.get_color())
+    axes.set_xlabel("GPUs")
+    axes.set_ylabel("images per second (dotted: N x one GPU)")
+    axes.set_title(f"Data-parallel scaling, {record['machine'].get('gpu') or 'GPUs'}")
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
 def markdown(record):

@@ -38,3 +38,12 @@ def augment(images, rng, max_shift=0, flip=False):
     """The augmented copy of a uint8 batch [N, C, H, W] (unchanged when both are off)."""
     images = random_shift(images, max_shift, rng)
     return random_flip(images, rng) if flip else images
+
+
+def batch_augmented(images, recipe, epoch, batch):
+    """Batch `batch` of epoch `epoch` ([N, C, H, W] uint8) as `recipe` augments it, its draws
+    from (seed, epoch, batch): the same on every tier, in every step that makes it, on resume."""
+    if images.ndim != 4 or not (recipe.shift or recipe.flip):
+        return images
+    rng = np.random.default_rng([recipe.seed, epoch, batch, 1])
+    return augment(images, rng, recipe.shift, recipe.flip)

@@ -1,4 +1,4 @@
-"""Batches from the host through pinned buffers and a copy stream, double-buffered (week 23).
+"""Batches from the host through pinned buffers and a copy stream, double-buffered (week 24).
 
 When the training set stays on the host (nn/device_data.py: too large for the device, or a recipe
 with random flips), every step's batch must cross to the GPU. Sent as HostStep sends it, from
@@ -22,7 +22,7 @@ batches later.
 
 import numpy as np
 
-from nn.augment import augment
+from nn.augment import batch_augmented
 
 HOOKS = ("pinned_empty", "Stream", "Event", "upload", "correct_count")
 SLOTS = 2
@@ -88,11 +88,7 @@ class HostPipeline:
         slot = self.slots[index % SLOTS]
         slot.copied.synchronize()  # the pinned buffer's last copy is done: it may be refilled
         chosen = self.order[index * recipe.batch_size :][: recipe.batch_size]
-        images = train.inputs[chosen]
-        if images.ndim == 4 and (recipe.shift or recipe.flip):
-            # The same draws as HostStep's: (seed, epoch, batch), on every tier and on resume.
-            rng = np.random.default_rng([recipe.seed, self.epoch, index, 1])
-            images = augment(images, rng, recipe.shift, recipe.flip)
+        images = batch_augmented(train.inputs[chosen], recipe, self.epoch, index)
         count = slot.count = len(chosen)
         values = {"inputs": self.data.normalizer(images), "labels": train.labels[chosen]}
         if not self.same_targets:

@@ -162,15 +162,19 @@ def test_a_rank_without_examples_adds_zeros(tmp_path):
     recipe = RECIPE.with_overrides(batch_size=4, epochs=1)
     alone = trainer(tmp_path / "alone", recipe=recipe)
     alone.fit()
-    ranked = run_ranks(lambda c: weights_after_fit(tmp_path / f"s{c.rank}", c, recipe), 8)
+
+    def rank(communicator):
+        ranked = trainer(tmp_path / f"rank{communicator.rank}", communicator, recipe=recipe)
+        ranked.fit()
+        return weights(ranked), ranked.progress.history[0]
+
+    results = run_ranks(rank, 8)
     for name, value in weights(alone).items():
-        np.testing.assert_allclose(ranked[0][name], value, rtol=1e-4, atol=1e-5)
-
-
-def weights_after_fit(run_dir, communicator, recipe):
-    ranked = trainer(run_dir, communicator, recipe=recipe)
-    ranked.fit()
-    return weights(ranked)
+        np.testing.assert_allclose(results[0][0][name], value, rtol=1e-4, atol=1e-5)
+    expected = alone.progress.history[0]
+    for _, history in results:  # every rank counts the whole batch's loss and correct answers
+        assert history["train_loss"] == pytest.approx(expected["train_loss"], rel=1e-4)
+        assert history["train_accuracy"] == pytest.approx(expected["train_accuracy"], abs=1e-9)
 
 
 def test_resume_on_another_number_of_ranks_continues_the_run(tmp_path):

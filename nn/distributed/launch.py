@@ -71,7 +71,8 @@ def launch(argv, gpus, timeout=TIMEOUT, echo=print):
     except RuntimeError as error:
         raise TierError(f"--gpus {gpus}: {error}") from None
     command = [sys.executable, "-m", "nn.train", *argv]
-    echo(f"data parallel: {gpus} ranks, one per GPU, NCCL {nccl.version()}")
+    ranks = f"{gpus} ranks, one per GPU" if gpus > 1 else "1 rank"
+    echo(f"data parallel: {ranks}, NCCL {nccl.version()}")
     with tempfile.TemporaryDirectory(prefix="s2c-heartbeats-") as folder:
         environments = rank_environments(gpus, folder, {NCCL_ID: identity})
         return supervise([command] * gpus, environments, timeout, echo)

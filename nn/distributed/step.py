@@ -12,7 +12,7 @@ DistributedDataParallel's broadcast_buffers does, so that the ranks stay identic
 
 import numpy as np
 
-from nn.augment import augment
+from nn.augment import batch_augmented
 from nn.distributed.buckets import BUCKET_BYTES, GradientBuckets
 from nn.distributed.launch import beat
 from nn.steps.step import Step
@@ -61,7 +61,7 @@ class DataParallelStep(Step):
         start, stop = shard(len(indices), communicator.rank, communicator.size)
         if stop == start:
             self.buckets.zeros(tier)
-            loss_sum = correct = tier.from_numpy(np.zeros(1, np.float32))
+            loss_sum, correct = (tier.from_numpy(np.zeros(1, np.float32)) for _ in range(2))
         else:
             inputs, targets, labels = self._shard(indices, progress, start, stop)
             logits = model.forward(inputs)
@@ -88,11 +88,8 @@ class DataParallelStep(Step):
             offsets = [o[first : first + stop - start] for o in data.offsets or ()]
             return data.gather(data.order[first : first + stop - start], *offsets)
         train = self.data.train
-        images = train.inputs[indices]
-        if images.ndim == 4 and (recipe.shift or recipe.flip):
-            # The global batch's draws (HostStep's), of which this rank keeps its shard's.
-            rng = np.random.default_rng([recipe.seed, progress.epoch, progress.batch, 1])
-            images = augment(images, rng, recipe.shift, recipe.flip)
+        # The global batch's draws (HostStep's), of which this rank keeps its shard's.
+        images = batch_augmented(train.inputs[indices], recipe, progress.epoch, progress.batch)
         labels = train.labels[indices[start:stop]]
         inputs = tier.from_numpy(self.data.normalizer(images[start:stop]))
         targets = tier.from_numpy(self.model.loss.targets(labels))

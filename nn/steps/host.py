@@ -3,9 +3,7 @@ host, sent to the tier, and its loss and predictions come back at every step."""
 
 import math
 
-import numpy as np
-
-from nn.augment import augment
+from nn.augment import batch_augmented
 from nn.steps.step import NotFiniteLoss, Step
 
 
@@ -19,11 +17,7 @@ class HostStep(Step):
         """(loss as a float, correct count as an int) of the batch `indices`; see Step.run."""
         recipe, model, train = self.recipe, self.model, self.data.train
         tier = model.tier
-        images = train.inputs[indices]
-        if images.ndim == 4 and (recipe.shift or recipe.flip):
-            # Augmentation drawn from (seed, epoch, batch): the same on every tier and on resume.
-            rng = np.random.default_rng([recipe.seed, progress.epoch, progress.batch, 1])
-            images = augment(images, rng, recipe.shift, recipe.flip)
+        images = batch_augmented(train.inputs[indices], recipe, progress.epoch, progress.batch)
         labels = train.labels[indices]
         inputs = tier.from_numpy(self.data.normalizer(images))
         targets = tier.from_numpy(model.loss.targets(labels))
