@@ -47,7 +47,8 @@ DEFAULT_OUT = Path("workspace")  # where `make grade` looks for the learner's ti
 SKIPPED_NAMES = ("__pycache__", "_build", "*.so", "*.o", "*.pyc", "_s2c_native*")
 LANGUAGE_OF_SUFFIX = {".py": "python", ".c": "c", ".h": "c", ".cu": "c", ".cuh": "c"}
 CUDA_SUFFIXES = (".cu", ".cuh")  # C whose stubs return common.h's S2C_CUDA_NOT_IMPLEMENTED
-WEEKS = range(1, 25)  # 21-22: attention on the CPU, then in C and CUDA; 23: a transformer; 24: streams, NCCL
+# 21 and 22: attention on the CPU, then in C and CUDA; 23: a transformer; 24: streams and NCCL
+WEEKS = range(1, 25)
 
 _WEEK_AND_TASK = r"week\s+(?P<week>\d+)\s*,\s*task\s+(?P<task>[A-Za-z_][\w.-]*)"
 BEGIN_MARKER = {
