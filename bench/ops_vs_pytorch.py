@@ -132,6 +132,12 @@ LAYERNORM = per_batch((("ViT 7x7 patches, width 64", lambda b: ((b, 17, 64), 1e-
 GELU = per_batch((("ViT 7x7 patches, MLP 256", lambda b: ((b, 17, 256), 1.0, "none")),
                   ("ViT 4x4 patches, MLP 512, tanh form", lambda b: ((b, 50, 512), 1.0, "tanh")))) \
     + large(((4096, 4096), 1.0, "none"), ((4096, 4096), 1.0, "tanh"))
+# attention at the same ViT's heads (4 of width 16 or 32), then FlashAttention's lengths
+ATTENTION = per_batch((("ViT 7x7 patches, 4 heads of 16",
+                        lambda b: (b, 4, 17, 17, 16, False, None)),
+                       ("ViT 4x4 patches, 4 heads of 32",
+                        lambda b: (b, 4, 50, 50, 32, False, None)))) \
+    + large((8, 8, 1024, 1024, 64, True, None), (1, 8, 4096, 4096, 64, False, None))
 
 # A backward op is timed at its forward's shapes: its arguments are built from the forward's.
 BY_GROUP = {  # the shapes of a group of grader/ops.py
@@ -153,7 +159,7 @@ BY_OP = {  # forward ops whose shapes are not their group's
     "hinge_loss": HINGE, "conv2d_bias_relu_pool": FUSED_CONV,
     "quantize_int8": INT8_INPUTS, "int8_linear": INT8_LINEAR, "int8_conv2d": INT8_CONV,
     "int8_linear_to_int8": INT8_LINEAR_TO_INT8, "int8_conv2d_to_int8": INT8_CONV_TO_INT8,
-    "maxpool2d_int8": INT8_POOL, "layernorm": LAYERNORM, "gelu": GELU,
+    "maxpool2d_int8": INT8_POOL, "layernorm": LAYERNORM, "gelu": GELU, "attention": ATTENTION,
 }
 # fmt: on
 

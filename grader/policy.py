@@ -46,6 +46,8 @@ STAGE2_OVER_STAGE1 = {
     # two runs (load near 30): layernorm 201x and 199x, its backward 235x and 226x, gelu 11.8x and
     # 10.1x (stage 2's erf is Python's math.erf per element), gelu_backward 21.2x and 22.1x
     "layernorm": 9.9, "layernorm_backward": 11, "gelu": 0.5, "gelu_backward": 1,
+    # two runs (load 8-13): attention 136x and 108x, its backward 81.7x and 178x
+    "attention": 5.4, "attention_backward": 4,
 }
 # fmt: on
 
@@ -84,6 +86,9 @@ STAGE3_OVER_STAGE2 = {
     # least over two runs (load near 30): layernorm 1.27x, its backward 1.4x, gelu 1.06x and
     # gelu_backward 1.13x (both at the tanh form, against NumPy's vectorized tanh and exp)
     "layernorm": 0.06, "layernorm_backward": 0.07, "gelu": 0.05, "gelu_backward": 0.05,
+    # least over two runs (load 8-13): attention 0.548x (N = M = 1024: NumPy's scores are one
+    # SGEMM, C's a dot product per query and key), its backward 0.17x (N = M = 65, D = 32)
+    "attention": 0.02, "attention_backward": 0.008,
 }
 # fmt: on
 SPEEDUP = {(2, 1): STAGE2_OVER_STAGE1, (3, 2): STAGE3_OVER_STAGE2}

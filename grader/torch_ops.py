@@ -493,6 +493,55 @@ TORCH_OPS |= {
                                      t["dy"], t["x"], approximate=a["approximate"]))),
 }
 
+
+def _attention(torch, t, a, device):
+    """F.scaled_dot_product_attention's kernel, called for the log-sum-exp it keeps for the
+    backward: on the CPU its flash kernel; on a GPU its memory-efficient one (the flash one takes
+    no float32), whose lse rows are padded to a multiple of 32."""
+    q, k, v = t["q"], t["k"], t["v"]
+    causal, scale = a["causal"], a["scale"]
+
+    def call():
+        if device == "cpu":
+            y, lse = _aten(torch)._scaled_dot_product_flash_attention_for_cpu(
+                q, k, v, 0.0, causal, attn_mask=None, scale=scale)
+        else:
+            y, lse, *_ = _aten(torch)._scaled_dot_product_efficient_attention(
+                q, k, v, None, True, 0.0, causal, scale=scale)
+        return {"y": y, "saved": (lse[..., : q.shape[2]],)}
+
+    return call
+
+
+def _attention_backward(torch, t, a, device):
+    """On the CPU, the flash kernel's backward from our y and lse; on a GPU, autograd through
+    F.scaled_dot_product_attention (its forward timed too)."""
+    q, k, v, dy = t["q"], t["k"], t["v"], t["dy"]
+    causal, scale = a["causal"], a["scale"]
+
+    def call():
+        if device == "cpu":
+            dq, dk, dv = _aten(torch)._scaled_dot_product_flash_attention_for_cpu_backward(
+                dy, q, k, v, t["y"], t["saved"][0], 0.0, causal, attn_mask=None, scale=scale)
+        else:
+            leaves = [x.detach().requires_grad_(True) for x in (q, k, v)]
+            y = _functional(torch).scaled_dot_product_attention(*leaves, is_causal=causal,
+                                                                scale=scale)
+            dq, dk, dv = torch.autograd.grad(y, leaves, dy)
+        return {"dq": dq, "dk": dk, "dv": dv}
+
+    return call
+
+
+TORCH_OPS |= {
+    "attention": Counterpart(
+        f"{F}scaled_dot_product_attention (aten._scaled_dot_product_flash_attention_for_cpu; "
+        "_efficient_attention on a GPU)", "op", _attention),
+    "attention_backward": Counterpart(
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward (autograd on a GPU)",
+        "backward", _attention_backward),
+}  # fmt: skip
+
 # PyTorch's fused paths beside an op's eager counterpart, timed as a second PyTorch column by
 # bench.ops_vs_pytorch: cuDNN's fused convolution + bias + ReLU (cudnnConvolutionBiasActivation-
 # Forward, aten.cudnn_convolution_relu: CUDA only), then the max-pooling, which cuDNN does not fuse.

@@ -23,7 +23,7 @@ from grader.tolerance import tolerance
 # Ops whose cost counts FLOPs (a GEMM, a convolution): their roofline is set by arithmetic.
 FLOP_OPS = {"matmul", "linear_forward", "linear_backward", "conv2d_forward", "conv2d_backward",
             "conv2d_bias_relu_pool", "int8_linear", "int8_conv2d", "int8_linear_to_int8",
-            "int8_conv2d_to_int8"}
+            "int8_conv2d_to_int8", "attention"}
 
 CONTRACT_MD = Path(__file__).parent.parent / "contract" / "CONTRACT.md"
 

@@ -73,10 +73,36 @@ def layernorm_case(rng, shape, drop_last=False):
     return {"x": x, "gamma": gamma, "beta": beta, "eps": 1e-5}, {"y": received}, {"y": expected}
 
 
+def attention_case(rng, shape, drop_last=False):
+    """One head of N queries and M keys, D = 5: y = exp(S - lse) @ v in float32 with lse = max +
+    log(sum), each sum left to right, as a C loop takes them. From 64 queries, scores in the
+    hundreds as the grader's last case builds them: S rounds at its own size, so P = exp(S - lse)
+    carries an error of a few roundings of |S| + |lse| (1e-4 at 600), whatever the order; fewer
+    queries get scores near 1, where every key weighs (a missing one shows)."""
+    n, m = shape
+    spread = 8.0 if n >= 64 else 1.0
+    q, k = (spread * rng.standard_normal((1, 1, length, 5)).astype(F32) for length in (n, m))
+    v = rng.standard_normal((1, 1, m, 5)).astype(F32)
+    scale = 2.0
+    s = np.cumsum(q[0, 0][:, None, :] * k[0, 0][None, :, :], axis=2, dtype=F32)[..., -1]
+    s *= F32(scale)
+    keys = slice(0, m - 1) if drop_last else slice(0, m)
+    top = s.max(axis=1, keepdims=True)
+    lse = top + np.log(sequential_sum(np.exp(s - top)[:, keys]))
+    terms = np.exp(s - lse)[:, keys, None] * v[0, 0][None, keys]
+    received = np.cumsum(terms, axis=1, dtype=F32)[:, -1][None, None]
+    s64 = q[0, 0].astype(float) @ k[0, 0].T.astype(float) * scale
+    p64 = np.exp(s64 - np.logaddexp.reduce(s64, axis=1, keepdims=True))
+    expected = (p64 @ v[0, 0].astype(float))[None, None]
+    args = {"q": q, "k": k, "v": v, "causal": False, "scale": scale}
+    return args, {"y": received}, {"y": expected}
+
+
 CASES = {
     "log_softmax_backward": (log_softmax_backward_case, (2, 50257)),
     "cross_entropy_loss_backward": (cross_entropy_backward_case, (4, 9)),
     "layernorm": (layernorm_case, (4099, 3)),
+    "attention": (attention_case, (64, 11)),
 }
 
 

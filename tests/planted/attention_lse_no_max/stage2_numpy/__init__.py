@@ -8,7 +8,7 @@ from tests.planted.reference import *  # noqa: F403
 
 
 def attention(q, k, v, causal=False, scale=None):
-    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
     s = scale * q @ k.swapaxes(-1, -2)
     if causal:
         s[..., np.triu(np.ones(s.shape[-2:], bool), 1)] -= np.inf
