@@ -123,7 +123,13 @@ def our_peak_bytes(function):
 
     _scratch._buffer = None
     context = cuda.current_context()
-    context.memory_manager.release_cached()
+    release = getattr(context.memory_manager, "release_cached", None)
+    if release is None:  # numba's own manager: its freed blocks go back at once, the peak unseen
+        raise SystemExit(
+            "attention_ladder: the caching allocator is not installed "
+            "(stage4_cuda/runtime/device.py); the peak memory cannot be read"
+        )
+    release()
     cuda.synchronize()
     free_before = context.get_memory_info().free
     outputs = function()
