@@ -123,7 +123,13 @@ def our_peak_bytes(function):
 
     _scratch._buffer = None
     context = cuda.current_context()
-    context.memory_manager.release_cached()
+    release = getattr(context.memory_manager, "release_cached", None)
+    if release is None:  # numba's own manager: its freed blocks go back at once, the peak unseen
+        raise SystemExit(
+            "attention_ladder: the caching allocator is not installed "
+            "(stage4_cuda/runtime/device.py); the peak memory cannot be read"
+        )
+    release()
     cuda.synchronize()
     free_before = context.get_memory_info().free
     outputs = function()
@@ -353,14 +359,17 @@ def plot(record, path):
 
 
 def write_readme(record, readme=README):
-    """Replace the generated section of the ladder's README by this record's summary."""
+    """Replace the generated section of the ladder's README by this record's summary and its
+    plot (attention-ladder.png beside the README)."""
+    plot(record, readme.parent / "attention-ladder.png")
     text = readme.read_text(encoding="utf-8")
     head, begin, rest = text.partition(README_BEGIN)
     _, end, tail = rest.partition(README_END)
     if not begin or not end:
         raise SystemExit(f"{readme} lacks the markers {README_BEGIN} ... {README_END}")
-    readme.write_text(head + begin + "\n\n" + "\n".join(summary(record)) + "\n\n" + end + tail,
-                      encoding="utf-8")  # fmt: skip
+    figure = "![time and peak memory of each rung against N](attention-ladder.png)"
+    body = "\n".join([figure, "", *summary(record)])
+    readme.write_text(f"{head}{begin}\n\n{body}\n\n{end}{tail}", encoding="utf-8")
 
 
 def run(lengths, rungs, seed, save):

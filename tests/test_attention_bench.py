@@ -46,9 +46,8 @@ def test_the_readme_section_and_the_plot_are_regenerated(tmp_path):
     bench.write_readme(made_up_record(), readme)
     text = readme.read_text()
     assert "old" not in text and text.startswith("intro\n") and text.endswith("after\n")
-    assert "| 1024 | no | naive |" in text
-    bench.plot(made_up_record(), tmp_path / "ladder.png")
-    assert (tmp_path / "ladder.png").stat().st_size > 10_000
+    assert "| 1024 | no | naive |" in text and "(attention-ladder.png)" in text
+    assert (tmp_path / "attention-ladder.png").stat().st_size > 10_000
 
 
 def test_the_committed_readme_has_the_generated_section():

@@ -15,7 +15,6 @@ pytestmark = pytest.mark.skipif(not numba_tier.available()[0], reason="no GPU no
 def check(q, k, v, dy, causal, scale):
     """Every rung's y and lse, and the backward of the last one's, against float64."""
     b, h, n, d = q.shape
-    m = k.shape[2]
     y64, lse64, *grads64 = reference(*(a.reshape(b * h, -1, d) for a in (q, k, v, dy)), causal,
                                      scale)  # fmt: skip
     for name in ATTENTION_KERNELS:

@@ -318,6 +318,17 @@ def _nonfinite_flags(heads, *arrays):
     return flags
 
 
+@cuda.jit(device=True)
+def _load_rows(tile, x, start, first, rows, d):
+    """Rows first .. first + TILE - 1 of a head's [rows, d] slice of x (from row `start` of x
+    seen as [..., d]) into the shared tile [TILE, MAX_D], 0 past `rows`: the block's TILE threads
+    take its elements in turn (neighbours read neighbours)."""
+    for e in range(cuda.threadIdx.x, TILE * d, TILE):
+        r = e // d
+        c = e - r * d
+        tile[r, c] = x[(start + first + r) * d + c] if first + r < rows else float32(0)
+
+
 @cuda.jit
 def _scores(q, k, s, heads, n, m, d, causal, scale):
     # Thread e: S[h, i, j] for e = (h n + i) m + j, a dot product of a row of q and one of k.
@@ -395,11 +406,8 @@ def _tiled_forward(q, k, v, y, lse, nonfinite, n, m, d, causal, scale):
     top, total = -INF, float32(0)
     for kt in range(key_tiles):
         cuda.syncthreads()  # the last tile is read
-        for e in range(t, TILE * d, TILE):
-            r = e // d
-            c, key = e - r * d, kt * TILE + r
-            k_tile[r, c] = k[(h * m + key) * d + c] if key < m else float32(0)
-            v_tile[r, c] = v[(h * m + key) * d + c] if key < m else float32(0)
+        _load_rows(k_tile, k, h * m, kt * TILE, m, d)
+        _load_rows(v_tile, v, h * m, kt * TILE, m, d)
         cuda.syncthreads()
         if i < n:
             new_top = top
@@ -500,11 +508,8 @@ def _key_gradients(dy, q, k, v, lse, dsum, nonfinite, dk, dv, n, m, d, causal, s
     first_tile = kt if causal and nonfinite[h] == 0 else 0  # earlier queries mask every key here
     for qt in range(first_tile, (n + TILE - 1) // TILE):
         cuda.syncthreads()  # the last tile is read
-        for e in range(t, TILE * d, TILE):
-            r = e // d
-            c, query = e - r * d, qt * TILE + r
-            q_tile[r, c] = q[(h * n + query) * d + c] if query < n else float32(0)
-            dy_tile[r, c] = dy[(h * n + query) * d + c] if query < n else float32(0)
+        _load_rows(q_tile, q, h * n, qt * TILE, n, d)
+        _load_rows(dy_tile, dy, h * n, qt * TILE, n, d)
         if qt * TILE + t < n:
             shift_tile[t] = _shift(lse[h * n + qt * TILE + t])
             dsum_tile[t] = dsum[h * n + qt * TILE + t]
@@ -550,11 +555,8 @@ def _query_gradients(dy, q, k, v, lse, dsum, nonfinite, dq, n, m, d, causal, sca
         key_tiles = min(key_tiles, qt + 1)
     for kt in range(key_tiles):
         cuda.syncthreads()  # the last tile is read
-        for e in range(t, TILE * d, TILE):
-            r = e // d
-            c, key = e - r * d, kt * TILE + r
-            k_tile[r, c] = k[(h * m + key) * d + c] if key < m else float32(0)
-            v_tile[r, c] = v[(h * m + key) * d + c] if key < m else float32(0)
+        _load_rows(k_tile, k, h * m, kt * TILE, m, d)
+        _load_rows(v_tile, v, h * m, kt * TILE, m, d)
         cuda.syncthreads()
         if i < n:
             for r in range(min(TILE, m - kt * TILE)):

@@ -74,9 +74,15 @@ def scratch_floats(name, heads, n, m):
             "flash2": heads, "backward": heads + heads * n}[name]  # fmt: skip
 
 
-def _heads(q, k):
-    """(heads, n, m, d) of q [B, H, N, D] and k [B, H, M, D] seen as [heads, N or M, D]."""
+MAX_D = 128  # the head dimension the tiles of rungs 3 and 4 and the backward hold
+
+
+def _heads(op, q, k):
+    """(heads, n, m, d) of q [B, H, N, D] and k [B, H, M, D] seen as [heads, N or M, D]; a
+    ValueError naming D past MAX_D."""
     *_, n, d = q.shape
+    if d > MAX_D:
+        raise ValueError(f"{op}: the nvcc variant's tiles hold D <= {MAX_D}, got D = {d}")
     return math.prod(q.shape[:-2]), n, k.shape[len(k.shape) - 2], d
 
 
@@ -89,7 +95,7 @@ def attention(q, k, v, causal=False, scale=None, kernel="best"):
     """
     q, k, v, causal, scale = checks.attention(q, k, v, causal, scale)
     name = _checks.kernel_name("attention", kernel, ATTENTION_KERNELS, BEST_ATTENTION)
-    heads, n, m, d = _heads(q, k)
+    heads, n, m, d = _heads("attention", q, k)
     y, lse = device.empty(q.shape), device.empty(q.shape[:-1])
     scratch = shared_scratch(scratch_floats(name, heads, n, m))
     call(f"s2c_cuda_attention_{name}", q, k, v, y, lse, scratch, heads, n, m, d, causal, scale)
@@ -102,7 +108,7 @@ def attention_backward(dy, q, k, v, y, saved, causal=False, scale=None):
     dy, q, k, v, y, (lse,), causal, scale = checks.attention_backward(
         dy, q, k, v, y, saved, causal, scale
     )
-    heads, n, m, d = _heads(q, k)
+    heads, n, m, d = _heads("attention_backward", q, k)
     dq, dk, dv = device.empty(q.shape), device.empty(k.shape), device.empty(v.shape)
     scratch = shared_scratch(scratch_floats("backward", heads, n, m))
     call("s2c_cuda_attention_backward", dy, q, k, v, y, lse, dq, dk, dv, scratch, heads, n, m, d,

@@ -107,17 +107,11 @@ flash2_kernel(const float *q, const float *k, const float *v, float *y, float *l
         __syncthreads();
         tile_product<CB, false>(out, p_by_key, TILE + PAD, v_rows, 64 * CB + PAD, TILE);
     }
+    float inverse[4];
     for (int i = 0; i < 4; i++) {
-        int64_t query = first + 4 * ty + i;
-        if (query >= n)
-            break;
-        for (int g = 0; g < CB; g++)
-            for (int j = 0; j < 4; j++) {
-                int col = 4 * tx + 64 * g + j;
-                if (col < d)
-                    y[(h * n + query) * d + col] = out[i][4 * g + j] * inverse_sum(row_sum[i]);
-            }
-        if (tx == 0)
-            lse[h * n + query] = row_max[i] + logf(row_sum[i]);
+        inverse[i] = inverse_sum(row_sum[i]);
+        if (tx == 0 && first + 4 * ty + i < n)
+            lse[h * n + first + 4 * ty + i] = row_max[i] + logf(row_sum[i]);
     }
+    store_rows<CB>(out, inverse, y + h * n * d, first, n, d);
 }

@@ -145,6 +145,27 @@ static __device__ __forceinline__ void store_corner(float *tile, const float (&p
     }
 }
 
+/* This thread's rows of a product, acc[i] (row first + 4 ty + i, columns 4 tx + 64 g + j) times
+ * factor[i], into x [rows, d] (row-major): the rows and columns inside it only. */
+template <int CB>
+static __device__ __forceinline__ void store_rows(const float (&acc)[4][4 * CB],
+                                                  const float (&factor)[4], float *x,
+                                                  int64_t first, int64_t rows, int d)
+{
+    int ty = tile_ty(), tx = tile_tx();
+    for (int i = 0; i < 4; i++) {
+        int64_t row = first + 4 * ty + i;
+        if (row >= rows)
+            break;
+        for (int g = 0; g < CB; g++)
+            for (int j = 0; j < 4; j++) {
+                int col = 4 * tx + 64 * g + j;
+                if (col < d)
+                    x[row * d + col] = factor[i] * acc[i][4 * g + j];
+            }
+    }
+}
+
 /* The maximum and the sum of `value` over a tile row's 16 threads (half a warp), for each. */
 static __device__ __forceinline__ float row_max16(float value)
 {

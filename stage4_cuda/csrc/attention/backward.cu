@@ -173,20 +173,10 @@ key_gradients_kernel(const float *dy, const float *q, const float *k, const floa
         tile_product<CB, false>(dv_acc, p_rows, TILE + PAD, dy_rows, 64 * CB + PAD, TILE);
         tile_product<CB, false>(dk_acc, ds_rows, TILE + PAD, q_rows, 64 * CB + PAD, TILE);
     }
-    int ty = tile_ty(), tx = tile_tx();
-    for (int i = 0; i < 4; i++) {
-        int64_t key = first_key + 4 * ty + i;
-        if (key >= m)
-            break;
-        for (int g = 0; g < CB; g++)
-            for (int j = 0; j < 4; j++) {
-                int col = 4 * tx + 64 * g + j;
-                if (col < d) {
-                    dk[(h * m + key) * d + col] = scale * dk_acc[i][4 * g + j];
-                    dv[(h * m + key) * d + col] = dv_acc[i][4 * g + j];
-                }
-            }
-    }
+    const float scaled[4] = {scale, scale, scale, scale};
+    const float unscaled[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    store_rows<CB>(dk_acc, scaled, dk + h * m * d, first_key, m, d);
+    store_rows<CB>(dv_acc, unscaled, dv + h * m * d, first_key, m, d);
 }
 
 /* Block (h, query tile): dq of TILE queries, every key tile they see streamed past. */
@@ -231,16 +221,6 @@ query_gradients_kernel(const float *dy, const float *q, const float *k, const fl
         __syncthreads();
         tile_product<CB, true>(dq_acc, ds_rows, TILE + PAD, k_rows, 64 * CB + PAD, TILE);
     }
-    int ty = tile_ty(), tx = tile_tx();
-    for (int i = 0; i < 4; i++) {
-        int64_t query = qt * TILE + 4 * ty + i;
-        if (query >= n)
-            break;
-        for (int g = 0; g < CB; g++)
-            for (int j = 0; j < 4; j++) {
-                int col = 4 * tx + 64 * g + j;
-                if (col < d)
-                    dq[(h * n + query) * d + col] = scale * dq_acc[i][4 * g + j];
-            }
-    }
+    const float scaled[4] = {scale, scale, scale, scale};
+    store_rows<CB>(dq_acc, scaled, dq + h * n * d, qt * TILE, n, d);
 }
