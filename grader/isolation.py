@@ -84,8 +84,9 @@ class InProcessRunner:
             return result
         waited = time.monotonic() - started
         if self.yardstick_setup is None:
-            return Result(task.op, task.kind, FAILED, f"{task.op}: {hang_message(waited)}",
-                          size=task.label)
+            return Result(
+                task.op, task.kind, FAILED, f"{task.op}: {hang_message(waited)}", size=task.label
+            )
         if self.yardstick is None:
             self.yardstick = Session(self.yardstick_setup)
         measured = time.monotonic()
