@@ -245,7 +245,8 @@ def test_an_op_whose_rung_is_a_stub_names_the_rung(tmp_path):
               "int8_gemm_avx512_vnni"} - {rung}  # fmt: skip
     c_workspace(tmp_path, solved=week19)
     options = Options(stage=3, impl=str(tmp_path), ops=("int8_linear", "maxpool2d_int8"),
-                      quick=True, checks=("correct",), json=str(tmp_path / "grade.json"))  # fmt: skip
+                      quick=True, checks=("correct",))  # fmt: skip
+    options.json = str(tmp_path / "grade.json")
     status, record = grade(options, io.StringIO())
     results = {r.op: r for r in record["runs"][0]["results"]}
     assert status == 1
