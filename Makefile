@@ -20,7 +20,7 @@ export NUMBA_ENABLE_CUDASIM
 IMPL ?= $(if $(wildcard workspace/stage$(STAGE)_*),workspace,)
 # `make test` takes every stage workspace/ holds (IMPL given: that folder, or none for IMPL=).
 TEST_IMPL = $(if $(filter file,$(origin IMPL)),$(if $(wildcard workspace/stage*_* workspace/nn),workspace),$(IMPL))
-# `make train`'s network (S2C_NN, nn/__init__.py): workspace/nn when it exists, whatever the stage;
+# `make train`'s and `make export`'s network (S2C_NN, nn/__init__.py): workspace/nn when it exists;
 # IMPL=DIR takes DIR/nn when DIR holds one, IMPL= the reference.
 NN_IMPL = $(if $(filter file,$(origin IMPL)),$(if $(wildcard workspace/nn/__init__.py),workspace),$(IMPL))
 # The stage is STAGE=N, never --stage in ARGS: IMPL follows STAGE.
@@ -143,7 +143,7 @@ CKPT ?=
 OUT ?= $(if $(CKPT),$(dir $(CKPT))model.onnx)
 export: setup ## write a trained checkpoint as an ONNX graph (nn/export.py), checked: make export CKPT=runs/lenet5-mnist-stage2/best.npz [OUT=lenet5.onnx]
 	@if [ -z "$(CKPT)" ]; then echo "make export: give the checkpoint, e.g. make export CKPT=runs/lenet5-mnist-stage2/best.npz"; exit 2; fi
-	$(PY) -m nn.export --checkpoint $(CKPT) --out $(OUT) $(ARGS)
+	S2C_NN=$(NN_IMPL) $(PY) -m nn.export --checkpoint $(CKPT) --out $(OUT) $(ARGS)
 
 # make serve: the checkpoints to serve (required; several separated by spaces), on STAGE
 CHECKPOINT ?=
