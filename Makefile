@@ -65,8 +65,8 @@ $(STAMP): requirements.txt
 # venv alone: each command builds what it needs itself.
 setup: $(STAMP) $(if $(filter setup,$(MAKECMDGOALS)),build) ## create .venv with the pinned dependencies and build the tiers
 
-build: $(STAMP) ## build the tiers whose sources changed since their build (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists)
-	$(BUILD_STALE)
+build: $(STAMP) ## build the tiers whose sources changed since their build (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists); IMPL=workspace: your copies (your .cu files compile, GPU or not)
+	$(BUILD_STALE) $(if $(filter command line,$(origin IMPL)),--impl $(IMPL))
 
 data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
 	$(PY) -m datasets fetch mnist
