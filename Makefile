@@ -21,7 +21,7 @@ export NUMBA_ENABLE_CUDASIM
 IMPL ?= $(if $(wildcard workspace/stage$(STAGE)_*),workspace,)
 # `make test` takes every stage workspace/ holds (IMPL given: that folder, or none for IMPL=).
 TEST_IMPL = $(if $(filter file,$(origin IMPL)),$(if $(wildcard workspace/stage*_* workspace/nn),workspace),$(IMPL))
-# `make train`'s network (S2C_NN, nn/__init__.py): workspace/nn when it exists, whatever the stage;
+# `make train`'s and `make export`'s network (S2C_NN, nn/__init__.py): workspace/nn when it exists;
 # IMPL=DIR takes DIR/nn when DIR holds one, IMPL= the reference.
 NN_IMPL = $(if $(filter file,$(origin IMPL)),$(if $(wildcard workspace/nn/__init__.py),workspace),$(IMPL))
 # The stage is STAGE=N, never --stage in ARGS: IMPL follows STAGE.
@@ -66,8 +66,8 @@ $(STAMP): requirements.txt
 # venv alone: each command builds what it needs itself.
 setup: $(STAMP) $(if $(filter setup,$(MAKECMDGOALS)),build) ## create .venv with the pinned dependencies and build the tiers
 
-build: $(STAMP) ## build the tiers whose sources changed since their build (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists)
-	$(BUILD_STALE)
+build: $(STAMP) ## build the tiers whose sources changed since their build (the registry's build steps: the C tier, target S2C_ARCH_FLAGS; the nvcc library when nvcc exists); IMPL=workspace: your copies (your .cu files compile, GPU or not)
+	$(BUILD_STALE) $(if $(filter command line,$(origin IMPL)),--impl $(IMPL))
 
 data: $(STAMP) ## fetch and verify MNIST and Fashion-MNIST (downloads if not found locally)
 	$(PY) -m datasets fetch mnist
@@ -144,7 +144,7 @@ CKPT ?=
 OUT ?= $(if $(CKPT),$(dir $(CKPT))model.onnx)
 export: setup ## write a trained checkpoint as an ONNX graph (nn/export.py), checked: make export CKPT=runs/lenet5-mnist-stage2/best.npz [OUT=lenet5.onnx]
 	@if [ -z "$(CKPT)" ]; then echo "make export: give the checkpoint, e.g. make export CKPT=runs/lenet5-mnist-stage2/best.npz"; exit 2; fi
-	$(PY) -m nn.export --checkpoint $(CKPT) --out $(OUT) $(ARGS)
+	S2C_NN=$(NN_IMPL) $(PY) -m nn.export --checkpoint $(CKPT) --out $(OUT) $(ARGS)
 
 # make serve: the checkpoints to serve (required; several separated by spaces), on STAGE
 CHECKPOINT ?=

@@ -26,8 +26,10 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from datasets import DatasetError
 from nn.backend import STAGES, TierError, load_tier, refuse_simulated, runs_on_gpu
 from nn.data import load_data
+from nn.exits import DATA
 from nn.layers import (
     GELU,
     BatchNorm,
@@ -235,10 +237,14 @@ def main(argv=None):
         print("error: bench.epoch compares with PyTorch: pip install -r requirements-oracle.txt",
               file=sys.stderr)
         return 2
-    tiers = load_tiers(args.stage, args.impl)
     recipe = Recipe(epochs=1, batch_size=args.batch_size, optimizer="adam", lr=1e-3,
                     schedule="constant")
-    data = load_data("mnist", args.data_dir, recipe.val_size)
+    try:
+        data = load_data("mnist", args.data_dir, recipe.val_size)
+    except DatasetError as error:  # not fetched: the error says how, in one line
+        print(f"error: bench.epoch: {error}", file=sys.stderr)
+        return DATA
+    tiers = load_tiers(args.stage, args.impl)
     baseline = args.stage[0]
     # PyTorch runs where the benchmarked tier runs: on the GPU for stage 4.
     device = "cuda" if runs_on_gpu(args.stage[-1]) else "cpu"

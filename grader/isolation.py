@@ -84,7 +84,9 @@ class InProcessRunner:
             return result
         waited = time.monotonic() - started
         if self.yardstick_setup is None:
-            return Result(task.op, task.kind, FAILED, f"{task.op}: {hang_message(waited)}")
+            return Result(
+                task.op, task.kind, FAILED, f"{task.op}: {hang_message(waited)}", size=task.label
+            )
         if self.yardstick is None:
             self.yardstick = Session(self.yardstick_setup)
         measured = time.monotonic()
@@ -97,7 +99,7 @@ class InProcessRunner:
                 return result
             waited = allowed
         message = hang_message(waited, (self.label, seconds))
-        return Result(task.op, task.kind, FAILED, f"{task.op}: {message}")
+        return Result(task.op, task.kind, FAILED, f"{task.op}: {message}", size=task.label)
 
     def close(self):
         pass
@@ -183,7 +185,7 @@ class IsolatedRunner:
                 from .crash_site import native_crash_site
 
                 message += native_crash_site(self.setup, task, timeout + STARTUP_SECONDS)
-            return Result(task.op, task.kind, FAILED, f"{task.op}: {message}")
+            return Result(task.op, task.kind, FAILED, f"{task.op}: {message}", size=task.label)
 
     def _await(self, task, timeout, started):
         """Return once the worker answers `task` (or dies); stop it and raise WorkerGone with a

@@ -34,6 +34,14 @@ class Task:
     kernel: str | None = None
     threads: int | None = None
 
+    @property
+    def label(self):
+        """What the report's size column shows: the size, or for a correct check of one kernel
+        of a ladder, that kernel (so that a rung that crashes or hangs is named too)."""
+        if self.kind == "correct" and self.kernel:
+            return f"kernel {self.kernel}"
+        return (self.size.label or str(self.size.size)) if self.size else ""
+
 
 @dataclass
 class Result:

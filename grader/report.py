@@ -104,7 +104,8 @@ def print_recap(results, out):
     if failed:
         print(f"\n{len(failed)} failed:", file=out)
         for result in failed:
-            print(f"  FAILED {result.op} {result.check}: {result.message}", file=out)
+            which = f" ({result.size})" if result.size else ""  # a ladder's rung, a size
+            print(f"  FAILED {result.op} {result.check}{which}: {result.message}", file=out)
 
 
 def write_json(path, record):

@@ -245,8 +245,7 @@ class Session:
             "kernel": speed.check_kernel,
             "blas": speed.check_blas,
         }
-        label = (task.size.label or str(task.size.size)) if task.size else ""
-        label = f"kernel {task.kernel}" if task.kind == "correct" and task.kernel else label
+        label = task.label
         self.ownership = Ownership()
         try:
             return checks[task.kind](self, task)

@@ -29,7 +29,15 @@ from nn.backend import load_tier
 from nn.checkpoint import CheckpointError, write_atomically
 from nn.data import Normalizer
 from nn.exits import EPILOG, reporting
-from nn.onnx_format import INPUT, INPUT_LAYOUT, IR_VERSION, LOGITS, OPSET, PROBABILITIES
+from nn.onnx_format import (
+    INPUT,
+    INPUT_LAYOUT,
+    IR_VERSION,
+    LOGITS,
+    OPSET,
+    PROBABILITIES,
+    OnnxFileError,
+)
 from nn.onnx_writers import NODE_WRITERS, GraphWriter, write_layer
 from nn.predict import load_model
 
@@ -96,7 +104,12 @@ def export_model(model, meta, registry=NODE_WRITERS):
             "calibration": calibration.get("calibration"),
         })  # fmt: skip
     helper.set_model_props(proto, properties)
-    onnx.checker.check_model(proto, full_check=True)
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:
+        # The first complaint names the node written wrong; those after it follow from it.
+        first = str(error).strip().splitlines()[0]
+        raise OnnxFileError(f"the graph written fails onnx.checker's full check: {first}") from None
     return proto
 
 

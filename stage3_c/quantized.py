@@ -10,7 +10,7 @@ tests and bench/int8.py call each rung through `kernel=`.
 import numpy as np
 
 from ._checks import checks, new_output
-from ._native import call, extension, pointer
+from ._native import NOT_IMPLEMENTED, call, extension, pointer
 
 INT8_KERNELS = ("scalar", "avx2", "avx_vnni", "avx512_vnni")  # csrc/int8.c's numbers 1..4
 
@@ -41,6 +41,22 @@ def _kernel_number(kernel):
     return INT8_KERNELS.index(kernel) + 1
 
 
+def _call_gemm_op(function, number, *args):
+    """call(function, *args, number) for an op on the int8 GEMM: while the rung it runs (`number`,
+    0 for the best) is an exercise stub, its NotImplementedError names that rung's task."""
+    lib = extension().lib
+    try:
+        call(function, *args, number)
+    except NotImplementedError:
+        if lib.s2c_int8_gemm_rung_status(number) != NOT_IMPLEMENTED:
+            raise
+        rung = INT8_KERNELS[(number or lib.s2c_int8_best_kernel()) - 1]
+        raise NotImplementedError(
+            f"week 19, task int8_gemm_{rung}: not implemented yet (stage3_c/csrc/int8.c: the "
+            f"rung {function} runs{' on this CPU' if not number else ''})"
+        ) from None
+
+
 def quantize_int8(x, scale, zero_point):
     """x (any shape) -> int8 q = clamp(round_half_even(x / scale) + zero_point, -128, 127)."""
     x, scale, zero_point = checks.quantize_int8(x, scale, zero_point)
@@ -55,8 +71,8 @@ def int8_linear(x, x_zero, w, scale, b, kernel="best"):
     number = _kernel_number(kernel)
     (n, k), m = x.shape, w.shape[0]
     y = new_output("int8_linear", (n, m))
-    call("s2c_int8_linear", pointer(x), x_zero, pointer(w), pointer(scale), pointer(b),
-         pointer(y), n, k, m, number)  # fmt: skip
+    _call_gemm_op("s2c_int8_linear", number, pointer(x), x_zero, pointer(w), pointer(scale),
+                  pointer(b), pointer(y), n, k, m)  # fmt: skip
     return y
 
 
@@ -70,8 +86,8 @@ def int8_conv2d(x, x_zero, w, scale, b, stride=1, padding=0, kernel="best"):
     n, c, h, width = x.shape
     m, _, r, s = w.shape
     y = new_output("int8_conv2d", (n, m, oh, ow))
-    call("s2c_int8_conv2d", pointer(x), x_zero, pointer(w), pointer(scale), pointer(b),
-         pointer(y), n, c, h, width, m, r, s, stride, padding, number)  # fmt: skip
+    _call_gemm_op("s2c_int8_conv2d", number, pointer(x), x_zero, pointer(w), pointer(scale),
+                  pointer(b), pointer(y), n, c, h, width, m, r, s, stride, padding)  # fmt: skip
     return y
 
 
@@ -83,8 +99,8 @@ def int8_linear_to_int8(x, x_zero, w, scale, b, y_zero, relu=False, kernel="best
     number = _kernel_number(kernel)
     (n, k), m = x.shape, w.shape[0]
     q = new_output("int8_linear_to_int8", (n, m), np.int8)
-    call("s2c_int8_linear_to_int8", pointer(x), x_zero, pointer(w), pointer(scale), pointer(b),
-         y_zero, int(relu), pointer(q), n, k, m, number)  # fmt: skip
+    _call_gemm_op("s2c_int8_linear_to_int8", number, pointer(x), x_zero, pointer(w),
+                  pointer(scale), pointer(b), y_zero, int(relu), pointer(q), n, k, m)  # fmt: skip
     return q
 
 
@@ -99,9 +115,9 @@ def int8_conv2d_to_int8(
     n, c, h, width = x.shape
     m, _, r, s = w.shape
     q = new_output("int8_conv2d_to_int8", (n, m, oh, ow), np.int8)
-    call("s2c_int8_conv2d_to_int8", pointer(x), x_zero, pointer(w), pointer(scale), pointer(b),
-         y_zero, int(relu), pointer(q), n, c, h, width, m, r, s, stride, padding,
-         number)  # fmt: skip
+    _call_gemm_op("s2c_int8_conv2d_to_int8", number, pointer(x), x_zero, pointer(w),
+                  pointer(scale), pointer(b), y_zero, int(relu), pointer(q), n, c, h, width, m, r,
+                  s, stride, padding)  # fmt: skip
     return q
 
 

@@ -47,8 +47,10 @@ ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)\.?(\d)$")  # 75, 7.5, sm_75, compute
 # --default-stream per-thread: kernels go to the calling thread's default stream, which CUDA graphs
 # can capture (csrc/graph.cu)
 # --threads 0: the targets compiled in parallel, one per core
+# --diag-suppress 177 (a function declared but never referenced): in a workspace, the helpers of
+# a kernel still to write are unused until it is; dozens of such warnings would hide nvcc's errors
 FLAGS = ["-O3", "-shared", "-Xcompiler=-fPIC", "-std=c++17", "--default-stream", "per-thread",
-         "--threads", "0"]  # fmt: skip
+         "--threads", "0", "--diag-suppress", "177"]  # fmt: skip
 LIBRARIES = ["-ldl"]  # dlopen: cuFFT is loaded at run time (csrc/conv/cufft_runtime.h says why)
 DEFINES_MAIN = re.compile(r"^\s*int\s+main\s*\(", re.MULTILINE)
 

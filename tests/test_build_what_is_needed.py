@@ -68,6 +68,7 @@ def make_dry_run(*arguments):
         (["test"], "--if-stale"),
         (["progress"], "--if-stale"),
         (["build"], "--if-stale"),
+        (["build", "IMPL=workspace"], "--if-stale --impl workspace"),
     ],
 )
 def test_every_target_builds_what_it_needs_and_only_when_stale(arguments, build):

@@ -297,6 +297,23 @@ def test_a_hang_is_interrupted_in_process_too(tmp_path):
     assert re.fullmatch(HANG, results[0].message), results[0].message
 
 
+def test_a_rung_that_hangs_is_named_in_its_row_and_in_the_recap(monkeypatch):
+    """A ladder's correct check runs one rung: when it hangs, its row and the failures' recap
+    say which rung (a failure it raised names it the same way)."""
+    from grader.isolation import InProcessRunner
+    from grader.records import Setup, Task
+    from grader.report import print_recap
+    from grader.session import Session
+
+    monkeypatch.setattr(Session, "run", lambda self, task: time.sleep(60))
+    runner = InProcessRunner(Setup(stage=2))
+    result = runner.run(Task("correct", "matmul", kernel="naive"), timeout=0.05)
+    out = io.StringIO()
+    print_recap([result], out)
+    assert result.status == "failed" and result.size == "kernel naive"
+    assert "FAILED matmul correct (kernel naive): matmul: no answer after" in out.getvalue()
+
+
 def test_correct_code_as_slow_as_the_repository_passes(tmp_path, monkeypatch):
     """On a machine where every relu takes 0.1 s, the learner's (relu_sleepy) and the
     repository's alike, a check runs past its base limit; timed on the repository's tier, it is

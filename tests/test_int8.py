@@ -5,6 +5,7 @@ The grader checks the ops in depth (python -m grader --ops quantize_int8,int8_li
 tests/test_int8_planted.py shows it catching planted bugs); these are the cheap checks of each
 tier and of the command."""
 
+import io
 import re
 
 import numpy as np
@@ -216,3 +217,40 @@ def test_the_entropy_calibrator_keeps_the_bright_pixels_beside_a_background_spik
     strokes = np.concatenate([rng.uniform(background, top, 30_000), np.full(20_000, top)])
     sample = np.concatenate([np.full(200_000, background), strokes])
     assert entropy_high(sample, background) >= 0.99 * top
+
+
+def test_every_written_int8_gemm_rung_answers_its_probe():
+    """s2c_int8_gemm_rung_status: S2C_OK for each rung of the repository's C tier (0: the best)."""
+    from stage3_c._native import OK, extension
+    from stage3_c.quantized import INT8_KERNELS, int8_kernels
+
+    lib = extension().lib
+    numbers = [0, *(INT8_KERNELS.index(name) + 1 for name in int8_kernels())]
+    assert [lib.s2c_int8_gemm_rung_status(number) for number in numbers] == [OK] * len(numbers)
+
+
+@pytest.mark.slow
+@pytest.mark.week19
+def test_an_op_whose_rung_is_a_stub_names_the_rung(tmp_path):
+    """Week 19's C ops written, the best rung this CPU has still its stub: the grader's
+    'not implemented' names that rung's task, not the op the learner has written."""
+    from c_workspace import c_workspace
+
+    from contract import ops_for_week
+    from grader.run import Options, grade
+    from stage3_c.quantized import int8_kernel
+
+    rung = f"int8_gemm_{int8_kernel()}"
+    week19 = {*ops_for_week(3, 19), "int8_gemm_scalar", "int8_gemm_avx2", "int8_gemm_avx_vnni",
+              "int8_gemm_avx512_vnni"} - {rung}  # fmt: skip
+    c_workspace(tmp_path, solved=week19)
+    options = Options(stage=3, impl=str(tmp_path), ops=("int8_linear", "maxpool2d_int8"),
+                      quick=True, checks=("correct",))  # fmt: skip
+    options.json = str(tmp_path / "grade.json")
+    status, record = grade(options, io.StringIO())
+    results = {r.op: r for r in record["runs"][0]["results"]}
+    assert status == 1
+    assert results["maxpool2d_int8"].status == "passed"  # no GEMM: written, and passes
+    assert results["int8_linear"].message == (
+        f"int8_linear: not implemented (week 19, task {rung})"
+    ), results["int8_linear"].message

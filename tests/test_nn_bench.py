@@ -48,3 +48,16 @@ def test_an_epoch_is_timed_with_the_collector_paused_and_then_restored():
         assert not gc.isenabled()
         raise RuntimeError("a failed epoch")
     assert gc.isenabled()
+
+
+def test_without_mnist_the_bench_stops_in_one_line_saying_how_to_fetch_it(tmp_path, capsys):
+    """`make bench` ends with bench.epoch: a learner who has not fetched MNIST gets the data
+    error (exit status 3, as nn's commands), not a traceback."""
+    pytest.importorskip("torch")
+    from bench.epoch import main
+
+    status = main(["--stage", "2", "--threads", "1", "--data-dir", str(tmp_path),
+                   "--output", str(tmp_path / "bench")])  # fmt: skip
+    error = capsys.readouterr().err
+    assert status == 3
+    assert error.startswith("error: bench.epoch: mnist: not found") and error.count("\n") == 1

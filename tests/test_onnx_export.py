@@ -234,3 +234,19 @@ def test_a_fused_max_pool_and_relu_exports_both(numpy_tier, rng):
     inputs = user_inputs(random_inputs(model.input_shape, 50, rng), normalizer)
     unfused_logits = runtime_logits(proto.SerializeToString(), inputs)
     np.testing.assert_array_equal(runtime_logits(fused.SerializeToString(), inputs), unfused_logits)
+
+
+def test_a_node_written_wrong_fails_the_check_in_one_line(numpy_tier, monkeypatch):
+    """A Conv writer giving `pads` for two sides instead of four (the learner's conv_node of
+    week 19 gone wrong): the export names the node, in one error, not onnx's traceback."""
+    from nn import onnx_writers
+    from nn.onnx_format import OnnxFileError
+
+    def two_sided(graph, conv, inputs, path):
+        k, s, p = conv.kernel_size, conv.stride, conv.padding
+        return graph.node("Conv", inputs, path, kernel_shape=[k, k], strides=[s, s], pads=[p, p])
+
+    monkeypatch.setattr(onnx_writers, "conv_node", two_sided)
+    model, meta = built("lenet5", numpy_tier)
+    with pytest.raises(OnnxFileError, match=r"full check: .*Conv.*pads has incorrect size"):
+        export_model(model, meta)

@@ -3,6 +3,7 @@
     python -m tiers                               name, module, stage, variant, precision,
                                                   references, build, class
     python -m tiers build [--if-stale]            `python -m BUILD` for each tier that has one
+                      [--impl DIR]                of workspace DIR's copies (`make build IMPL=DIR`)
     python -m tiers build --if-stale --stage 3    only what a command on stage 3 needs: its tiers
                       [--variant nvcc]            (or one variant's) and those they are checked
                                                   against, each rebuilt only when a source changed
@@ -17,6 +18,7 @@ the ones found there).
 import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 from . import STAGES, TIERS, VARIANTS, find, of_stage, with_references
 
@@ -48,15 +50,16 @@ def chosen_tiers(stages, variant, references=True):
     return [tier for tier in chosen if not tier.gpu_needed]
 
 
-def build(chosen, if_stale=False):
+def build(chosen, if_stale=False, impl=None):
     """Run the build step of each tier of `chosen` in turn; the exit status of the first that
-    fails, else 0. With `if_stale`, a step compiles only when a source changed since its build."""
+    fails, else 0. With `if_stale`, a step compiles only when a source changed since its build.
+    With `impl` (a workspace), the steps build the workspace's copies, of the tiers it holds."""
     for tier in chosen:
-        if tier.build:
+        if tier.build and (impl is None or (Path(impl) / tier.package).is_dir()):
             line = [sys.executable, "-m", tier.build] + ["--if-stale"] * if_stale
             if not if_stale:  # a stale build says itself what it builds and why
                 print(f"{tier.name}: python -m {tier.build}", flush=True)
-            status = subprocess.call(line)
+            status = subprocess.call(line, cwd=impl)  # run in impl, the step builds impl's copy
             if status:
                 return status
     return 0
@@ -73,7 +76,12 @@ def parse_build_args(argv):
     parser.add_argument("--no-references", action="store_true",
                         help="with --stage: only the tier it trains on (`make train`), not the "
                         "tiers it is checked against")
+    parser.add_argument("--impl", metavar="DIR",
+                        help="build the copies of the tiers in workspace DIR (every tier it holds, "
+                        "the nvcc variant too: nvcc shows its errors without a GPU)")
     args = parser.parse_args(argv)
+    if args.impl and args.stage:
+        parser.error("--impl builds every tier DIR holds: no --stage")
     if (args.variant or args.no_references) and not args.stage:
         parser.error("--variant and --no-references go with --stage")
     try:
@@ -87,7 +95,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["build"]:
         args = parse_build_args(argv[1:])
-        return build(args.tiers, args.if_stale)
+        return build(args.tiers, args.if_stale, args.impl)
     if argv:
         print("usage: python -m tiers [build [--if-stale] [--stage N] [--variant V]]",
               file=sys.stderr)

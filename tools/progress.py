@@ -63,8 +63,7 @@ SIMULATOR_REASON = (
 )
 GPU_REASON = (
     "not graded here: it runs only on an NVIDIA GPU (numba's CUDA simulator runs the numba variant "
-    "alone); `make grade STAGE=4 WEEK=k VARIANT=nvcc` compiles your .cu files here, showing nvcc's "
-    "errors"
+    "alone); `make build IMPL=workspace` compiles your .cu files here, showing nvcc's errors"
 )
 
 

@@ -576,6 +576,22 @@ static struct output codes(int8_t *q, int y_zero, int relu, int64_t m, int64_t g
     return (struct output){NULL, q, y_zero, relu ? y_zero : -128, m, group, scale, b, NULL};
 }
 
+/* The status of rung `kernel` (KERNEL_BEST: the best this CPU has) on a product of one row, one
+ * channel and one group of four: S2C_NOT_IMPLEMENTED while that rung is an exercise stub, so that
+ * an op's NotImplementedError names the rung it ran, not only the op. */
+int s2c_int8_gemm_rung_status(int kernel)
+{
+    S2C_REQUIRE(s2c_int8_kernel_supported(kernel));
+    const int8_t w[4] = {0};
+    const float scale = 1.0f, b = 0.0f;
+    float y = 0.0f;
+    struct output out = floats(&y, 1, 1, &scale, &b);
+    uint8_t *u = alloc_bytes(4);
+    if (u)
+        memset(u, 0, 4);
+    return int8_gemm(kernel, u, 1, 4, 4, w, 0, &out);
+}
+
 static int linear(const int8_t *x, int x_zero, const int8_t *w, int64_t n, int64_t k, int kernel,
                   struct output *out)
 {

@@ -177,6 +177,7 @@ int s2c_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, in
                        int64_t k, int64_t stride);
 int s2c_int8_kernel_supported(int kernel);
 int s2c_int8_best_kernel(void);
+int s2c_int8_gemm_rung_status(int kernel);
 
 /* ---- attention (week 22, attention.c): layer norm over x [rows, d] (each row its own
  * statistics: mean, invstd [rows]; gamma, beta, dgamma, dbeta [d]), and GELU elementwise,
