@@ -180,16 +180,17 @@ static __device__ __forceinline__ float row_sum16(float value)
     return value;
 }
 
-/* The online softmax of rungs 3 and 4 over one tile of scores: s[i][j] (this thread's 4 x 4,
- * masked) becomes p = exp(s - new max) and each row's running {max, sum} takes the tile in;
+/* The online softmax of rungs 3 to 5 over one tile of scores: s[i][j] (this thread's R x 4,
+ * masked; a row's other scores with the 15 other threads of its half warp) becomes p = exp(s - new max) and each row's running {max, sum} takes the tile in;
  * returns in alpha[i] the factor exp(old max - new max) by which what was accumulated against the
  * old maximum is rescaled. A row that has seen only -inf keeps max -inf and sum 0 (alpha 1, p 0:
  * never exp(-inf - -inf)). */
-static __device__ __forceinline__ void online_softmax_tile(float (&s)[4][4], float (&max)[4],
-                                                           float (&sum)[4], float (&alpha)[4])
+template <int R>
+static __device__ __forceinline__ void online_softmax_tile(float (&s)[R][4], float (&max)[R],
+                                                           float (&sum)[R], float (&alpha)[R])
 {
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < R; i++) {
         float top = row_max16(nan_max(nan_max(s[i][0], s[i][1]), nan_max(s[i][2], s[i][3])));
         float new_max = nan_max(max[i], top);
         bool empty = new_max == -INFINITY;
