@@ -89,16 +89,23 @@ static __device__ __forceinline__ bool by_float4(const float *x, int d)
     return d % 4 == 0 && (uintptr_t)x % 16 == 0;
 }
 
-/* Rows first .. first + rows - 1 of x [total, d] into `tile` [rows][64 CB + PAD], a float4 a
- * thread at a time; rows past `total` and columns past d as 0 (they add nothing to a product). */
-template <int CB>
-static __device__ __forceinline__ void load_rows(float *tile, const float *x, int64_t first,
-                                                 int64_t total, int d, int rows)
+/* The float4s of a tile of ROWS rows (64 CB + PAD floats each) that each thread copies. */
+template <int CB, int ROWS>
+__host__ __device__ constexpr int quads_a_thread() { return ROWS * 16 * CB / TILE_THREADS; }
+
+/* This thread's float4s of rows first .. first + ROWS - 1 of x [total, d] into `part`: every load
+ * issued before any is waited on (store_part writes them). Rows past `total` and columns past d
+ * are 0 (they add nothing to a product). */
+template <int CB, int ROWS>
+static __device__ __forceinline__ void fetch_part(float4 (&part)[quads_a_thread<CB, ROWS>()],
+                                                  const float *x, int64_t first, int64_t total,
+                                                  int d)
 {
     const int quads = 16 * CB; /* float4s a row */
     bool quad_reads = by_float4(x, d);
-    for (int e = threadIdx.x; e < rows * quads; e += blockDim.x) {
-        int r = e / quads, c = 4 * (e % quads);
+#pragma unroll
+    for (int p = 0; p < quads_a_thread<CB, ROWS>(); p++) {
+        int e = threadIdx.x + p * TILE_THREADS, r = e / quads, c = 4 * (e % quads);
         float4 value = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (first + r < total) {
             const float *row = x + (first + r) * d;
@@ -112,7 +119,20 @@ static __device__ __forceinline__ void load_rows(float *tile, const float *x, in
                 value.w = c + 3 < d ? row[c + 3] : 0.0f;
             }
         }
-        *(float4 *)(tile + r * padded_row<CB>() + c) = value;
+        part[p] = value;
+    }
+}
+
+/* What fetch_part read into `tile` [ROWS][64 CB + PAD]. */
+template <int CB, int ROWS>
+static __device__ __forceinline__ void store_part(float *tile,
+                                                  const float4 (&part)[quads_a_thread<CB, ROWS>()])
+{
+    const int quads = 16 * CB;
+#pragma unroll
+    for (int p = 0; p < quads_a_thread<CB, ROWS>(); p++) {
+        int e = threadIdx.x + p * TILE_THREADS;
+        *(float4 *)(tile + e / quads * padded_row<CB>() + 4 * (e % quads)) = part[p];
     }
 }
 
@@ -151,17 +171,24 @@ flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, flo
     zero(out);
     for (int i = 0; i < THREAD_ROWS; i++)
         row_max[i] = -INFINITY, row_sum[i] = 0.0f;
-    load_rows<CB>(q_rows, qh, first, n, d, QUERY_TILE);
+    {
+        float4 part[quads_a_thread<CB, QUERY_TILE>()];
+        fetch_part<CB, QUERY_TILE>(part, qh, first, n, d);
+        store_part<CB, QUERY_TILE>(q_rows, part);
+    }
     const float *my_q = q_rows + THREAD_ROWS * ty * width, *my_k = k_rows + tx * width;
     const float *my_p = p_rows + THREAD_ROWS * ty * p_width, *my_v = v_rows + 4 * tx;
     for (int64_t kt = 0; kt < key_tiles; kt++) {
         __syncthreads(); /* the last tile's k, v and p are read */
-        load_rows<CB>(k_rows, kh, kt * TILE, m, d, TILE);
-        load_rows<CB>(v_rows, vh, kt * TILE, m, d, TILE);
+        float4 k_part[quads_a_thread<CB, TILE>()], v_part[quads_a_thread<CB, TILE>()];
+        fetch_part<CB, TILE>(k_part, kh, kt * TILE, m, d);
+        store_part<CB, TILE>(k_rows, k_part);
+        fetch_part<CB, TILE>(v_part, vh, kt * TILE, m, d);
+        store_part<CB, TILE>(v_rows, v_part);
         __syncthreads();
         float s[THREAD_ROWS][4];
         zero(s);
-#pragma unroll 4
+#pragma unroll 1 /* 12 float4 loads and 128 multiply-adds a step: unrolled, it spills */
         for (int c = 0; c < depth; c += 4) {
             float4 key[4];
 #pragma unroll
@@ -184,7 +211,7 @@ flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, flo
                                                  key, causal)
                                   : -INFINITY;
             }
-        online_softmax_tile(s, row_max, row_sum, alpha);
+        online_softmax_tile<THREAD_ROWS, true>(s, row_max, row_sum, alpha);
 #pragma unroll
         for (int i = 0; i < THREAD_ROWS; i++) {
 #pragma unroll
@@ -195,7 +222,7 @@ flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, flo
                 p_rows[(THREAD_ROWS * ty + i) * p_width + tx + 16 * j] = s[i][j];
         }
         __syncthreads();
-#pragma unroll 2
+#pragma unroll 1
         for (int key = 0; key < TILE; key += 4) {
             float4 value[4][CB];
 #pragma unroll
@@ -228,11 +255,12 @@ flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, flo
     bool quad_writes = by_float4(y, d);
     for (int i = 0; i < THREAD_ROWS; i++) {
         int64_t row = first + THREAD_ROWS * ty + i;
+        float sum = row_sum16(row_sum[i]); /* the row's 16 shares (online_softmax_tile) */
         if (row >= n)
-            break;
-        float inverse = inverse_sum(row_sum[i]);
+            continue;
+        float inverse = inverse_sum(sum);
         if (tx == 0)
-            lse[h * n + row] = row_max[i] + logf(row_sum[i]);
+            lse[h * n + row] = row_max[i] + logf(sum);
         for (int g = 0; g < CB; g++) {
             int col = 4 * tx + 64 * g;
             float *to = yh + row * d + col;

@@ -181,11 +181,13 @@ static __device__ __forceinline__ float row_sum16(float value)
 }
 
 /* The online softmax of rungs 3 to 5 over one tile of scores: s[i][j] (this thread's R x 4,
- * masked; a row's other scores with the 15 other threads of its half warp) becomes p = exp(s - new max) and each row's running {max, sum} takes the tile in;
- * returns in alpha[i] the factor exp(old max - new max) by which what was accumulated against the
- * old maximum is rescaled. A row that has seen only -inf keeps max -inf and sum 0 (alpha 1, p 0:
- * never exp(-inf - -inf)). */
-template <int R>
+ * masked; the row's others are with the 15 other threads of its half warp) becomes
+ * p = exp(s - new max) and each row's running {max, sum} takes the tile in; returns in alpha[i]
+ * the factor exp(old max - new max) by which what was accumulated against the old maximum is
+ * rescaled. A row that has seen only -inf keeps max -inf and sum 0 (alpha 1, p 0:
+ * never exp(-inf - -inf)). With LANE_SUMS, sum[i] is this thread's share of the row's sum (the
+ * caller adds the 16 shares once, after the last tile: row_sum16), not the whole row's. */
+template <int R, bool LANE_SUMS = false>
 static __device__ __forceinline__ void online_softmax_tile(float (&s)[R][4], float (&max)[R],
                                                            float (&sum)[R], float (&alpha)[R])
 {
@@ -201,7 +203,7 @@ static __device__ __forceinline__ void online_softmax_tile(float (&s)[R][4], flo
             s[i][j] = empty ? 0.0f : __expf(s[i][j] - new_max);
             row += s[i][j];
         }
-        sum[i] = sum[i] * alpha[i] + row_sum16(row);
+        sum[i] = sum[i] * alpha[i] + (LANE_SUMS ? row : row_sum16(row));
         max[i] = new_max;
     }
 }
