@@ -217,9 +217,12 @@ flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, flo
 #pragma unroll
             for (int c = 0; c < 4 * CB; c++)
                 out[i][c] *= alpha[i];
+            /* an odd row of threads writes its keys in the order 1 0 3 2: the two half warps
+             * (rows 8 apart, the same banks) then store to distinct banks at once */
 #pragma unroll
             for (int j = 0; j < 4; j++)
-                p_rows[(THREAD_ROWS * ty + i) * p_width + tx + 16 * j] = s[i][j];
+                p_rows[(THREAD_ROWS * ty + i) * p_width + tx + 16 * (j ^ (ty & 1))] =
+                    ty & 1 ? s[i][j ^ 1] : s[i][j];
         }
         __syncthreads();
 #pragma unroll 1

@@ -13,7 +13,7 @@
  *         int causal, float scale);
  *
  * scratch: attention_scratch_floats(rung, ...) floats (S for rungs 1 and 2, the running
- * statistics for rung 3, a flag per head for the causal rungs 3 and 4).
+ * statistics for rung 3, a flag per head for the causal rungs 3 to 5).
  *
  * Given here: the tiles of rungs 3 and 4 and of the backward (TILE x TILE scores, a block of
  * TILE_THREADS threads each owning a 4 x 4 corner of them), the product of two tiles in shared
