@@ -9,10 +9,12 @@
  * rows (the same address for a half warp: broadcast) and 4 of the other side's give 128 fused
  * multiply-adds, 10.7 a load where rung 4 has 8. Every tile is stored by row, so that both
  * products read float4s along the depth: q, k and v are copied a float4 at a time from device
- * memory (when d is a multiple of 4), with no transpose; a thread's keys 16 apart put a half
- * warp's float4s of k in distinct banks (rows of 64 + PAD floats). The head dimension is a
- * template parameter: d = 64 multiplies over a depth known when compiling (fully unrolled), other
- * d over d rounded up to 4 (the tiles zero-padded). A causal launch orders its blocks longest rows
+ * memory (when d is a multiple of 4), with no transpose, a thread's loads of k and v all issued
+ * before it waits on one; a thread's keys 16 apart put a half warp's float4s of k in distinct
+ * banks (rows of 64 + PAD floats). Each thread keeps its own share of a row's sum, added over the
+ * row's 16 threads once at the end (rung 4 adds them every tile). The head dimension is a
+ * template parameter: d = 64 multiplies over a depth known when compiling, other d over d
+ * rounded up to 4 (the tiles zero-padded). A causal launch orders its blocks longest rows
  * first over every head (the short diagonal blocks fill the tail of the grid); a full one keeps a
  * head's query tiles together (they share its k and v in L2).
  *
@@ -20,8 +22,9 @@
  *   memory nothing beyond y and lse: linear in n.
  *   bytes  q read once and y written once (8 n d), k and v read once per query tile:
  *          8 m d n / QUERY_TILE, half rung 4's.
- *   FLOPs  4 n m d (half of it with a causal mask) and an exp a score; 104 KB of shared memory a
- *          block (2 blocks an SM of 228 KB), at most 128 registers a thread.
+ *   FLOPs  4 n m d (half of it with a causal mask) and an exp a score.
+ *   so     compute bound: 102 KiB of shared memory a block at d <= 64 and at most 128 registers
+ *          a thread, so that 2 blocks (16 warps) share an SM of 228 KiB and 64 K registers.
  *
  * Run it: python -m bench.attention_ladder --rungs flash2_regs */
 #include <stdint.h>
