@@ -310,6 +310,9 @@ int s2c_cuda_attention_flash1(const float *q, const float *k, const float *v, fl
 int s2c_cuda_attention_flash2(const float *q, const float *k, const float *v, float *y,
                               float *lse, float *scratch, int64_t heads, int64_t n, int64_t m,
                               int64_t d, int causal, float scale);
+int s2c_cuda_attention_flash2_regs(const float *q, const float *k, const float *v, float *y,
+                                   float *lse, float *scratch, int64_t heads, int64_t n,
+                                   int64_t m, int64_t d, int causal, float scale);
 int s2c_cuda_attention_backward(const float *dy, const float *q, const float *k, const float *v,
                                 const float *y, const float *lse, float *dq, float *dk,
                                 float *dv, float *scratch, int64_t heads, int64_t n, int64_t m,

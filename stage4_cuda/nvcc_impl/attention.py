@@ -14,8 +14,8 @@ from ._scratch import shared_scratch
 
 # The rungs of the attention ladder (csrc/attention/0N_NAME.cu, s2c_cuda_attention_NAME), slowest
 # first; every rung writes the lse the backward reads.
-ATTENTION_KERNELS = ("naive", "online", "flash1", "flash2")
-BEST_ATTENTION = "flash2"  # the last rung; bench.attention_ladder measures it against the rest
+ATTENTION_KERNELS = ("naive", "online", "flash1", "flash2", "flash2_regs")
+BEST_ATTENTION = "flash2"  # bench.attention_ladder measures it against the rest
 
 
 def _rows(x):
@@ -71,7 +71,8 @@ def scratch_floats(name, heads, n, m):
     and m keys (csrc/attention/attention.cuh): S for rungs 1 and 2; a flag per head for the
     others, with each query's running maximum and sum for rung 3 and its Dsum for the backward."""
     return {"naive": heads * n * m, "online": heads * n * m, "flash1": heads + 2 * heads * n,
-            "flash2": heads, "backward": heads + heads * n}[name]  # fmt: skip
+            "flash2": heads, "flash2_regs": heads,
+            "backward": heads + heads * n}[name]  # fmt: skip
 
 
 MAX_D = 128  # the head dimension the tiles of rungs 3 and 4 and the backward hold
@@ -91,7 +92,7 @@ def attention(q, k, v, causal=False, scale=None, kernel="best"):
 
     q [B, H, N, D], k and v [B, H, M, D] (D <= 128); scale None: 1 / sqrt(D). y [B, H, N, D];
     lse [B, H, N], each row's log-sum-exp of its scores (the backward's input). `kernel` picks a
-    rung of ATTENTION_KERNELS by name or number 1-4.
+    rung of ATTENTION_KERNELS by name or number 1-5.
     """
     q, k, v, causal, scale = checks.attention(q, k, v, causal, scale)
     name = _checks.kernel_name("attention", kernel, ATTENTION_KERNELS, BEST_ATTENTION)

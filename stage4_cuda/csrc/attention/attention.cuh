@@ -13,7 +13,7 @@
  *         int causal, float scale);
  *
  * scratch: attention_scratch_floats(rung, ...) floats (S for rungs 1 and 2, the running
- * statistics for rung 3, a flag per head for the causal rungs 3 and 4).
+ * statistics for rung 3, a flag per head for the causal rungs 3 to 5).
  *
  * Given here: the tiles of rungs 3 and 4 and of the backward (TILE x TILE scores, a block of
  * TILE_THREADS threads each owning a 4 x 4 corner of them), the product of two tiles in shared
@@ -180,16 +180,19 @@ static __device__ __forceinline__ float row_sum16(float value)
     return value;
 }
 
-/* The online softmax of rungs 3 and 4 over one tile of scores: s[i][j] (this thread's 4 x 4,
- * masked) becomes p = exp(s - new max) and each row's running {max, sum} takes the tile in;
- * returns in alpha[i] the factor exp(old max - new max) by which what was accumulated against the
- * old maximum is rescaled. A row that has seen only -inf keeps max -inf and sum 0 (alpha 1, p 0:
- * never exp(-inf - -inf)). */
-static __device__ __forceinline__ void online_softmax_tile(float (&s)[4][4], float (&max)[4],
-                                                           float (&sum)[4], float (&alpha)[4])
+/* The online softmax of rungs 3 to 5 over one tile of scores: s[i][j] (this thread's R x 4,
+ * masked; the row's others are with the 15 other threads of its half warp) becomes
+ * p = exp(s - new max) and each row's running {max, sum} takes the tile in; returns in alpha[i]
+ * the factor exp(old max - new max) by which what was accumulated against the old maximum is
+ * rescaled. A row that has seen only -inf keeps max -inf and sum 0 (alpha 1, p 0:
+ * never exp(-inf - -inf)). With LANE_SUMS, sum[i] is this thread's share of the row's sum (the
+ * caller adds the 16 shares once, after the last tile: row_sum16), not the whole row's. */
+template <int R, bool LANE_SUMS = false>
+static __device__ __forceinline__ void online_softmax_tile(float (&s)[R][4], float (&max)[R],
+                                                           float (&sum)[R], float (&alpha)[R])
 {
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < R; i++) {
         float top = row_max16(nan_max(nan_max(s[i][0], s[i][1]), nan_max(s[i][2], s[i][3])));
         float new_max = nan_max(max[i], top);
         bool empty = new_max == -INFINITY;
@@ -200,7 +203,7 @@ static __device__ __forceinline__ void online_softmax_tile(float (&s)[4][4], flo
             s[i][j] = empty ? 0.0f : __expf(s[i][j] - new_max);
             row += s[i][j];
         }
-        sum[i] = sum[i] * alpha[i] + row_sum16(row);
+        sum[i] = sum[i] * alpha[i] + (LANE_SUMS ? row : row_sum16(row));
         max[i] = new_max;
     }
 }
