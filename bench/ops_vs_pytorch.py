@@ -147,6 +147,9 @@ BY_GROUP = {  # the shapes of a group of grader/ops.py
 }
 BY_OP = {  # forward ops whose shapes are not their group's
     "matmul": per_batch(FC1) + large((1024, 1024, 1024), (4096, 4096, 4096)),
+    "swap_middle_axes": per_batch((("ViT 7x7 patches, 4 heads of 16", lambda b: (b, 16, 4, 16)),
+                                   ("ViT 4x4 patches, 4 heads of 32", lambda b: (b, 49, 4, 32))))
+    + large((256, 197, 12, 64)),
     "transpose": (Case("LeNet-5 fc1 weight", (120, 400), False),
                   Case("Fashion-CNN fc1 weight", (256, 3200), False)) + large((8000, 6000)),
     "add": BROADCAST, "mul": BROADCAST,

@@ -183,6 +183,7 @@ def requantized(y, y_zero, relu):
 TORCH = {  # op name: its PyTorch equivalent, on float64 tensors (in-place ops update theirs)
     "matmul": torch.matmul,
     "transpose": lambda a: a.T,
+    "swap_middle_axes": lambda x: x.transpose(1, 2),
     "add": torch.add,
     "mul": torch.mul,
     "scale": lambda a, s: s * a,

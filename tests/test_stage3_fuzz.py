@@ -258,6 +258,7 @@ CALLS = {
     "matmul": lambda r: ([floats(r, 3, 4), floats(r, 4, 5), "blocked"],
                          [FIXED, FIXED, ("choice",)]),
     "transpose": lambda r: ([floats(r, 3, 4)], [FIXED]),
+    "swap_middle_axes": lambda r: ([floats(r, 2, 3, 4, 5)], [FIXED]),
     "add": lambda r: ([floats(r, 3, 4), floats(r, 4)], [ANY, FIXED]),
     "mul": lambda r: ([floats(r, 3, 4), floats(r, 3, 4)], [ANY, FIXED]),
     "scale": lambda r: ([floats(r, 2, 3), 0.5], [ANY, FINITE]),

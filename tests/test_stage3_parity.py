@@ -58,6 +58,7 @@ DATA = {  # one example's shape, classes
     "fashion_cnn": ((1, 28, 28), 10),
     "resnet_mini": ((1, 28, 28), 10),
     "tiny_imagenet_cnn": ((3, 64, 64), 200),
+    "vit": ((1, 28, 28), 10),
 }
 STABLE = ["perceptron", "xor", "mlp"]  # free-running runs that float32 rounding does not part
 BASE = BASE_TOLERANCE[(32, 32)]

@@ -467,9 +467,11 @@ def attention(q, k, v, causal=False, scale=None, kernel="best"):
     heads, n, m, d = _heads(q, k)
     if d > MAX_D:
         raise ValueError(f"attention: the numba variant holds D <= {MAX_D}, got D = {d}")
+    # BEGIN SOLUTION week 22, task attention
     y, lse = device.empty(q.shape), device.empty(q.shape[:3])
     _ATTENTION[name](q, k, v, y, lse, heads, n, m, d, causal, float32(scale))
     return y, (lse,)
+    # END SOLUTION
 
 
 @cuda.jit
@@ -583,6 +585,7 @@ def attention_backward(dy, q, k, v, y, saved, causal=False, scale=None):
     if d > MAX_D:
         raise ValueError(f"attention_backward: the numba variant holds D <= {MAX_D}, got D = {d}")
     scale = float32(scale)
+    # BEGIN SOLUTION week 22, task attention_backward
     dq, dk, dv = device.empty(q.shape), device.empty(k.shape), device.empty(v.shape)
     dsum = device.scratch((heads * n,))
     launch(_row_dots, blocks_for(heads * n), BLOCK, flat(dy), flat(y), dsum, heads * n, d)
@@ -596,3 +599,4 @@ def attention_backward(dy, q, k, v, y, saved, causal=False, scale=None):
     launch(_query_gradients, heads * ((n + TILE - 1) // TILE), TILE, *args, flat(dq), n, m, d,
            causal, scale)  # fmt: skip
     return dq, dk, dv
+    # END SOLUTION
