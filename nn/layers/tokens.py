@@ -30,6 +30,9 @@ class PatchEmbedding(Layer):
                 f"{tuple(in_shape)}"
             )
         self.tier = tier
+        # as a model's first layer its input is data: the projection then skips the images'
+        # gradient (a col2im over every image, the costliest kernel of a training step)
+        self.conv.needs_input_grad = self.needs_input_grad
         _, rows, columns = self.conv.output_shape = self.conv.build(tier, in_shape, seeds)
         self.grid = (rows, columns)
         return (rows * columns, self.dim)
@@ -44,7 +47,8 @@ class PatchEmbedding(Layer):
         # END SOLUTION
 
     def backward(self, dout):
-        """The images' gradient [N, C, H, W] from the tokens' [N, T, D]; fills the projection's."""
+        """The images' gradient [N, C, H, W] from the tokens' [N, T, D] (None when
+        needs_input_grad is False); fills the projection's."""
         # BEGIN SOLUTION week 23, task PatchEmbedding.backward
         n, tokens, _ = shape_of(dout)
         rows = reshape(self.tier, dout, (n, tokens, self.dim, 1))
