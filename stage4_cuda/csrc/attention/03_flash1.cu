@@ -90,7 +90,7 @@ flash1_kernel(const float *q, const float *k, const float *v, float *y, float *l
             __syncthreads();
             float s[4][4];
             zero(s);
-            tile_product<1, false>(s, q_by_k, TILE + PAD, k_by_k, TILE + PAD, d);
+            tile_product<1>(s, q_by_k, TILE + PAD, k_by_k, TILE + PAD, d);
             float row_max[4], row_sum[4], old_sum[4], alpha[4];
             for (int i = 0; i < 4; i++) {
                 int64_t query = first + 4 * ty + i;
@@ -108,7 +108,7 @@ flash1_kernel(const float *q, const float *k, const float *v, float *y, float *l
             __syncthreads();
             float out[4][4 * CB];
             zero(out);
-            tile_product<CB, false>(out, p_by_key, TILE + PAD, v_rows, 64 * CB + PAD, TILE);
+            tile_product<CB>(out, p_by_key, TILE + PAD, v_rows, 64 * CB + PAD, TILE);
             for (int i = 0; i < 4; i++) {
                 int64_t query = first + 4 * ty + i;
                 if (query >= n)

@@ -92,7 +92,7 @@ flash2_kernel(const float *q, const float *k, const float *v, float *y, float *l
         __syncthreads();
         float s[4][4];
         zero(s);
-        tile_product<1, false>(s, q_by_k, TILE + PAD, k_by_k, TILE + PAD, d);
+        tile_product<1>(s, q_by_k, TILE + PAD, k_by_k, TILE + PAD, d);
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++) {
                 int64_t key = kt * TILE + 4 * tx + j;
@@ -105,7 +105,7 @@ flash2_kernel(const float *q, const float *k, const float *v, float *y, float *l
                 out[i][c] *= alpha[i];
         store_corner(p_by_key, s, true);
         __syncthreads();
-        tile_product<CB, false>(out, p_by_key, TILE + PAD, v_rows, 64 * CB + PAD, TILE);
+        tile_product<CB>(out, p_by_key, TILE + PAD, v_rows, 64 * CB + PAD, TILE);
     }
     float inverse[4];
     for (int i = 0; i < 4; i++) {
@@ -113,5 +113,5 @@ flash2_kernel(const float *q, const float *k, const float *v, float *y, float *l
         if (tx == 0 && first + 4 * ty + i < n)
             lse[h * n + first + 4 * ty + i] = row_max[i] + logf(row_sum[i]);
     }
-    store_rows<CB>(out, inverse, y + h * n * d, first, n, d);
+    store_tile_rows<4, CB>(out, inverse, y + h * n * d, first, n, d);
 }

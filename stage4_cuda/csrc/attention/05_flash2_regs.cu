@@ -27,16 +27,11 @@
  *          a thread, so that 2 blocks (16 warps) share an SM of 228 KiB and 64 K registers.
  *
  * Run it: python -m bench.attention_ladder --rungs flash2_regs */
-#include <stdint.h>
-
 #include "attention.cuh"
 
 #define QUERY_TILE 128 /* queries a block: 16 rows of threads x 8 rows each */
 #define THREAD_ROWS 8
 
-/* A row of a q, k or v tile in shared memory: 64 CB floats and PAD; a row of P: TILE + PAD. */
-template <int CB>
-__host__ __device__ constexpr int padded_row() { return 64 * CB + PAD; }
 template <int CB>
 constexpr size_t flash2_regs_bytes()
 {
@@ -86,64 +81,6 @@ extern "C" int s2c_cuda_attention_flash2_regs(const float *q, const float *k, co
     return launch_flash2_regs<2, false>(q, k, v, y, lse, nonfinite, heads, n, m, d, causal, scale);
 }
 
-/* Whether rows of x [*, d] can be read and written a float4 at a time (16-byte aligned). */
-static __device__ __forceinline__ bool by_float4(const float *x, int d)
-{
-    return d % 4 == 0 && (uintptr_t)x % 16 == 0;
-}
-
-/* The float4s of a tile of ROWS rows (64 CB + PAD floats each) that each thread copies. */
-template <int CB, int ROWS>
-__host__ __device__ constexpr int quads_a_thread() { return ROWS * 16 * CB / TILE_THREADS; }
-
-/* This thread's float4s of rows first .. first + ROWS - 1 of x [total, d] into `part`: every load
- * issued before any is waited on (store_part writes them). Rows past `total` and columns past d
- * are 0 (they add nothing to a product). */
-template <int CB, int ROWS>
-static __device__ __forceinline__ void fetch_part(float4 (&part)[quads_a_thread<CB, ROWS>()],
-                                                  const float *x, int64_t first, int64_t total,
-                                                  int d)
-{
-    const int quads = 16 * CB; /* float4s a row */
-    bool quad_reads = by_float4(x, d);
-#pragma unroll
-    for (int p = 0; p < quads_a_thread<CB, ROWS>(); p++) {
-        int e = threadIdx.x + p * TILE_THREADS, r = e / quads, c = 4 * (e % quads);
-        float4 value = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (first + r < total) {
-            const float *row = x + (first + r) * d;
-            if (quad_reads) {
-                if (c < d)
-                    value = *(const float4 *)(row + c);
-            } else {
-                value.x = c < d ? row[c] : 0.0f;
-                value.y = c + 1 < d ? row[c + 1] : 0.0f;
-                value.z = c + 2 < d ? row[c + 2] : 0.0f;
-                value.w = c + 3 < d ? row[c + 3] : 0.0f;
-            }
-        }
-        part[p] = value;
-    }
-}
-
-/* What fetch_part read into `tile` [ROWS][64 CB + PAD]. */
-template <int CB, int ROWS>
-static __device__ __forceinline__ void store_part(float *tile,
-                                                  const float4 (&part)[quads_a_thread<CB, ROWS>()])
-{
-    const int quads = 16 * CB;
-#pragma unroll
-    for (int p = 0; p < quads_a_thread<CB, ROWS>(); p++) {
-        int e = threadIdx.x + p * TILE_THREADS;
-        *(float4 *)(tile + e / quads * padded_row<CB>() + 4 * (e % quads)) = part[p];
-    }
-}
-
-static __device__ __forceinline__ float dot4(float4 a, float4 b, float acc)
-{
-    return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
-}
-
 template <int CB, bool FULL>
 __global__ void __launch_bounds__(TILE_THREADS, CB == 1 ? 2 : 1)
 flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, float *lse,
@@ -174,37 +111,17 @@ flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, flo
     zero(out);
     for (int i = 0; i < THREAD_ROWS; i++)
         row_max[i] = -INFINITY, row_sum[i] = 0.0f;
-    {
-        float4 part[quads_a_thread<CB, QUERY_TILE>()];
-        fetch_part<CB, QUERY_TILE>(part, qh, first, n, d);
-        store_part<CB, QUERY_TILE>(q_rows, part);
-    }
+    copy_rows<CB, QUERY_TILE, TILE_THREADS>(q_rows, qh, first, n, d);
     const float *my_q = q_rows + THREAD_ROWS * ty * width, *my_k = k_rows + tx * width;
     const float *my_p = p_rows + THREAD_ROWS * ty * p_width, *my_v = v_rows + 4 * tx;
     for (int64_t kt = 0; kt < key_tiles; kt++) {
         __syncthreads(); /* the last tile's k, v and p are read */
-        float4 k_part[quads_a_thread<CB, TILE>()], v_part[quads_a_thread<CB, TILE>()];
-        fetch_part<CB, TILE>(k_part, kh, kt * TILE, m, d);
-        store_part<CB, TILE>(k_rows, k_part);
-        fetch_part<CB, TILE>(v_part, vh, kt * TILE, m, d);
-        store_part<CB, TILE>(v_rows, v_part);
+        copy_rows<CB, TILE, TILE_THREADS>(k_rows, kh, kt * TILE, m, d);
+        copy_rows<CB, TILE, TILE_THREADS>(v_rows, vh, kt * TILE, m, d);
         __syncthreads();
         float s[THREAD_ROWS][4];
         zero(s);
-#pragma unroll 1 /* 12 float4 loads and 128 multiply-adds a step: unrolled, it spills */
-        for (int c = 0; c < depth; c += 4) {
-            float4 key[4];
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                key[j] = *(const float4 *)(my_k + 16 * j * width + c);
-#pragma unroll
-            for (int i = 0; i < THREAD_ROWS; i++) {
-                float4 query = *(const float4 *)(my_q + i * width + c);
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    s[i][j] = dot4(query, key[j], s[i][j]);
-            }
-        }
+        rows_by_rows(s, my_q, my_k, width, depth);
 #pragma unroll
         for (int i = 0; i < THREAD_ROWS; i++)
 #pragma unroll
@@ -216,69 +133,22 @@ flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, flo
             }
         online_softmax_tile<THREAD_ROWS, true>(s, row_max, row_sum, alpha);
 #pragma unroll
-        for (int i = 0; i < THREAD_ROWS; i++) {
+        for (int i = 0; i < THREAD_ROWS; i++)
 #pragma unroll
             for (int c = 0; c < 4 * CB; c++)
                 out[i][c] *= alpha[i];
-            /* an odd row of threads writes its keys in the order 1 0 3 2: the two half warps
-             * (rows 8 apart, the same banks) then store to distinct banks at once */
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                p_rows[(THREAD_ROWS * ty + i) * p_width + tx + 16 * (j ^ (ty & 1))] =
-                    ty & 1 ? s[i][j ^ 1] : s[i][j];
-        }
+        store_spread(p_rows, s);
         __syncthreads();
-#pragma unroll 1
-        for (int key = 0; key < TILE; key += 4) {
-            float4 value[4][CB];
-#pragma unroll
-            for (int t = 0; t < 4; t++)
-#pragma unroll
-                for (int g = 0; g < CB; g++)
-                    value[t][g] = *(const float4 *)(my_v + (key + t) * width + 64 * g);
-#pragma unroll
-            for (int i = 0; i < THREAD_ROWS; i++) {
-                float4 p = *(const float4 *)(my_p + i * p_width + key);
-#pragma unroll
-                for (int g = 0; g < CB; g++) {
-                    out[i][4 * g + 0] = dot4(p, make_float4(value[0][g].x, value[1][g].x,
-                                                            value[2][g].x, value[3][g].x),
-                                             out[i][4 * g + 0]);
-                    out[i][4 * g + 1] = dot4(p, make_float4(value[0][g].y, value[1][g].y,
-                                                            value[2][g].y, value[3][g].y),
-                                             out[i][4 * g + 1]);
-                    out[i][4 * g + 2] = dot4(p, make_float4(value[0][g].z, value[1][g].z,
-                                                            value[2][g].z, value[3][g].z),
-                                             out[i][4 * g + 2]);
-                    out[i][4 * g + 3] = dot4(p, make_float4(value[0][g].w, value[1][g].w,
-                                                            value[2][g].w, value[3][g].w),
-                                             out[i][4 * g + 3]);
-                }
-            }
-        }
+        rows_by_columns<THREAD_ROWS, CB>(out, my_p, p_width, my_v, width, TILE);
     }
-    float *yh = y + h * n * d;
-    bool quad_writes = by_float4(y, d);
+    float inverse[THREAD_ROWS];
+#pragma unroll
     for (int i = 0; i < THREAD_ROWS; i++) {
         int64_t row = first + THREAD_ROWS * ty + i;
         float sum = row_sum16(row_sum[i]); /* the row's 16 shares (online_softmax_tile) */
-        if (row >= n)
-            continue;
-        float inverse = inverse_sum(sum);
-        if (tx == 0)
+        inverse[i] = inverse_sum(sum);
+        if (row < n && tx == 0)
             lse[h * n + row] = row_max[i] + logf(sum);
-        for (int g = 0; g < CB; g++) {
-            int col = 4 * tx + 64 * g;
-            float *to = yh + row * d + col;
-            if (quad_writes) {
-                if (col < d)
-                    *(float4 *)to = make_float4(inverse * out[i][4 * g], inverse * out[i][4 * g + 1],
-                                                inverse * out[i][4 * g + 2],
-                                                inverse * out[i][4 * g + 3]);
-            } else {
-                for (int c = 0; c < 4 && col + c < d; c++)
-                    to[c] = inverse * out[i][4 * g + c];
-            }
-        }
     }
+    store_tile_rows<THREAD_ROWS, CB>(out, inverse, y + h * n * d, first, n, d);
 }

@@ -15,17 +15,20 @@
  * scratch: attention_scratch_floats(rung, ...) floats (S for rungs 1 and 2, the running
  * statistics for rung 3, a flag per head for the causal rungs 3 to 5).
  *
- * Given here: the tiles of rungs 3 and 4 and of the backward (TILE x TILE scores, a block of
- * TILE_THREADS threads each owning a 4 x 4 corner of them), the product of two tiles in shared
- * memory, and the scan for non-finite inputs that lets a causal rung skip masked tiles. */
+ * Given here: the tiles of rungs 3 and 4 (TILE x TILE scores, a block of TILE_THREADS threads each
+ * owning a 4 x 4 corner of them) and the product of two such tiles; the register tiles of rung 5
+ * and the backward (tiles stored by row, each thread ROWS rows x 4 of a product); the scan for
+ * non-finite inputs that lets a causal rung skip masked tiles. */
 #ifndef S2C_ATTENTION_CUH
 #define S2C_ATTENTION_CUH
+
+#include <stdint.h>
 
 #include "../reduce.cuh"
 
 #define ATTENTION_MAX_D 128 /* the head dimension the tiles hold (two column groups of 64) */
 #define SCORE_ROW_THREADS 256 /* rungs 1 and 2: a block per row of S */
-#define TILE 64              /* rungs 3 and 4, backward: 64 queries x 64 keys a tile */
+#define TILE 64              /* rungs 3 to 5 and the backward: 64 keys (or queries) a tile */
 #define TILE_THREADS 256     /* 16 x 16 threads, each 4 rows x 4 columns of a tile */
 #define PAD 4                /* a row of a tile in shared memory is 4 floats longer (banks) */
 
@@ -57,7 +60,7 @@ static __device__ __forceinline__ float inverse_sum(float sum)
 int attention_scores(const float *q, const float *k, float *s, int64_t heads, int64_t n,
                      int64_t m, int64_t d, int causal, float scale);
 
-/* --- rungs 3 and 4 and the backward: tiles in shared memory ------------------------------------ */
+/* --- rungs 3 and 4: tiles in shared memory ------------------------------------------------------ */
 
 /* Thread t of a tile block owns rows 4 ty .. 4 ty + 3 and columns 4 tx + 64 b .. + 3 of a tile
  * product (ty = t / 16, tx = t % 16): a row's 16 threads are half a warp, whose shuffles reduce
@@ -66,26 +69,18 @@ static __device__ __forceinline__ int tile_ty(void) { return threadIdx.x / 16; }
 static __device__ __forceinline__ int tile_tx(void) { return threadIdx.x % 16; }
 
 /* acc[i][4 b + j] += sum over k < depth of A(k, 4 ty + i) * B(k, 4 tx + 64 b + j): this thread's
- * corner of a product of two tiles in shared memory. B is stored by k ([k][column], row length
- * ldb): a float4 of 4 columns a load. A is stored by k too ([k][row], a float4 of the 4 rows)
- * or, when A_BY_ROW, by row ([row][k], 4 loads, each the same address for half a warp: a
- * broadcast). Each k: 4 x 4 CB fused multiply-adds for 1 + CB (or 4 + CB) loads. */
-template <int CB, bool A_BY_ROW>
+ * corner of a product of two tiles in shared memory, both stored by k ([k][row], row length lda;
+ * [k][column], ldb): a float4 of 4 rows and CB float4s of 4 columns a step, 16 CB fused
+ * multiply-adds for 1 + CB loads. */
+template <int CB>
 static __device__ __forceinline__ void tile_product(float (&acc)[4][4 * CB], const float *a,
                                                     int lda, const float *b, int ldb, int depth)
 {
     int ty = tile_ty(), tx = tile_tx();
 #pragma unroll 4
     for (int k = 0; k < depth; k++) {
-        float left[4];
-        if (A_BY_ROW) {
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                left[i] = a[(4 * ty + i) * lda + k];
-        } else {
-            float4 quad = *(const float4 *)(a + k * lda + 4 * ty);
-            left[0] = quad.x, left[1] = quad.y, left[2] = quad.z, left[3] = quad.w;
-        }
+        float4 quad = *(const float4 *)(a + k * lda + 4 * ty);
+        float left[4] = {quad.x, quad.y, quad.z, quad.w};
 #pragma unroll
         for (int g = 0; g < CB; g++) {
             float4 right = *(const float4 *)(b + k * ldb + 4 * tx + 64 * g);
@@ -145,27 +140,6 @@ static __device__ __forceinline__ void store_corner(float *tile, const float (&p
     }
 }
 
-/* This thread's rows of a product, acc[i] (row first + 4 ty + i, columns 4 tx + 64 g + j) times
- * factor[i], into x [rows, d] (row-major): the rows and columns inside it only. */
-template <int CB>
-static __device__ __forceinline__ void store_rows(const float (&acc)[4][4 * CB],
-                                                  const float (&factor)[4], float *x,
-                                                  int64_t first, int64_t rows, int d)
-{
-    int ty = tile_ty(), tx = tile_tx();
-    for (int i = 0; i < 4; i++) {
-        int64_t row = first + 4 * ty + i;
-        if (row >= rows)
-            break;
-        for (int g = 0; g < CB; g++)
-            for (int j = 0; j < 4; j++) {
-                int col = 4 * tx + 64 * g + j;
-                if (col < d)
-                    x[row * d + col] = factor[i] * acc[i][4 * g + j];
-            }
-    }
-}
-
 /* The maximum and the sum of `value` over a tile row's 16 threads (half a warp), for each. */
 static __device__ __forceinline__ float row_max16(float value)
 {
@@ -214,6 +188,190 @@ __host__ __device__ constexpr int rows_floats() { return TILE * (64 * CB + PAD);
 template <int CB>
 __host__ __device__ constexpr int by_k_floats() { return 64 * CB * (TILE + PAD); }
 __host__ __device__ constexpr int square_floats() { return TILE * (TILE + PAD); }
+
+/* --- rung 5 and the backward: register tiles over tiles stored by row ---------------------------- */
+
+/* A row of a q, k, v or dy tile in shared memory: 64 CB floats and PAD (a row of P: TILE + PAD). */
+template <int CB>
+__host__ __device__ constexpr int padded_row() { return 64 * CB + PAD; }
+
+/* Whether rows of x [*, d] can be read and written a float4 at a time (16-byte aligned). */
+static __device__ __forceinline__ bool by_float4(const float *x, int d)
+{
+    return d % 4 == 0 && (uintptr_t)x % 16 == 0;
+}
+
+/* The float4s of a tile of ROWS rows (64 CB + PAD floats each) that each of THREADS copies. */
+template <int CB, int ROWS, int THREADS>
+__host__ __device__ constexpr int quads_a_thread() { return ROWS * 16 * CB / THREADS; }
+
+/* This thread's float4s of rows first .. first + ROWS - 1 of x [total, d] into `part`: every load
+ * issued before any is waited on (store_part writes them). Rows past `total` and columns past d
+ * are 0 (they add nothing to a product). */
+template <int CB, int ROWS, int THREADS>
+static __device__ __forceinline__ void fetch_part(
+    float4 (&part)[quads_a_thread<CB, ROWS, THREADS>()], const float *x, int64_t first,
+    int64_t total, int d)
+{
+    const int quads = 16 * CB; /* float4s a row */
+    bool quad_reads = by_float4(x, d);
+#pragma unroll
+    for (int p = 0; p < quads_a_thread<CB, ROWS, THREADS>(); p++) {
+        int e = threadIdx.x + p * THREADS, r = e / quads, c = 4 * (e % quads);
+        float4 value = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (first + r < total) {
+            const float *row = x + (first + r) * d;
+            if (quad_reads) {
+                if (c < d)
+                    value = *(const float4 *)(row + c);
+            } else {
+                value.x = c < d ? row[c] : 0.0f;
+                value.y = c + 1 < d ? row[c + 1] : 0.0f;
+                value.z = c + 2 < d ? row[c + 2] : 0.0f;
+                value.w = c + 3 < d ? row[c + 3] : 0.0f;
+            }
+        }
+        part[p] = value;
+    }
+}
+
+/* What fetch_part read into `tile` [ROWS][64 CB + PAD]. */
+template <int CB, int ROWS, int THREADS>
+static __device__ __forceinline__ void store_part(
+    float *tile, const float4 (&part)[quads_a_thread<CB, ROWS, THREADS>()])
+{
+    const int quads = 16 * CB;
+#pragma unroll
+    for (int p = 0; p < quads_a_thread<CB, ROWS, THREADS>(); p++) {
+        int e = threadIdx.x + p * THREADS;
+        *(float4 *)(tile + e / quads * padded_row<CB>() + 4 * (e % quads)) = part[p];
+    }
+}
+
+/* Rows first .. first + ROWS - 1 of x [total, d] into `tile` by row, copied by THREADS threads. */
+template <int CB, int ROWS, int THREADS>
+static __device__ __forceinline__ void copy_rows(float *tile, const float *x, int64_t first,
+                                                 int64_t total, int d)
+{
+    float4 part[quads_a_thread<CB, ROWS, THREADS>()];
+    fetch_part<CB, ROWS, THREADS>(part, x, first, total, d);
+    store_part<CB, ROWS, THREADS>(tile, part);
+}
+
+static __device__ __forceinline__ float dot4(float4 a, float4 b, float acc)
+{
+    return fmaf(a.w, b.w, fmaf(a.z, b.z, fmaf(a.y, b.y, fmaf(a.x, b.x, acc))));
+}
+
+/* acc[i][j] += sum over c < depth of mine[i width + c] * theirs[16 j width + c]: this thread's
+ * ROWS x 4 corner of A B^T, A and B tiles stored by row (width floats a row), `mine` A's first
+ * row of the thread's, `theirs` B's (its rows tx, tx + 16, tx + 32, tx + 48: a half warp's float4s
+ * of B in distinct banks). Per 4 steps of the depth: ROWS + 4 float4 loads (a row of A the same
+ * address for a half warp: a broadcast) for 16 ROWS fused multiply-adds. depth: a multiple of 4. */
+template <int ROWS>
+static __device__ __forceinline__ void rows_by_rows(float (&acc)[ROWS][4], const float *mine,
+                                                    const float *theirs, int width, int depth)
+{
+#pragma unroll 1 /* unrolled, the loads of several steps spill */
+    for (int c = 0; c < depth; c += 4) {
+        float4 other[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            other[j] = *(const float4 *)(theirs + 16 * j * width + c);
+#pragma unroll
+        for (int i = 0; i < ROWS; i++) {
+            float4 row = *(const float4 *)(mine + i * width + c);
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                acc[i][j] = dot4(row, other[j], acc[i][j]);
+        }
+    }
+}
+
+/* acc[i][4 g + c] += sum over k < depth of weights[i p_width + k] * columns[k width + 64 g + c]:
+ * this thread's ROWS x 4 CB corner of W X, W (e.g. P) stored by row (p_width floats a row;
+ * `weights` the thread's first row), X by row (width floats; `columns` its column 4 tx). Per 4
+ * steps of the depth: ROWS + 4 CB float4 loads for 16 ROWS CB fused multiply-adds. */
+template <int ROWS, int CB>
+static __device__ __forceinline__ void rows_by_columns(float (&acc)[ROWS][4 * CB],
+                                                       const float *weights, int p_width,
+                                                       const float *columns, int width, int depth)
+{
+#pragma unroll 1
+    for (int k = 0; k < depth; k += 4) {
+        float4 x[4][CB];
+#pragma unroll
+        for (int t = 0; t < 4; t++)
+#pragma unroll
+            for (int g = 0; g < CB; g++)
+                x[t][g] = *(const float4 *)(columns + (k + t) * width + 64 * g);
+#pragma unroll
+        for (int i = 0; i < ROWS; i++) {
+            float4 w = *(const float4 *)(weights + i * p_width + k);
+#pragma unroll
+            for (int g = 0; g < CB; g++) {
+                acc[i][4 * g + 0] = dot4(w, make_float4(x[0][g].x, x[1][g].x, x[2][g].x, x[3][g].x),
+                                         acc[i][4 * g + 0]);
+                acc[i][4 * g + 1] = dot4(w, make_float4(x[0][g].y, x[1][g].y, x[2][g].y, x[3][g].y),
+                                         acc[i][4 * g + 1]);
+                acc[i][4 * g + 2] = dot4(w, make_float4(x[0][g].z, x[1][g].z, x[2][g].z, x[3][g].z),
+                                         acc[i][4 * g + 2]);
+                acc[i][4 * g + 3] = dot4(w, make_float4(x[0][g].w, x[1][g].w, x[2][g].w, x[3][g].w),
+                                         acc[i][4 * g + 3]);
+            }
+        }
+    }
+}
+
+/* This thread's ROWS x 4 corner s (rows ROWS ty + i, columns tx + 16 j) into `tile`
+ * [rows][TILE + PAD]. When the two half warps' rows (ROWS apart) fall in the same banks, an odd
+ * row of threads writes its columns in the order 1 0 3 2, so that they store to distinct banks. */
+template <int ROWS>
+static __device__ __forceinline__ void store_spread(float *tile, const float (&s)[ROWS][4])
+{
+    const bool same_banks = ROWS * (TILE + PAD) % 32 == 0;
+    int ty = tile_ty(), tx = tile_tx();
+    bool swap = same_banks && ty & 1;
+#pragma unroll
+    for (int i = 0; i < ROWS; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) /* s indexed by constants only: it stays in registers */
+            tile[(ROWS * ty + i) * (TILE + PAD) + tx + 16 * (swap ? j ^ 1 : j)] =
+                swap ? s[i][j ^ 1] : s[i][j];
+}
+
+/* This thread's rows of a ROWS x 4 CB register tile, factor[i] acc[i] (row first + ROWS ty + i,
+ * columns 4 tx + 64 g .. + 3), into x [total, d]: the rows and columns inside it only, a float4 at
+ * a time where x allows. */
+template <int ROWS, int CB>
+static __device__ __forceinline__ void store_tile_rows(const float (&acc)[ROWS][4 * CB],
+                                                       const float (&factor)[ROWS], float *x,
+                                                       int64_t first, int64_t total, int d)
+{
+    int ty = tile_ty(), tx = tile_tx();
+    bool quad_writes = by_float4(x, d);
+#pragma unroll /* acc indexed by constants: it stays in registers */
+    for (int i = 0; i < ROWS; i++) {
+        int64_t row = first + ROWS * ty + i;
+#pragma unroll
+        for (int g = 0; g < CB; g++) {
+            int col = 4 * tx + 64 * g;
+            float *to = x + row * d + col;
+            if (row >= total || col >= d)
+                continue;
+            if (quad_writes) {
+                *(float4 *)to = make_float4(factor[i] * acc[i][4 * g], factor[i] * acc[i][4 * g + 1],
+                                            factor[i] * acc[i][4 * g + 2],
+                                            factor[i] * acc[i][4 * g + 3]);
+            } else {
+#pragma unroll
+                for (int c = 0; c < 4; c++)
+                    if (col + c < d)
+                        to[c] = factor[i] * acc[i][4 * g + c];
+            }
+        }
+    }
+}
 
 /* --- skipping masked tiles --------------------------------------------------------------------- */
 

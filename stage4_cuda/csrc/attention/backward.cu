@@ -11,36 +11,52 @@
  * tiles (the query gradients' pass is the price of a dq without atomics): every output is written
  * once, by one thread, its sums in a fixed order: the same bits on every run (deterministic).
  *
+ * The products are rung 5's register tiles (attention.cuh: rows_by_rows, rows_by_columns): every
+ * tile stored by row and copied a float4 at a time, each thread GRADIENT_ROWS rows of its side's
+ * tile by 4 of the streamed side's (S^T and dP^T in the key kernel, S and dP in the query kernel)
+ * and by 4 columns of each 64 of its gradients. With d <= 64 a thread owns 8 rows (128 threads a
+ * block); with d up to 128, 4 (256 threads), so that its accumulators stay 64 registers.
+ *
  * Cost model (per head: n queries, m keys, head dimension d; TILE = 64):
  *   memory Dsum, 4 n bytes: linear in n.
  *   bytes  each kernel reads its own tiles once and the other side's once per tile:
  *          about 16 n m d / TILE, written 4 (n + 2 m) d.
  *   FLOPs  S and dP twice (8 n m d) and dv, dk, dq once (6 n m d): 14 n m d (4 n m d forward).
+ *   so     compute bound, as the forward; 104 KiB of shared memory a key block at d <= 64
+ *          (87 KiB a query block): 2 blocks an SM.
  *
- * Run it: python -m bench.attention_ladder --rungs flash2 --backward */
+ * Run it: python -m bench.attention_ladder --rungs flash2_regs (the backward is timed beside every run) */
 #include "attention.cuh"
+
+/* A thread's rows of its block's tile: 8 for d <= 64 (CB = 1), 4 for d <= 128 (CB = 2). */
+template <int CB>
+__host__ __device__ constexpr int gradient_rows() { return 8 / CB; }
+template <int CB>
+__host__ __device__ constexpr int gradient_threads() { return TILE / gradient_rows<CB>() * 16; }
 
 __global__ void dsum_kernel(const float *dy, const float *y, float *dsum, int64_t rows, int d);
 template <int CB>
 __global__ void key_gradients_kernel(const float *dy, const float *q, const float *k,
                                      const float *v, const float *lse, const float *dsum,
-                                     const int *nonfinite, float *dk, float *dv, int64_t n,
-                                     int64_t m, int d, int causal, float scale);
+                                     const int *nonfinite, float *dk, float *dv, int64_t heads,
+                                     int64_t n, int64_t m, int d, int causal, float scale);
 template <int CB>
 __global__ void query_gradients_kernel(const float *dy, const float *q, const float *k,
                                        const float *v, const float *lse, const float *dsum,
-                                       const int *nonfinite, float *dq, int64_t n, int64_t m,
-                                       int d, int causal, float scale);
+                                       const int *nonfinite, float *dq, int64_t heads, int64_t n,
+                                       int64_t m, int d, int causal, float scale);
 
+/* Shared memory: 4 tiles by row (k, v, q, dy) and 2 of scores (P^T, dS^T) for the key kernel;
+ * 4 by row and 1 of scores (dS) for the query kernel. */
 template <int CB>
 constexpr size_t key_gradients_bytes()
 {
-    return sizeof(float) * (2 * rows_floats<CB>() + 2 * by_k_floats<CB>() + 2 * square_floats());
+    return sizeof(float) * (4 * TILE * padded_row<CB>() + 2 * TILE * (TILE + PAD));
 }
 template <int CB>
 constexpr size_t query_gradients_bytes()
 {
-    return sizeof(float) * (3 * rows_floats<CB>() + 2 * by_k_floats<CB>() + square_floats());
+    return sizeof(float) * (4 * TILE * padded_row<CB>() + TILE * (TILE + PAD));
 }
 
 template <int CB>
@@ -50,14 +66,14 @@ static int launch_gradients(const float *dy, const float *q, const float *k, con
                             int causal, float scale)
 {
     ALLOW_SHARED(key_gradients_kernel<CB>, key_gradients_bytes<CB>());
-    launch_overlapped(key_gradients_kernel<CB>, heads * tiles(m), TILE_THREADS,
-                      key_gradients_bytes<CB>(), dy, q, k, v, lse, dsum, nonfinite, dk, dv, n, m,
-                      (int)d, causal, scale);
+    launch_overlapped(key_gradients_kernel<CB>, heads * tiles(m), gradient_threads<CB>(),
+                      key_gradients_bytes<CB>(), dy, q, k, v, lse, dsum, nonfinite, dk, dv, heads,
+                      n, m, (int)d, causal, scale);
     LAUNCH_CHECK("key_gradients_kernel");
     ALLOW_SHARED(query_gradients_kernel<CB>, query_gradients_bytes<CB>());
-    launch_overlapped(query_gradients_kernel<CB>, heads * tiles(n), TILE_THREADS,
-                      query_gradients_bytes<CB>(), dy, q, k, v, lse, dsum, nonfinite, dq, n, m,
-                      (int)d, causal, scale);
+    launch_overlapped(query_gradients_kernel<CB>, heads * tiles(n), gradient_threads<CB>(),
+                      query_gradients_bytes<CB>(), dy, q, k, v, lse, dsum, nonfinite, dq, heads,
+                      n, m, (int)d, causal, scale);
     LAUNCH_CHECK("query_gradients_kernel");
     return S2C_CUDA_OK;
 }
@@ -105,122 +121,165 @@ __global__ void dsum_kernel(const float *dy, const float *y, float *dsum, int64_
         dsum[row] = total;
 }
 
-/* This thread's 4 x 4 corner of P and dS for queries first_query + 4 ty + i and keys
- * first_key + 4 tx + j, from its corners of q k^T (in s) and dy v^T (in dp): P = 0 outside the
- * n x m scores. */
-static __device__ __forceinline__ void scores_to_gradients(float (&s)[4][4], float (&dp)[4][4],
-                                                           const float *lse, const float *dsum,
-                                                           int64_t first_query, int64_t first_key,
-                                                           int64_t n, int64_t m, int causal,
-                                                           float scale)
+/* (head, tile) of this block among `heads` x `count` tiles: with a causal mask the tiles of most
+ * work first over every head (the last tile's when `last_longest`, else the first's: the short
+ * tiles fill the tail of the grid), without one a head's tiles together (they share its inputs in
+ * L2). */
+static __device__ __forceinline__ void head_and_tile(int64_t heads, int64_t count, int causal,
+                                                     bool last_longest, int64_t &h, int64_t &tile)
 {
-    int ty = tile_ty(), tx = tile_tx();
-    for (int i = 0; i < 4; i++) {
-        int64_t query = first_query + 4 * ty + i;
-        float top = query < n ? lse_shift(lse[query]) : 0.0f;
-        float row = query < n ? dsum[query] : 0.0f;
-        for (int j = 0; j < 4; j++) {
-            int64_t key = first_key + 4 * tx + j;
-            float p = query < n && key < m
-                          ? __expf(masked_score(s[i][j], scale, query, key, causal) - top)
-                          : 0.0f;
-            s[i][j] = p;
-            dp[i][j] = p * (dp[i][j] - row);
-        }
+    if (causal) {
+        h = blockIdx.x % heads, tile = blockIdx.x / heads;
+        if (last_longest)
+            tile = count - 1 - tile;
+    } else {
+        h = blockIdx.x / count, tile = blockIdx.x % count;
     }
 }
 
-/* Block (h, key tile): dk and dv of TILE keys, every query tile that sees them streamed past. */
+/* P and dS of one score from its dot products: s = q . k, dp = dy . v; 0 outside the n x m
+ * scores. `top` is the query's lse_shift(lse), `row` its Dsum. */
+static __device__ __forceinline__ void score_gradients(float &s, float &dp, float top, float row,
+                                                       int64_t query, int64_t key, int64_t n,
+                                                       int64_t m, int causal, float scale)
+{
+    float p = query < n && key < m ? __expf(masked_score(s, scale, query, key, causal) - top)
+                                   : 0.0f;
+    s = p;
+    dp = p * (dp - row);
+}
+
+/* Block (h, key tile): dk and dv of TILE keys, every query tile that sees them streamed past.
+ * Thread (ty, tx): keys ROWS ty .. + ROWS - 1 of the tile by queries tx + 16 j of S^T and dP^T. */
 template <int CB>
-__global__ void __launch_bounds__(TILE_THREADS)
+__global__ void __launch_bounds__(gradient_threads<CB>(), CB == 1 ? 2 : 1)
 key_gradients_kernel(const float *dy, const float *q, const float *k, const float *v,
                      const float *lse, const float *dsum, const int *nonfinite, float *dk,
-                     float *dv, int64_t n, int64_t m, int d, int causal, float scale)
+                     float *dv, int64_t heads, int64_t n, int64_t m, int d, int causal,
+                     float scale)
 {
+    const int ROWS = gradient_rows<CB>(), THREADS = gradient_threads<CB>();
+    const int width = padded_row<CB>(), p_width = TILE + PAD;
     wait_for_previous_kernel();
     extern __shared__ __align__(16) float shared[];
-    float *q_rows = shared;                      /* [TILE][64 CB + PAD] */
-    float *dy_rows = q_rows + rows_floats<CB>(); /* [TILE][64 CB + PAD] */
-    float *k_by_k = dy_rows + rows_floats<CB>(); /* [64 CB][TILE + PAD] */
-    float *v_by_k = k_by_k + by_k_floats<CB>();  /* [64 CB][TILE + PAD] */
-    float *p_rows = v_by_k + by_k_floats<CB>();  /* [TILE queries][TILE + PAD] */
-    float *ds_rows = p_rows + square_floats();   /* [TILE queries][TILE + PAD] */
-    int64_t key_tiles = tiles(m), h = blockIdx.x / key_tiles, kt = blockIdx.x % key_tiles;
-    int64_t first_key = kt * TILE, lse_at = h * n;
+    float *k_rows = shared;                      /* [TILE keys][width] */
+    float *v_rows = k_rows + TILE * width;       /* [TILE keys][width] */
+    float *q_rows = v_rows + TILE * width;       /* [TILE queries][width] */
+    float *dy_rows = q_rows + TILE * width;      /* [TILE queries][width] */
+    float *p_rows = dy_rows + TILE * width;      /* P^T [TILE keys][TILE + PAD] */
+    float *ds_rows = p_rows + TILE * p_width;    /* dS^T [TILE keys][TILE + PAD] */
+    int64_t h, kt;
+    head_and_tile(heads, tiles(m), causal, false, h, kt); /* the first key tiles see most queries */
+    int64_t first_key = kt * TILE;
     const float *qh = q + h * n * d, *dyh = dy + h * n * d;
-    load_tile<CB>(k_by_k, k + h * m * d, first_key, m, d, true);
-    load_tile<CB>(v_by_k, v + h * m * d, first_key, m, d, true);
-    float dk_acc[4][4 * CB], dv_acc[4][4 * CB];
+    const float *lse_h = lse + h * n, *dsum_h = dsum + h * n;
+    copy_rows<CB, TILE, THREADS>(k_rows, k + h * m * d, first_key, m, d);
+    copy_rows<CB, TILE, THREADS>(v_rows, v + h * m * d, first_key, m, d);
+    const int depth = (d + 3) / 4 * 4;
+    int ty = tile_ty(), tx = tile_tx();
+    const float *my_k = k_rows + ROWS * ty * width, *my_v = v_rows + ROWS * ty * width;
+    const float *my_p = p_rows + ROWS * ty * p_width, *my_ds = ds_rows + ROWS * ty * p_width;
+    float dk_acc[ROWS][4 * CB], dv_acc[ROWS][4 * CB];
     zero(dk_acc);
     zero(dv_acc);
     /* queries before the first key see none of the tile (when skipping masked tiles) */
     int64_t first_tile = causal && !nonfinite[h] ? kt : 0;
     for (int64_t qt = first_tile; qt < tiles(n); qt++) {
-        __syncthreads(); /* the last query tile, p and dS are read */
-        load_tile<CB>(q_rows, qh, qt * TILE, n, d, false);
-        load_tile<CB>(dy_rows, dyh, qt * TILE, n, d, false);
+        __syncthreads(); /* the last query tile, P^T and dS^T are read */
+        copy_rows<CB, TILE, THREADS>(q_rows, qh, qt * TILE, n, d);
+        copy_rows<CB, TILE, THREADS>(dy_rows, dyh, qt * TILE, n, d);
         __syncthreads();
-        float s[4][4], dp[4][4];
+        float s[ROWS][4], dp[ROWS][4];
         zero(s);
         zero(dp);
-        tile_product<1, true>(s, q_rows, 64 * CB + PAD, k_by_k, TILE + PAD, d);
-        tile_product<1, true>(dp, dy_rows, 64 * CB + PAD, v_by_k, TILE + PAD, d);
-        scores_to_gradients(s, dp, lse + lse_at, dsum + lse_at, qt * TILE, first_key, n, m,
-                            causal, scale);
-        store_corner(p_rows, s, false);
-        store_corner(ds_rows, dp, false);
+        rows_by_rows(s, my_k, q_rows + tx * width, width, depth);
+        rows_by_rows(dp, my_v, dy_rows + tx * width, width, depth);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int64_t query = qt * TILE + tx + 16 * j;
+            float top = query < n ? lse_shift(lse_h[query]) : 0.0f;
+            float row = query < n ? dsum_h[query] : 0.0f;
+#pragma unroll
+            for (int i = 0; i < ROWS; i++)
+                score_gradients(s[i][j], dp[i][j], top, row, query, first_key + ROWS * ty + i, n,
+                                m, causal, scale);
+        }
+        store_spread(p_rows, s);
+        store_spread(ds_rows, dp);
         __syncthreads();
-        tile_product<CB, false>(dv_acc, p_rows, TILE + PAD, dy_rows, 64 * CB + PAD, TILE);
-        tile_product<CB, false>(dk_acc, ds_rows, TILE + PAD, q_rows, 64 * CB + PAD, TILE);
+        rows_by_columns<ROWS, CB>(dv_acc, my_p, p_width, dy_rows + 4 * tx, width, TILE);
+        rows_by_columns<ROWS, CB>(dk_acc, my_ds, p_width, q_rows + 4 * tx, width, TILE);
     }
-    const float scaled[4] = {scale, scale, scale, scale};
-    const float unscaled[4] = {1.0f, 1.0f, 1.0f, 1.0f};
-    store_rows<CB>(dk_acc, scaled, dk + h * m * d, first_key, m, d);
-    store_rows<CB>(dv_acc, unscaled, dv + h * m * d, first_key, m, d);
+    float scaled[ROWS], unscaled[ROWS];
+#pragma unroll
+    for (int i = 0; i < ROWS; i++)
+        scaled[i] = scale, unscaled[i] = 1.0f;
+    store_tile_rows<ROWS, CB>(dk_acc, scaled, dk + h * m * d, first_key, m, d);
+    store_tile_rows<ROWS, CB>(dv_acc, unscaled, dv + h * m * d, first_key, m, d);
 }
 
-/* Block (h, query tile): dq of TILE queries, every key tile they see streamed past. */
+/* Block (h, query tile): dq of TILE queries, every key tile they see streamed past.
+ * Thread (ty, tx): queries ROWS ty .. + ROWS - 1 of the tile by keys tx + 16 j of S and dP. */
 template <int CB>
-__global__ void __launch_bounds__(TILE_THREADS)
+__global__ void __launch_bounds__(gradient_threads<CB>(), CB == 1 ? 2 : 1)
 query_gradients_kernel(const float *dy, const float *q, const float *k, const float *v,
                        const float *lse, const float *dsum, const int *nonfinite, float *dq,
-                       int64_t n, int64_t m, int d, int causal, float scale)
+                       int64_t heads, int64_t n, int64_t m, int d, int causal, float scale)
 {
+    const int ROWS = gradient_rows<CB>(), THREADS = gradient_threads<CB>();
+    const int width = padded_row<CB>(), p_width = TILE + PAD;
     wait_for_previous_kernel();
     extern __shared__ __align__(16) float shared[];
-    float *q_rows = shared;                      /* [TILE][64 CB + PAD] */
-    float *dy_rows = q_rows + rows_floats<CB>(); /* [TILE][64 CB + PAD] */
-    float *k_rows = dy_rows + rows_floats<CB>(); /* [TILE][64 CB + PAD] */
-    float *k_by_k = k_rows + rows_floats<CB>();  /* [64 CB][TILE + PAD] */
-    float *v_by_k = k_by_k + by_k_floats<CB>();  /* [64 CB][TILE + PAD] */
-    float *ds_rows = v_by_k + by_k_floats<CB>(); /* [TILE queries][TILE + PAD] */
-    int64_t query_tiles = tiles(n), h = blockIdx.x / query_tiles;
-    int64_t qt = query_tiles - 1 - blockIdx.x % query_tiles; /* the longest causal rows first */
+    float *q_rows = shared;                      /* [TILE queries][width] */
+    float *dy_rows = q_rows + TILE * width;      /* [TILE queries][width] */
+    float *k_rows = dy_rows + TILE * width;      /* [TILE keys][width] */
+    float *v_rows = k_rows + TILE * width;       /* [TILE keys][width] */
+    float *ds_rows = v_rows + TILE * width;      /* dS [TILE queries][TILE + PAD] */
+    int64_t h, qt;
+    head_and_tile(heads, tiles(n), causal, true, h, qt); /* the last query tiles see most keys */
+    int64_t first = qt * TILE;
     const float *kh = k + h * m * d, *vh = v + h * m * d;
-    load_tile<CB>(q_rows, q + h * n * d, qt * TILE, n, d, false);
-    load_tile<CB>(dy_rows, dy + h * n * d, qt * TILE, n, d, false);
-    float dq_acc[4][4 * CB];
+    copy_rows<CB, TILE, THREADS>(q_rows, q + h * n * d, first, n, d);
+    copy_rows<CB, TILE, THREADS>(dy_rows, dy + h * n * d, first, n, d);
+    const int depth = (d + 3) / 4 * 4;
+    int ty = tile_ty(), tx = tile_tx();
+    const float *my_q = q_rows + ROWS * ty * width, *my_dy = dy_rows + ROWS * ty * width;
+    const float *my_ds = ds_rows + ROWS * ty * p_width;
+    float top[ROWS], row[ROWS];
+#pragma unroll
+    for (int i = 0; i < ROWS; i++) {
+        int64_t query = first + ROWS * ty + i;
+        top[i] = query < n ? lse_shift(lse[h * n + query]) : 0.0f;
+        row[i] = query < n ? dsum[h * n + query] : 0.0f;
+    }
+    float dq_acc[ROWS][4 * CB];
     zero(dq_acc);
     int64_t key_tiles = tiles(m);
     if (causal && !nonfinite[h]) /* keys past the last query's are masked for every row here */
         key_tiles = min(key_tiles, qt + 1);
     for (int64_t kt = 0; kt < key_tiles; kt++) {
         __syncthreads(); /* the last key tile and dS are read */
-        load_tile<CB>(k_rows, kh, kt * TILE, m, d, false);
-        load_tile<CB>(k_by_k, kh, kt * TILE, m, d, true);
-        load_tile<CB>(v_by_k, vh, kt * TILE, m, d, true);
+        copy_rows<CB, TILE, THREADS>(k_rows, kh, kt * TILE, m, d);
+        copy_rows<CB, TILE, THREADS>(v_rows, vh, kt * TILE, m, d);
         __syncthreads();
-        float s[4][4], dp[4][4];
+        float s[ROWS][4], dp[ROWS][4];
         zero(s);
         zero(dp);
-        tile_product<1, true>(s, q_rows, 64 * CB + PAD, k_by_k, TILE + PAD, d);
-        tile_product<1, true>(dp, dy_rows, 64 * CB + PAD, v_by_k, TILE + PAD, d);
-        scores_to_gradients(s, dp, lse + h * n, dsum + h * n, qt * TILE, kt * TILE, n, m, causal,
-                            scale);
-        store_corner(ds_rows, dp, false);
+        rows_by_rows(s, my_q, k_rows + tx * width, width, depth);
+        rows_by_rows(dp, my_dy, v_rows + tx * width, width, depth);
+#pragma unroll
+        for (int i = 0; i < ROWS; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                score_gradients(s[i][j], dp[i][j], top[i], row[i], first + ROWS * ty + i,
+                                kt * TILE + tx + 16 * j, n, m, causal, scale);
+        store_spread(ds_rows, dp);
         __syncthreads();
-        tile_product<CB, true>(dq_acc, ds_rows, TILE + PAD, k_rows, 64 * CB + PAD, TILE);
+        rows_by_columns<ROWS, CB>(dq_acc, my_ds, p_width, k_rows + 4 * tx, width, TILE);
     }
-    const float scaled[4] = {scale, scale, scale, scale};
-    store_rows<CB>(dq_acc, scaled, dq + h * n * d, qt * TILE, n, d);
+    float scaled[ROWS];
+#pragma unroll
+    for (int i = 0; i < ROWS; i++)
+        scaled[i] = scale;
+    store_tile_rows<ROWS, CB>(dq_acc, scaled, dq + h * n * d, first, n, d);
 }
