@@ -158,9 +158,9 @@ key_gradients_kernel(const float *dy, const float *q, const float *k, const floa
                      float *dv, int64_t heads, int64_t n, int64_t m, int d, int causal,
                      float scale)
 {
+    wait_for_previous_kernel();
     const int ROWS = gradient_rows<CB>(), THREADS = gradient_threads<CB>();
     const int width = padded_row<CB>(), p_width = TILE + PAD;
-    wait_for_previous_kernel();
     extern __shared__ __align__(16) float shared[];
     float *k_rows = shared;                      /* [TILE keys][width] */
     float *v_rows = k_rows + TILE * width;       /* [TILE keys][width] */
@@ -226,9 +226,9 @@ query_gradients_kernel(const float *dy, const float *q, const float *k, const fl
                        const float *lse, const float *dsum, const int *nonfinite, float *dq,
                        int64_t heads, int64_t n, int64_t m, int d, int causal, float scale)
 {
+    wait_for_previous_kernel();
     const int ROWS = gradient_rows<CB>(), THREADS = gradient_threads<CB>();
     const int width = padded_row<CB>(), p_width = TILE + PAD;
-    wait_for_previous_kernel();
     extern __shared__ __align__(16) float shared[];
     float *q_rows = shared;                      /* [TILE queries][width] */
     float *dy_rows = q_rows + TILE * width;      /* [TILE queries][width] */
