@@ -139,7 +139,8 @@ flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, flo
                 out[i][c] *= alpha[i];
         store_spread(p_rows, s);
         __syncthreads();
-        rows_by_columns<THREAD_ROWS, CB>(out, my_p, p_width, my_v, width, TILE);
+        rows_by_columns<THREAD_ROWS, CB>(out, my_p, p_width, my_v, width,
+                                         rows_present(kt * TILE, m));
     }
     float inverse[THREAD_ROWS];
 #pragma unroll

@@ -323,6 +323,15 @@ static __device__ __forceinline__ void rows_by_columns(float (&acc)[ROWS][4 * CB
     }
 }
 
+/* The depth over which a product reads the rows first .. first + TILE - 1 of `total`: those
+ * present, rounded up to 4 (the tiles' rows past `total` are zero). A short sequence (a vision
+ * transformer's 16 patches) then multiplies over its rows, not over a whole tile of them. */
+static __device__ __forceinline__ int rows_present(int64_t first, int64_t total)
+{
+    int64_t present = total - first < TILE ? total - first : TILE;
+    return (int)(present + 3) / 4 * 4;
+}
+
 /* This thread's ROWS x 4 corner s (rows ROWS ty + i, columns tx + 16 j) into `tile`
  * [rows][TILE + PAD]. When the two half warps' rows (ROWS apart) fall in the same banks, an odd
  * row of threads writes its columns in the order 1 0 3 2, so that they store to distinct banks. */

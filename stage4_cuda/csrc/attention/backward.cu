@@ -179,6 +179,7 @@ key_gradients_kernel(const float *dy, const float *q, const float *k, const floa
     int ty = tile_ty(), tx = tile_tx();
     const float *my_k = k_rows + ROWS * ty * width, *my_v = v_rows + ROWS * ty * width;
     const float *my_p = p_rows + ROWS * ty * p_width, *my_ds = ds_rows + ROWS * ty * p_width;
+    bool my_rows = first_key + ROWS * ty < m; /* keys past m skip the products */
     float dk_acc[ROWS][4 * CB], dv_acc[ROWS][4 * CB];
     zero(dk_acc);
     zero(dv_acc);
@@ -192,8 +193,10 @@ key_gradients_kernel(const float *dy, const float *q, const float *k, const floa
         float s[ROWS][4], dp[ROWS][4];
         zero(s);
         zero(dp);
-        rows_by_rows(s, my_k, q_rows + tx * width, width, depth);
-        rows_by_rows(dp, my_v, dy_rows + tx * width, width, depth);
+        if (my_rows) {
+            rows_by_rows(s, my_k, q_rows + tx * width, width, depth);
+            rows_by_rows(dp, my_v, dy_rows + tx * width, width, depth);
+        }
 #pragma unroll
         for (int j = 0; j < 4; j++) {
             int64_t query = qt * TILE + tx + 16 * j;
@@ -207,8 +210,11 @@ key_gradients_kernel(const float *dy, const float *q, const float *k, const floa
         store_spread(p_rows, s);
         store_spread(ds_rows, dp);
         __syncthreads();
-        rows_by_columns<ROWS, CB>(dv_acc, my_p, p_width, dy_rows + 4 * tx, width, TILE);
-        rows_by_columns<ROWS, CB>(dk_acc, my_ds, p_width, q_rows + 4 * tx, width, TILE);
+        if (my_rows) {
+            int queries = rows_present(qt * TILE, n);
+            rows_by_columns<ROWS, CB>(dv_acc, my_p, p_width, dy_rows + 4 * tx, width, queries);
+            rows_by_columns<ROWS, CB>(dk_acc, my_ds, p_width, q_rows + 4 * tx, width, queries);
+        }
     }
     float scaled[ROWS], unscaled[ROWS];
 #pragma unroll
@@ -252,6 +258,7 @@ query_gradients_kernel(const float *dy, const float *q, const float *k, const fl
         top[i] = query < n ? lse_shift(lse[h * n + query]) : 0.0f;
         row[i] = query < n ? dsum[h * n + query] : 0.0f;
     }
+    bool my_rows = first + ROWS * ty < n; /* queries past n skip the products */
     float dq_acc[ROWS][4 * CB];
     zero(dq_acc);
     int64_t key_tiles = tiles(m);
@@ -265,8 +272,10 @@ query_gradients_kernel(const float *dy, const float *q, const float *k, const fl
         float s[ROWS][4], dp[ROWS][4];
         zero(s);
         zero(dp);
-        rows_by_rows(s, my_q, k_rows + tx * width, width, depth);
-        rows_by_rows(dp, my_dy, v_rows + tx * width, width, depth);
+        if (my_rows) {
+            rows_by_rows(s, my_q, k_rows + tx * width, width, depth);
+            rows_by_rows(dp, my_dy, v_rows + tx * width, width, depth);
+        }
 #pragma unroll
         for (int i = 0; i < ROWS; i++)
 #pragma unroll
@@ -275,7 +284,9 @@ query_gradients_kernel(const float *dy, const float *q, const float *k, const fl
                                 kt * TILE + tx + 16 * j, n, m, causal, scale);
         store_spread(ds_rows, dp);
         __syncthreads();
-        rows_by_columns<ROWS, CB>(dq_acc, my_ds, p_width, k_rows + 4 * tx, width, TILE);
+        if (my_rows)
+            rows_by_columns<ROWS, CB>(dq_acc, my_ds, p_width, k_rows + 4 * tx, width,
+                                      rows_present(kt * TILE, m));
     }
     float scaled[ROWS];
 #pragma unroll
