@@ -17,16 +17,14 @@ import sys
 from pathlib import Path
 
 import matplotlib
+from matplotlib.figure import Figure  # files only: no pyplot, no backend chosen for the caller
+from matplotlib.patches import FancyBboxPatch
 
-matplotlib.use("Agg")  # files only, no display needed
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import FancyBboxPatch  # noqa: E402
-
-from nn.backend import load_tier  # noqa: E402
-from nn.exits import EPILOG, reporting  # noqa: E402
-from nn.layers import AvgPool2d, BatchNorm, Conv2d, Linear, MaxPool2d  # noqa: E402
-from nn.layers.activations import LeakyReLU, ReLU, Sigmoid, Tanh  # noqa: E402
-from nn.models import MODELS  # noqa: E402
+from nn.backend import load_tier
+from nn.exits import EPILOG, reporting
+from nn.layers import AvgPool2d, BatchNorm, Conv2d, Linear, MaxPool2d
+from nn.layers.activations import LeakyReLU, ReLU, Sigmoid, Tanh
+from nn.models import MODELS
 
 FORMATS = (".svg", ".png")
 COLOURS = (  # (kinds of layer, fill colour), the first that matches
@@ -49,7 +47,7 @@ def draw(model, path):
     rows = model.layer_rows()
     count = len(rows) + 1  # the input's row first
     height = count * ROW_HEIGHT + 0.9
-    figure = plt.figure(figsize=(8.0, height))
+    figure = Figure(figsize=(8.0, height))
     axes = figure.add_axes((0, 0, 1, 1))
     axes.set_xlim(0, 8.0)
     axes.set_ylim(height, 0)  # the input at the top
@@ -68,10 +66,9 @@ def draw(model, path):
                           xytext=(0.5, previous + BOX_HEIGHT / 2),
                           arrowprops={"arrowstyle": "->", "color": "#555555"})  # fmt: skip
             previous = centre
-    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "nn.draw"}):
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "nn.draw"}):
         # text stays text in an SVG; no date in the file, so the same model gives the same file
         figure.savefig(path, metadata={"Date": None} if path.suffix == ".svg" else None)
-    plt.close(figure)
 
 
 def _box(axes, depth, centre, name, shape, parameters, colour):
@@ -91,8 +88,12 @@ def parse_args(argv=None):
         prog="python -m nn.draw", description=__doc__.split("\n")[0], epilog=EPILOG
     )
     parser.add_argument("--model", required=True, choices=sorted(MODELS))
-    parser.add_argument("--out", type=Path, metavar="FILE",
-                        help="the figure to write, .svg or .png (default: network-MODEL.svg)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="the figure to write, .svg or .png (default: network-MODEL.svg)",
+    )
     return parser.parse_args(argv)
 
 
@@ -108,8 +109,10 @@ def draw_command(args):
     model = MODELS[args.model]().build(load_tier(2), seed=0)  # shapes and counts only
     path.parent.mkdir(parents=True, exist_ok=True)
     draw(model, path)
-    print(f"{model.name} ({len(model.layer_rows())} layers, {model.parameter_count():,} "
-          f"parameters): {path}")
+    print(
+        f"{model.name} ({len(model.layer_rows())} layers, {model.parameter_count():,} "
+        f"parameters): {path}"
+    )
     return 0
 
 

@@ -27,17 +27,14 @@ import argparse
 import sys
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure  # files only: no pyplot, no backend chosen for the caller
 
-matplotlib.use("Agg")  # files only, no display needed
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from nn.backend import load_tier  # noqa: E402
-from nn.data import Normalizer  # noqa: E402
-from nn.exits import EPILOG, reporting  # noqa: E402
-from nn.layers import BatchNorm, Conv2d, Sequential  # noqa: E402
-from nn.predict import add_input_arguments, load_model, read_input  # noqa: E402
+from nn.backend import load_tier
+from nn.data import Normalizer
+from nn.exits import EPILOG, reporting
+from nn.layers import BatchNorm, Conv2d, Sequential
+from nn.predict import add_input_arguments, load_model, read_input
 
 
 def grad_cam(model, images, class_indices, layer=None):
@@ -60,13 +57,21 @@ def grad_cam(model, images, class_indices, layer=None):
         raise ValueError(f"layer must be one of {_listed(choices)}, got {layer!r}")
     images = np.asarray(images)
     if images.dtype != np.float32 or images.shape[1:] != model.input_shape or not len(images):
-        raise ValueError(f"images must be float32 [N, {', '.join(map(str, model.input_shape))}] "
-                         f"with N >= 1, got {images.dtype} {list(images.shape)}")
+        raise ValueError(
+            f"images must be float32 [N, {', '.join(map(str, model.input_shape))}] "
+            f"with N >= 1, got {images.dtype} {list(images.shape)}"
+        )
     classes = np.asarray(class_indices)
-    if (classes.shape != (len(images),) or not np.issubdtype(classes.dtype, np.integer)
-            or classes.min() < 0 or classes.max() >= model.num_classes):
-        raise ValueError(f"class_indices must be {len(images)} integers in [0, "
-                         f"{model.num_classes}), got {classes.tolist()}")
+    if (
+        classes.shape != (len(images),)
+        or not np.issubdtype(classes.dtype, np.integer)
+        or classes.min() < 0
+        or classes.max() >= model.num_classes
+    ):
+        raise ValueError(
+            f"class_indices must be {len(images)} integers in [0, "
+            f"{model.num_classes}), got {classes.tolist()}"
+        )
     head, tail = split_at(model, name)
     tier = model.tier
     model.eval()
@@ -85,19 +90,21 @@ def layer_choices(model):
     children = model.net.children()
     names = list(children)
     return {
-        name: layer for index, (name, layer) in enumerate(children.items())
+        name: layer
+        for index, (name, layer) in enumerate(children.items())
         if len(layer.output_shape) == 3
-        and not any(_holds(children[later], BatchNorm) for later in names[index + 1:])
+        and not any(_holds(children[later], BatchNorm) for later in names[index + 1 :])
     }
 
 
 def default_layer(model):
     """The name of the last choosable layer that is or holds a Conv2d; ValueError if none."""
-    convolutional = [name for name, layer in layer_choices(model).items()
-                     if _holds(layer, Conv2d)]
+    convolutional = [name for name, layer in layer_choices(model).items() if _holds(layer, Conv2d)]
     if not convolutional:
-        raise ValueError(f"model {model.name} has no convolutional layer Grad-CAM can look "
-                         f"through (choosable layers: {_listed(layer_choices(model)) or 'none'})")
+        raise ValueError(
+            f"model {model.name} has no convolutional layer Grad-CAM can look "
+            f"through (choosable layers: {_listed(layer_choices(model)) or 'none'})"
+        )
     return convolutional[-1]
 
 
@@ -152,7 +159,8 @@ def save_overlays(images, heatmaps, titles, path, columns=5):
     count = len(images)
     columns = min(columns, count)
     rows = -(-count // columns)
-    figure, grid = plt.subplots(rows, columns, figsize=(columns * 2.2, rows * 2.4), squeeze=False)
+    figure = Figure(figsize=(columns * 2.2, rows * 2.4))
+    grid = figure.subplots(rows, columns, squeeze=False)
     for axes in grid.flat:
         axes.axis("off")
     for axes, image, heatmap, title in zip(grid.flat, images, heatmaps, titles, strict=False):
@@ -163,13 +171,13 @@ def save_overlays(images, heatmaps, titles, path, columns=5):
         axes.set_title(title, fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
-    plt.close(figure)
 
 
 def _holds(layer, kind):
     """Whether `layer` is a `kind` or holds one."""
-    return isinstance(layer, kind) or any(_holds(child, kind)
-                                          for child in layer.children().values())
+    return isinstance(layer, kind) or any(
+        _holds(child, kind) for child in layer.children().values()
+    )
 
 
 def _listed(choices):
@@ -181,12 +189,23 @@ def parse_args(argv=None):
         prog="python -m nn.explain", description=__doc__.split("\n")[0], epilog=EPILOG
     )
     add_input_arguments(parser)
-    parser.add_argument("--layer", metavar="NAME",
-                        help="the layer to look through (default: the last conv)")
-    parser.add_argument("--class", dest="class_index", type=int, metavar="C",
-                        help="the class to explain (default: the predicted one)")
-    parser.add_argument("--out", type=Path, default=Path("gradcam.png"), metavar="PNG",
-                        help="the overlay PNG to write (default: gradcam.png)")
+    parser.add_argument(
+        "--layer", metavar="NAME", help="the layer to look through (default: the last conv)"
+    )
+    parser.add_argument(
+        "--class",
+        dest="class_index",
+        type=int,
+        metavar="C",
+        help="the class to explain (default: the predicted one)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("gradcam.png"),
+        metavar="PNG",
+        help="the overlay PNG to write (default: gradcam.png)",
+    )
     return parser.parse_args(argv)
 
 
@@ -211,8 +230,10 @@ def explain(args):
     name = meta["class_names"][chosen]
     title = f"{name} (p={probabilities[chosen]:.3f})\nlayer {layer}: {described}"
     save_overlays(pixels, heatmap, [title], args.out)
-    print(f"Grad-CAM of class {name} (probability {probabilities[chosen]:.4f}) through layer "
-          f"{layer}, {described}: {args.out}")
+    print(
+        f"Grad-CAM of class {name} (probability {probabilities[chosen]:.4f}) through layer "
+        f"{layer}, {described}: {args.out}"
+    )
     return 0
 
 

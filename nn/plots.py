@@ -2,17 +2,15 @@
 
 import math
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, no display needed
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from matplotlib.figure import Figure  # files only: no pyplot, no backend chosen for the caller
 
 
 def plot_curves(history, path, title):
     """Loss and accuracy per epoch, training and validation, side by side."""
     epochs = [m["epoch"] for m in history]
-    figure, (loss_axes, accuracy_axes) = plt.subplots(1, 2, figsize=(10, 4))
+    figure = Figure(figsize=(10, 4))
+    loss_axes, accuracy_axes = figure.subplots(1, 2)
     for axes, key in ((loss_axes, "loss"), (accuracy_axes, "accuracy")):
         axes.plot(epochs, [m[f"train_{key}"] for m in history], "o-", label="train")
         if history and f"val_{key}" in history[0]:
@@ -25,7 +23,6 @@ def plot_curves(history, path, title):
     figure.suptitle(title)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
-    plt.close(figure)
 
 
 def confusion_matrix(labels, predictions, num_classes):
@@ -38,7 +35,8 @@ def confusion_matrix(labels, predictions, num_classes):
 def plot_confusion(counts, class_names, path, title, labelled_up_to=20):
     """The matrix as an image; with at most `labelled_up_to` classes (not Tiny ImageNet's 200),
     each class named on the axes and each count written in its cell."""
-    figure, axes = plt.subplots(figsize=(7, 6))
+    figure = Figure(figsize=(7, 6))
+    axes = figure.subplots()
     image = axes.imshow(counts, cmap="Blues")
     axes.set_xlabel("predicted")
     axes.set_ylabel("true")
@@ -49,13 +47,11 @@ def plot_confusion(counts, class_names, path, title, labelled_up_to=20):
         threshold = counts.max() / 2
         for row, col in np.ndindex(counts.shape):
             color = "white" if counts[row, col] > threshold else "black"
-            axes.text(col, row, counts[row, col], ha="center", va="center", fontsize=7,
-                      color=color)
+            axes.text(col, row, counts[row, col], ha="center", va="center", fontsize=7, color=color)
     figure.colorbar(image)
     axes.set_title(title)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
-    plt.close(figure)
 
 
 def filter_images(weights, input_shape):
@@ -79,7 +75,8 @@ def plot_filters(weights, input_shape, path, title):
     count = min(len(weights), 64)
     columns = math.ceil(math.sqrt(count))
     rows = math.ceil(count / columns)
-    figure, grid = plt.subplots(rows, columns, figsize=(columns * 1.2, rows * 1.2), squeeze=False)
+    figure = Figure(figsize=(columns * 1.2, rows * 1.2))
+    grid = figure.subplots(rows, columns, squeeze=False)
     for index, axes in enumerate(grid.flat):
         axes.axis("off")
         if index >= count:
@@ -93,5 +90,4 @@ def plot_filters(weights, input_shape, path, title):
             axes.imshow(kernel[0], cmap="gray")
     figure.suptitle(title)
     figure.savefig(path, dpi=100)
-    plt.close(figure)
     return True
