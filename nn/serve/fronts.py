@@ -85,6 +85,8 @@ def serve_with_fronts(args):
         for end in (end for pipe in pipes for end in pipe):  # child's exit ends its pipe
             end.close()
         print_address(args, served)
+        print(f"processes: batcher {batcher.pid}, HTTP fronts "
+              f"{' '.join(str(front.pid) for front in fronts)}", flush=True)  # fmt: skip
         exited = []
         while not exited and not stopping.is_set():
             exited = wait([process.sentinel for process in (batcher, *fronts)], timeout=0.2)
