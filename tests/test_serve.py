@@ -222,7 +222,8 @@ def test_every_answer_is_the_forward_pass_of_its_own_image(service, checkpoint):
     probabilities are still its own image's, as this process computes them alone."""
     import stage2_numpy
 
-    bodies = [png(np.roll(drawn_seven(), shift, axis=shift % 2)) for shift in range(-24, 24, 3)]
+    rng = np.random.default_rng()
+    bodies = [png(rng.integers(0, 256, (28, 28))) for _ in range(16)]  # no two alike
 
     async def send_all():
         async with httpx.AsyncClient(base_url=service.base_url, timeout=30) as client:

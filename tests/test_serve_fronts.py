@@ -80,7 +80,8 @@ def test_ctrl_c_stops_every_process_of_the_service(checkpoint, tmp_path):
         listed = listed_processes(log_path)
         supervisor = parent(listed["batcher"])
         everyone = [supervisor, *children(supervisor)]  # multiprocessing's resource tracker too
-        assert {listed["batcher"], *listed["fronts"]} <= set(everyone) and len(listed["fronts"]) == 2
+        assert {listed["batcher"], *listed["fronts"]} <= set(everyone)
+        assert len(listed["fronts"]) == 2
         reply = httpx.post(f"{url}/classify", content=png(drawn_seven()),
                            headers={"content-type": "image/png"})  # fmt: skip
         assert reply.status_code == 200, reply.text
