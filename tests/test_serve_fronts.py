@@ -111,7 +111,7 @@ def test_a_dead_batcher_stops_the_service_with_an_error_not_a_hang(checkpoint, t
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert "error: the batcher's process died (signal 9)" in log_path.read_text()
+    assert "error: s2c-batcher exited (signal 9): the service has stopped" in log_path.read_text()
     assert wait_gone(everyone) == []
 
 

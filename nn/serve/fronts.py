@@ -90,19 +90,18 @@ def serve_with_fronts(args):
         exited = []
         while not exited and not stopping.is_set():
             exited = wait([process.sentinel for process in (batcher, *fronts)], timeout=0.2)
+        gone = [process for process in (batcher, *fronts) if process.sentinel in exited]
     finally:
         stop(fronts)
         stop([batcher])
         shutil.rmtree(metrics_dir, ignore_errors=True)
-    if stopping.is_set():
+    if not gone:  # Ctrl-C or SIGTERM
         return 0
-    if batcher.exitcode != 0:
-        if batcher.exitcode < 0:  # killed by a signal: a load failure prints its own line
-            print(f"error: the batcher's process died (signal {-batcher.exitcode})",
-                  file=sys.stderr)  # fmt: skip
-        return batcher.exitcode if batcher.exitcode > 0 else 1
-    statuses = ", ".join(f"{front.name}: {front.exitcode}" for front in fronts if front.exitcode)
-    print(f"error: an HTTP front exited ({statuses}); the service has stopped", file=sys.stderr)
+    name, status = gone[0].name, gone[0].exitcode  # joined by stop()
+    if name == batcher.name and status > 0:  # it could not load: it said why in one line
+        return status
+    what = f"signal {-status}" if status < 0 else f"status {status}"
+    print(f"error: {name} exited ({what}): the service has stopped", file=sys.stderr)
     return 1
 
 
@@ -143,7 +142,8 @@ def batch(args, connections, ready, depth):
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     served = read_served(args.checkpoint)
-    batcher = make_batcher(args, served, Metrics(args.max_batch, None, shared=True).batch_size)
+    counts = Metrics(args.max_batch, None, shared=True)  # the fronts' /metrics show its queue
+    batcher = make_batcher(args, served, counts.batch_size)
     batcher.start(lambda error: failed.set())
     relay = Relay(connections, served, batcher, depth)
     threading.Thread(target=relay.run, args=(stopping,), name="s2c-relay", daemon=True).start()
