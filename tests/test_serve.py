@@ -1,8 +1,10 @@
-"""The service (nn/serve/) over real HTTP on loopback: every kind of bad input answered with a 4xx
-and a one-line message, the service still healthy after each; a digit's answer the same as
-nn.predict's; concurrent requests sharing forward passes; the metrics, the models, the OpenAPI
-description and the command's own refusals. A full queue answered 503 is shown in process (the app
-on httpx's ASGI transport), its worker held mid-pass so that the queue fills for certain."""
+"""The service (nn/serve/) over real HTTP on loopback, in one process and as 2 HTTP fronts feeding
+a batcher's process (--http-workers 2): every kind of bad input answered with a 4xx and a one-line
+message, the service still healthy after each; a digit's answer the same as nn.predict's;
+concurrent requests sharing forward passes, each answer its own image's forward pass; the
+metrics, the models, the OpenAPI description and the command's own refusals. A full queue answered
+503 is shown in process (the app on httpx's ASGI transport), its worker held mid-pass so that the
+queue fills for certain."""
 
 import asyncio
 import importlib.util
