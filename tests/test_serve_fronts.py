@@ -1,22 +1,25 @@
 """The service as several processes (nn/serve/fronts.py, `--http-workers N`), over real HTTP on
 loopback: every process gone after Ctrl-C, a dead batcher's process a 503 or a stopped service,
-never a hang. (What the service answers is tested on one process and on 2 fronts alike, in
-test_serve.py.)"""
+never a hang; in process, a full queue on the batcher's side answered 503 at the front. (What the
+service answers is tested on one process and on 2 fronts alike, in test_serve.py.)"""
 
 import asyncio
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from multiprocessing import Event, Pipe, RawValue
 
 import httpx
+import numpy as np
 import pytest
-from serving import drawn_seven, lenet5_checkpoint, png
+from serving import CLASSES, drawn_seven, lenet5_checkpoint, png
 
 from nn.serve.app import create_app
-from nn.serve.channel import STOPPED, RemoteBatcher
+from nn.serve.batcher import Batcher
+from nn.serve.channel import STOPPED, Relay, RemoteBatcher
 from nn.serve.decoding import MAX_BODY_BYTES
 from nn.serve.launch import ROOT, free_port, running_service, wait_until_ready
 from nn.serve.metrics import Metrics
@@ -142,3 +145,68 @@ def test_a_front_whose_batcher_is_gone_answers_503_at_once(checkpoint):
     assert first.status_code == second.status_code == 503
     assert first.json()["detail"] == second.json()["detail"] == STOPPED
     assert health.status_code == 503 and health.json()["detail"] == "the worker has stopped"
+
+
+class HeldModel:
+    """A stand-in for a ServedModel whose forward passes after the warm-up wait for `release`."""
+
+    name, checkpoint, input_shape, class_names = "held", "held.npz", (1, 28, 28), CLASSES
+
+    def __init__(self):
+        self.passes, self.entered, self.release = 0, threading.Event(), threading.Event()
+
+    def load(self, tier):
+        pass
+
+    def probabilities(self, images):
+        self.passes += 1
+        if self.passes > 1:  # the first is the warm-up
+            self.entered.set()
+            assert self.release.wait(30)
+        return np.full((len(images), 10), 0.1)
+
+
+def test_a_full_queue_in_the_batchers_process_is_a_503_with_retry_after_at_the_front():
+    """A front and the batcher's side of the pipe in this process (the Relay on its thread): the
+    third request finds the queue of 1 full, and the refusal comes back down the pipe."""
+    held, depth = HeldModel(), RawValue("i", 0)
+    metrics = Metrics(1, lambda: depth.value)
+    batcher = Batcher([held], object, max_batch=1, max_wait_s=0, queue_size=1,
+                      batch_sizes=metrics.batch_size)  # fmt: skip
+    batcher.start(on_failure=print)
+    assert batcher.ready.wait(30)
+    ours, theirs = Pipe()
+    ready, stopping = Event(), threading.Event()
+    ready.set()
+    relay = threading.Thread(target=Relay([theirs], [held], batcher, depth).run, args=(stopping,))
+    relay.start()
+    front = RemoteBatcher(ours, [held], ready, depth)
+    app = create_app([held], front, metrics, "a tier", 5, MAX_BODY_BYTES)
+
+    async def three_requests():
+        front.listen(asyncio.get_running_loop())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://front") as client:
+            def send():
+                return asyncio.create_task(client.post("/classify", content=png(drawn_seven()),
+                                                       headers={"content-type": "image/png"}))
+
+            running = send()  # taken by the worker, which holds it
+            await asyncio.to_thread(held.entered.wait, 10)
+            waiting = send()  # fills the queue of 1
+            while front.depth() < 1:  # as the batcher's process shares it
+                await asyncio.sleep(0.01)
+            refused = await send()
+            held.release.set()
+            return await running, await waiting, refused
+
+    try:
+        running, waiting, refused = asyncio.run(three_requests())
+    finally:
+        held.release.set()
+        stopping.set()
+        relay.join(10)
+        batcher.stop()
+    assert running.status_code == waiting.status_code == 200
+    assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+    assert "queue is full" in refused.json()["detail"]
