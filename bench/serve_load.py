@@ -25,8 +25,13 @@ throughput (answers per second of wall-clock time) and the mean batch size the a
 The clients run on the same machine as the service: on a small
 shared machine they take part of its CPU, and the load average before and after is in the record.
 
+With --http-workers N, both sides answer HTTP in N front processes feeding one batcher's process
+(`python -m nn.serve --http-workers N`, nn/serve/fronts.py): the same number of fronts on each side,
+so that the comparison stays one of batching. Where one process's HTTP work is what limits a
+side (the `GET /health` row says how many answers/s HTTP alone allows), more fronts lift it.
+
 On a machine with an NVIDIA GPU: the same with --stage 4 (the nvcc variant: --variant nvcc),
---output curriculum/results/serve-load-gpu.
+--output curriculum/results/serve-load-gpu, e.g. with --processes 4 --http-workers 4.
 """
 
 import argparse
@@ -70,6 +75,8 @@ def parse_args(argv=None):
                         help="the sides take turns, each loaded this many times")
     parser.add_argument("--max-batch", type=int, default=64, help="dynamic batching's largest")
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
+    parser.add_argument("--http-workers", type=int, default=1,
+                        help="HTTP front processes of each side's service (nn.serve's own flag)")
     parser.add_argument("--data-dir", help="where mnist/ lives (default: NN_DATA_DIR, ...)")
     parser.add_argument("--output", type=Path, help="write OUTPUT.json and OUTPUT.md")
     return parser.parse_args(argv)
@@ -137,7 +144,8 @@ def load_from_processes(url, bodies, count, clients, processes, time_limit, path
 def service_flags(args, max_batch):
     flags = ["--checkpoint", args.checkpoint, "--stage", str(args.stage), "--max-batch",
              str(max_batch), "--max-wait-ms", str(args.max_wait_ms),
-             "--queue", str(max(256, 2 * args.clients))]  # fmt: skip
+             "--queue", str(max(256, 2 * args.clients)),
+             "--http-workers", str(args.http_workers)]  # fmt: skip
     return flags + (["--variant", args.variant] if args.variant else [])
 
 
@@ -205,6 +213,7 @@ def main(argv=None):
         "load_average_after": os.getloadavg(),
         "load": {"requests": args.requests, "clients": args.clients,
                  "client_processes": args.processes, "rounds": args.rounds,
+                 "http_workers": args.http_workers,
                  "time_limit_s": args.time_limit, "payload": "PNG of an MNIST test digit, 28x28"},
         "checkpoint": args.checkpoint, "stage": args.stage, "variant": args.variant,
         "sides": sides, "http_ceiling": ceiling,
@@ -242,7 +251,10 @@ def markdown(record):
         f"{load['client_processes']} processes on the same machine (httpx, asyncio), at most "
         f"{load['time_limit_s']:g} s a side, the two sides taking turns in {load['rounds']} "
         f"rounds, each request a "
-        f"{load['payload']}; latency as the clients saw it.",
+        f"{load['payload']}; latency as the clients saw it. "
+        + (f"Each side's service answers HTTP in {load['http_workers']} front processes feeding "
+           "one batcher's process (`--http-workers`)." if load["http_workers"] > 1
+           else "Each side's service is one process."),
         "",
         "| side | answered | errors | p50 ms | p99 ms | requests/s | mean batch |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",

@@ -1,8 +1,10 @@
-"""The service (nn/serve/) over real HTTP on loopback: every kind of bad input answered with a 4xx
-and a one-line message, the service still healthy after each; a digit's answer the same as
-nn.predict's; concurrent requests sharing forward passes; the metrics, the models, the OpenAPI
-description and the command's own refusals. A full queue answered 503 is shown in process (the app
-on httpx's ASGI transport), its worker held mid-pass so that the queue fills for certain."""
+"""The service (nn/serve/) over real HTTP on loopback, in one process and as 2 HTTP fronts feeding
+a batcher's process (--http-workers 2): every kind of bad input answered with a 4xx and a one-line
+message, the service still healthy after each; a digit's answer the same as nn.predict's;
+concurrent requests sharing forward passes, each answer its own image's forward pass; the
+metrics, the models, the OpenAPI description and the command's own refusals. A full queue answered
+503 is shown in process (the app on httpx's ASGI transport), its worker held mid-pass so that the
+queue fills for certain."""
 
 import asyncio
 import importlib.util
@@ -19,12 +21,12 @@ import pytest
 from serving import CLASSES, drawn_seven, lenet5_checkpoint, png
 
 from nn import exits, predict
-from nn.preprocess import to_model_input
+from nn.preprocess import as_gray_or_rgb, to_model_input
 from nn.quantize import quantize_checkpoint
 from nn.serve import __main__ as serve_command
 from nn.serve.app import create_app
 from nn.serve.batcher import Batcher
-from nn.serve.decoding import MAX_BODY_BYTES
+from nn.serve.decoding import MAX_BODY_BYTES, decode_image
 from nn.serve.launch import running_service
 from nn.serve.metrics import Metrics
 from nn.serve.models import read_served
@@ -37,12 +39,14 @@ def checkpoint(tmp_path_factory):
     return lenet5_checkpoint(tmp_path_factory.mktemp("serve") / "lenet5.npz")
 
 
-@pytest.fixture(scope="module")
-def service(checkpoint):
+@pytest.fixture(scope="module", params=[1, 2], ids=["one process", "2 HTTP fronts"])
+def service(checkpoint, request):
     """The service on stage 2, waiting up to 100 ms for a batch to fill (so that concurrent
-    requests surely share one), a stalled body refused after BODY_TIMEOUT_S."""
+    requests surely share one), a stalled body refused after BODY_TIMEOUT_S: in one process, and
+    as 2 HTTP fronts feeding a batcher's process (nn/serve/fronts.py)."""
     flags = ["--checkpoint", str(checkpoint), "--checkpoint", str(checkpoint), "--stage", "2",
-             "--max-wait-ms", "100", "--body-timeout-s", str(BODY_TIMEOUT_S)]  # fmt: skip
+             "--max-wait-ms", "100", "--body-timeout-s", str(BODY_TIMEOUT_S),
+             "--http-workers", str(request.param)]  # fmt: skip
     with running_service(flags) as url, httpx.Client(base_url=url, timeout=30) as client:
         yield client
 
@@ -213,6 +217,33 @@ def test_concurrent_requests_share_forward_passes(service):
     assert max(reply.json()["batch_size"] for reply in replies) > 1
     metrics = service.get("/metrics").text
     assert "s2c_batch_size_bucket" in metrics and "s2c_queue_depth" in metrics
+
+
+def test_every_answer_is_the_forward_pass_of_its_own_image(service, checkpoint):
+    """Concurrent requests ride in shared batches (across HTTP fronts too), and each answer's ten
+    probabilities are still its own image's, as this process computes them alone."""
+    import stage2_numpy
+
+    rng = np.random.default_rng()
+    bodies = [png(rng.integers(0, 256, (28, 28))) for _ in range(16)]  # no two alike
+
+    async def send_all():
+        async with httpx.AsyncClient(base_url=service.base_url, timeout=30) as client:
+            return await asyncio.gather(*(client.post("/classify?top_k=10", **upload(body))
+                                          for body in bodies))  # fmt: skip
+
+    replies = asyncio.run(send_all())
+    [served] = read_served([checkpoint])
+    served.load(stage2_numpy)
+    for body, reply in zip(bodies, replies, strict=True):
+        assert reply.status_code == 200, reply.text
+        answered = np.full(10, np.nan)
+        for entry in reply.json()["top"]:
+            answered[entry["index"]] = entry["probability"]
+        pixels = decode_image(body, lambda image: as_gray_or_rgb(image, 1))
+        alone = served.probabilities(to_model_input(pixels, (1, 28, 28))[None])[0]
+        np.testing.assert_allclose(answered, alone, rtol=1e-5, atol=1e-7)
+    assert max(reply.json()["batch_size"] for reply in replies) > 1
 
 
 def test_models_metrics_and_openapi_describe_the_service(service):

@@ -8,6 +8,10 @@ It listens on 127.0.0.1 (this machine only) unless --host says otherwise, and pr
 of the page. A checkpoint that cannot be served, or a tier that cannot run, is one line on stderr
 and nn.predict's exit status (nn/exits.py); the tier is loaded by the batcher's worker after the
 server starts, and /health answers 503 until it and the warm-up are done.
+
+With --http-workers N (N > 1), N processes answer HTTP on the one port and send the preprocessed
+images to one batcher's process, which owns the tier (nn/serve/fronts.py): for when one process's
+HTTP work, not the forward passes, limits how many requests a second the service answers.
 """
 
 import argparse
@@ -16,22 +20,23 @@ import threading
 from pathlib import Path
 
 import uvicorn
-from threadpoolctl import threadpool_limits
 
-from nn.backend import load_tier, refuse_simulated
+from nn.backend import refuse_simulated
 from nn.evaluate import add_tier_arguments
-from nn.exits import EPILOG, REPORTED, reporting
+from nn.exits import EPILOG, reporting
 from nn.serve.app import create_app
-from nn.serve.batcher import Batcher
+from nn.serve.assembly import (
+    SWITCH_INTERVAL_S,
+    load_failure_status,
+    make_batcher,
+    print_address,
+    tier_name,
+    uvicorn_config,
+)
 from nn.serve.decoding import MAX_BODY_BYTES
+from nn.serve.fronts import serve_with_fronts
 from nn.serve.metrics import Metrics
 from nn.serve.models import read_served
-
-# The worker releases the interpreter's lock in every op of the tier (cffi, NumPy) and must take it
-# back from the event loop after each: at Python's default switch interval (5 ms) a forward pass
-# of ten ops can wait 50 ms behind a busy loop (a lock convoy). Switching every 0.5 ms keeps it
-# near its own time; both sides of bench.serve_load run with it.
-SWITCH_INTERVAL_S = 0.0005
 
 SIMULATED_INSTEAD = (
     "Serve on stage 3 (`python -m nn.serve --stage 3 ...`) here, and on stage 4 on a machine "
@@ -62,9 +67,12 @@ def parse_args(argv=None):
     parser.add_argument("--threads", type=int, default=1,
                         help="native threads of the worker's forward passes (BLAS, OpenMP); "
                              "1 leaves the other cores to the event loop")
+    parser.add_argument("--http-workers", type=int, default=1,
+                        help="processes that answer HTTP, all feeding one batcher's process, "
+                             "which owns the tier (1: one process does both)")
     parser.add_argument("--access-log", action="store_true", help="log every request")
     args = parser.parse_args(argv)
-    for name in ("max_batch", "queue", "limit_concurrency", "threads"):
+    for name in ("max_batch", "queue", "limit_concurrency", "threads", "http_workers"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be an integer >= 1")
     if not args.max_wait_ms >= 0 or not args.body_timeout_s > 0:
@@ -79,27 +87,16 @@ def main(argv=None):
 
 def serve(args):
     refuse_simulated(args.stage, args.variant, "serving", SIMULATED_INSTEAD)
+    if args.http_workers > 1:
+        return serve_with_fronts(args)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     served = read_served(args.checkpoint)
-
-    def tier():  # called on the worker's thread: OpenMP's thread count is per thread
-        threadpool_limits(args.threads)
-        loaded = load_tier(args.stage, args.impl, args.variant)
-        if callable(getattr(loaded, "set_num_threads", None)):
-            loaded.set_num_threads(args.threads)
-        return loaded
-
     holder = {}
     metrics = Metrics(args.max_batch, lambda: holder["batcher"].depth())
-    batcher = Batcher(served, tier, args.max_batch, args.max_wait_ms / 1000, args.queue,
-                      metrics.batch_size)  # fmt: skip
-    holder["batcher"] = batcher
-    tier_name = f"stage {args.stage}" + (f" ({args.variant})" if args.variant else "")
-    app = create_app(served, batcher, metrics, tier_name, args.body_timeout_s, MAX_BODY_BYTES)
-    config = uvicorn.Config(app, host=args.host, port=args.port, access_log=args.access_log,
-                            log_level="warning", timeout_keep_alive=5,
-                            limit_concurrency=args.limit_concurrency)  # fmt: skip
-    server = uvicorn.Server(config)
+    batcher = holder["batcher"] = make_batcher(args, served, metrics.batch_size)
+    app = create_app(served, batcher, metrics, tier_name(args), args.body_timeout_s,
+                     MAX_BODY_BYTES)  # fmt: skip
+    server = uvicorn.Server(uvicorn_config(app, args))
     failed = threading.Event()
 
     def on_failure(error):
@@ -107,21 +104,12 @@ def serve(args):
         server.should_exit = True
 
     batcher.start(on_failure)
-    names = ", ".join(model.name for model in served)
-    print(f"serving {names} on {tier_name}: open http://{args.host}:{args.port}/ "
-          f"(API: /docs; ready when /health answers 200)", flush=True)  # fmt: skip
+    print_address(args, served)
     try:
         server.run()
     finally:
         batcher.stop()
-    if failed.is_set():
-        error = batcher.failure
-        if isinstance(error, REPORTED):
-            raise error
-        print(f"error: the models could not be loaded: {type(error).__name__}: {error}",
-              file=sys.stderr)  # fmt: skip
-        return 1
-    return 0
+    return load_failure_status(batcher.failure) if failed.is_set() else 0
 
 
 if __name__ == "__main__":

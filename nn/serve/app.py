@@ -25,12 +25,19 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.concurrency import run_in_threadpool
 
 from nn.predict import top_classes
 from nn.preprocess import METHODS, as_gray_or_rgb, to_model_input
-from nn.serve.batcher import ExplainUnavailable, ForwardFailed, Job, QueueFull
+from nn.serve.batcher import (
+    ExplainUnavailable,
+    ForwardFailed,
+    Job,
+    QueueFull,
+    WorkerStopped,
+    settling,
+)
 from nn.serve.body import BoundedBody
 from nn.serve.decoding import BadInput, declared_pixels, decode_image, decode_json_pixels
 from nn.serve.metrics import CountRequests
@@ -90,7 +97,7 @@ def create_app(served, batcher, metrics, tier_name, body_timeout_s, max_body_byt
     async def health():
         if not batcher.ready.is_set():
             return not_ready()
-        if not batcher.thread.is_alive():
+        if not batcher.alive():
             return JSONResponse({"detail": "the worker has stopped"}, 503)
         return {"status": "ready", "models": list(by_name), "queue_depth": batcher.depth()}
 
@@ -101,7 +108,7 @@ def create_app(served, batcher, metrics, tier_name, body_timeout_s, max_body_byt
 
     @app.get("/metrics", summary="Prometheus metrics", include_in_schema=False)
     async def prometheus():
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     @app.post("/classify", summary="The top-K classes of an image", openapi_extra=BODY_DOC)
     async def classify(
@@ -127,14 +134,15 @@ def create_app(served, batcher, metrics, tier_name, body_timeout_s, max_body_byt
             return grad_cam
         image = await read_image(request, chosen.input_shape, preprocess, invert)
         loop = asyncio.get_running_loop()
-        job = Job(chosen, image, grad_cam, loop.create_future(), loop)
+        future = loop.create_future()
         try:
-            batcher.submit(job)
-        except QueueFull:
+            batcher.submit(Job(chosen, image, grad_cam, settling(future, loop)))
+            result = await asyncio.wait_for(future, request_timeout_s)
+        except QueueFull:  # at once here, or from the batcher's process (nn/serve/fronts.py)
             return JSONResponse({"detail": "the service is busy: its queue is full, retry"}, 503,
                                 headers={"Retry-After": str(RETRY_AFTER_S)})  # fmt: skip
-        try:
-            result = await asyncio.wait_for(job.future, request_timeout_s)
+        except WorkerStopped as error:
+            return JSONResponse({"detail": str(error)}, 503)
         except ExplainUnavailable as error:
             return JSONResponse({"detail": str(error)}, 501)
         except ForwardFailed as error:

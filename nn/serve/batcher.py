@@ -12,10 +12,10 @@ The worker also loads the models onto the tier (a GPU tier's context belongs to 
 made it) and runs one warm-up batch of each; `ready` is set after both.
 """
 
-import asyncio
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +25,10 @@ POLL_S = 0.001  # how often a gathering worker looks for more requests
 
 class QueueFull(Exception):
     pass
+
+
+class WorkerStopped(Exception):
+    """The worker that owns the tier is gone (its process died): the service answers 503."""
 
 
 class ForwardFailed(Exception):
@@ -38,13 +42,14 @@ class ExplainUnavailable(Exception):
 @dataclass
 class Job:
     """One request: `image` float32 [C, H, W] in [0, 1] for model `served`; `explain` is the
-    Grad-CAM function to run on it, or None. `future` gets a Result (or an exception)."""
+    Grad-CAM function to run on it, or None. The worker calls `settle(result, error)` once, on its
+    own thread, with a Result or an exception (`settling` makes one for an asyncio future; the
+    processes of nn/serve/fronts.py send it back to the HTTP front that asked)."""
 
     served: object
     image: np.ndarray
     explain: object
-    future: asyncio.Future
-    loop: asyncio.AbstractEventLoop = field(repr=False)
+    settle: Callable = field(repr=False)
 
 
 @dataclass
@@ -84,6 +89,9 @@ class Batcher:
 
     def depth(self):
         return self.queue.qsize()
+
+    def alive(self):
+        return self.thread.is_alive()
 
     def work(self):
         try:
@@ -135,12 +143,15 @@ class Batcher:
                 failed = ForwardFailed(f"the forward pass of model {served.name} failed: "
                                        f"{type(error).__name__}: {error}".splitlines()[0])
                 for job in group:
-                    settle(job, error=failed)
+                    job.settle(error=failed)
                 continue
             self.batch_sizes.observe(len(group))
             heatmaps = self.explain(served, group, probabilities)
             for job, row, heatmap in zip(group, probabilities, heatmaps, strict=True):
-                settle(job, Result(row, len(group), heatmap))
+                if isinstance(heatmap, Exception):
+                    job.settle(error=heatmap)
+                else:
+                    job.settle(Result(row, len(group), heatmap))
 
     @staticmethod
     def explain(served, group, probabilities):
@@ -164,17 +175,19 @@ class Batcher:
         return heatmaps
 
 
-def settle(job, result=None, error=None):
-    """Hand `result` (or `error`) to the job's future, on its event loop's thread."""
+def settling(future, loop):
+    """A Job's `settle` for an asyncio `future` of `loop`: it hands the future its result (or
+    error) on the loop's thread."""
 
-    def set_future():
-        if job.future.done():  # the client went away and the request was cancelled
-            return
-        if error is not None:
-            job.future.set_exception(error)
-        elif isinstance(result.heatmap, Exception):
-            job.future.set_exception(result.heatmap)
-        else:
-            job.future.set_result(result)
+    def settle(result=None, error=None):
+        def set_future():
+            if future.done():  # the client went away and the request was cancelled
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
 
-    job.loop.call_soon_threadsafe(set_future)
+        loop.call_soon_threadsafe(set_future)
+
+    return settle
