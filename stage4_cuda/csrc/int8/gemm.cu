@@ -38,10 +38,9 @@ static __device__ __forceinline__ void write_output(const int8_output out, int64
 {
     if (i >= out.rows || j >= out.m)
         return;
-    const int64_t centred = (int64_t)sum - (int64_t)out.x_zero * out.weight_sums[j];
     const int64_t image = index_div(i, out.group); /* 32-bit where it fits */
     const int64_t at = image * out.m * out.group + (i - image * out.group) + j * out.group;
-    const float y = out.scale[j] * (float)centred + out.b[j];
+    const float y = rescaled_sum(sum, out.x_zero, out.weight_sums[j], out.scale[j], out.b[j]);
     if (out.codes)
         out.codes[at] = int8_code(y, out.code_zero, out.code_low);
     else
@@ -90,13 +89,26 @@ extern "C" int s2c_cuda_int8_best_rung(int *rung)
     return S2C_CUDA_OK;
 }
 
-/* The GEMM on laid-out rows: packs the weights, then runs `rung` (0: the best this GPU has). */
+/* packed and weight_sums from w (pack_weights_kernel). */
+static int pack_weights(const int8_t *w, int8_t *packed, int32_t *weight_sums, int64_t m,
+                        int64_t k, int64_t k32)
+{
+    launch_overlapped(pack_weights_kernel, dim3((unsigned)blocks_for(m * 32, 128)), dim3(128), 0,
+                      w, packed, weight_sums, m, k, k32);
+    LAUNCH_CHECK("pack_weights_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* The GEMM on laid-out rows: packs the weights (unless w is NULL: `packed` and `weight_sums`
+ * already hold them), then runs `rung` (0: the best this GPU has). */
 static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_t *weight_sums,
                      int64_t k, int64_t k32, int rung, int8_output out)
 {
-    launch_overlapped(pack_weights_kernel, dim3((unsigned)blocks_for(out.m * 32, 128)), dim3(128),
-                      0, w, packed, weight_sums, out.m, k, k32);
-    LAUNCH_CHECK("pack_weights_kernel");
+    if (w != nullptr) {
+        const int status = pack_weights(w, packed, weight_sums, out.m, k, k32);
+        if (status != S2C_CUDA_OK)
+            return status;
+    }
     out.weight_sums = weight_sums;
     if (rung == 0)
         rung = device_has_int8_mma() ? 2 : 1;
@@ -214,6 +226,31 @@ extern "C" int s2c_cuda_int8_conv2d_to_int8(const int8_t *x, int x_zero, const i
     return conv2d(x, w, rows, packed, weight_sums, n, c, h, width, r, s, stride, padding, rung,
                   codes(q, y_zero, relu, scale, b, n * group, m, group, x_zero));
     // END SOLUTION
+}
+
+/* A model's weights packed once, when it is loaded (packed [m, k32], k32 = k rounded up to 32,
+ * and weight_sums [m]), for int8_linear_packed and inference's int8_conv2d_pool_to_int8. */
+extern "C" int s2c_cuda_int8_pack_weights(const int8_t *w, int8_t *packed, int32_t *weight_sums,
+                                          int64_t m, int64_t k)
+{
+    if (m < 1 || k < 1)
+        return S2C_CUDA_BAD_ARGUMENT;
+    return pack_weights(w, packed, weight_sums, m, k, ceil_div(k, K_STEP) * K_STEP);
+}
+
+/* int8_linear (q NULL: floats y) or int8_linear_to_int8 (y NULL: codes q) on weights packed by
+ * s2c_cuda_int8_pack_weights: the same GEMM, without the packing kernel of every call. */
+extern "C" int s2c_cuda_int8_linear_packed(const int8_t *x, int x_zero, const int8_t *packed,
+                                           const int32_t *weight_sums, const float *scale,
+                                           const float *b, float *y, int8_t *q, int y_zero,
+                                           int relu, int8_t *rows, int64_t n, int64_t k,
+                                           int64_t m, int rung)
+{
+    if ((y == nullptr) == (q == nullptr) || y_zero < -128 || y_zero > 127)
+        return S2C_CUDA_BAD_ARGUMENT;
+    const int8_output out = y ? floats(y, scale, b, n, m, 1, x_zero)
+                              : codes(q, y_zero, relu, scale, b, n, m, 1, x_zero);
+    return linear(x, nullptr, rows, (int8_t *)packed, (int32_t *)weight_sums, k, rung, out);
 }
 
 /* packed [m, k32] = w [m, k] padded with zeros; sums[j] = the sum of w's row j. A warp per row,
