@@ -81,10 +81,10 @@ def pixels(rng, shape):
     """Float32 pixels, with NaN, infinities and values far past any code."""
     x = rng.normal(0, 1.5, shape).astype(np.float32)
     flat = x.reshape(-1)
-    flat[:: 7] = np.nan
-    flat[3 :: 11] = np.inf
-    flat[5 :: 13] = -np.inf
-    flat[2 :: 17] = 1e30
+    flat[::7] = np.nan
+    flat[3::11] = np.inf
+    flat[5::13] = -np.inf
+    flat[2::17] = 1e30
     return x
 
 
@@ -206,8 +206,9 @@ def test_packing(lib):
 
 
 # Bad arguments of the fused convolution: each changes one of a good call's.
-GOOD = {"x": True, "pixels": False, "x_scale": 1.0, "x_zero": 0, "y_zero": 0, "n": 1, "c": 1,
-        "h": 6, "width": 6, "m": 2, "r": 3, "s": 3, "stride": 1, "padding": 0, "pool": 2}  # fmt: skip
+GOOD = {"x": True, "pixels": False, "x_scale": 1.0, "x_zero": 0, "y_zero": 0, "n": 1,
+        "c": 1, "h": 6, "width": 6, "m": 2, "r": 3, "s": 3, "stride": 1, "padding": 0,
+        "pool": 2}  # fmt: skip
 BAD = [{"x": False}, {"pixels": True}, {"x": False, "pixels": True, "x_scale": 0.0},
        {"x": False, "pixels": True, "x_scale": float("nan")}, {"x_zero": 128},
        {"y_zero": -129}, {"n": 0}, {"c": 0}, {"m": 0}, {"stride": 0}, {"padding": -1},
