@@ -1,12 +1,13 @@
 /* inference/int8_conv_pool.cu -- the int8 twin of conv2d_bias_relu_pool (week 19): an int8
  * convolution, its requantization to the next layer's codes (+ ReLU: none below y_zero) and a
- * pool x pool max-pooling at stride pool, in ONE kernel that writes only the pooled codes
- *     q [n, m, oh / pool, ow / pool] int8 (pool 1: no pooling).
+ * 2x2 max-pooling at stride 2 (or none), in ONE kernel that writes only the pooled codes
+ *     q [n, m, oh / pool, ow / pool] int8.
  * The unfused path takes three or four launches and two passes over [n, m, oh, ow]: quantize_int8
- * (a first layer), conv_rows_kernel (the receptive fields as rows), the GEMM writing every
- * output's code, maxpool2d_int8. Here the receptive fields are read straight from x (as codes, or
- * as float32 pixels quantized on the way in: a first layer), nothing but q is written, and the
- * weights come packed once, when the model is loaded (s2c_cuda_int8_pack_weights).
+ * (a first layer), conv_rows_kernel (the receptive fields as rows in device memory), the GEMM
+ * writing every output's code, maxpool2d_int8. Here the receptive fields go straight from x (its
+ * codes, or float32 pixels quantized on the way in: a first layer) to shared memory, nothing but
+ * q is written, and the weights come packed once, when the model is loaded
+ * (s2c_cuda_int8_pack_weights: [m, k32], each channel's sum beside).
  *
  * The same numbers, bit for bit: each output's int32 sum is exact whatever the order of its
  * terms, it is rescaled by the GEMM's own expression (rescaled_sum) and coded by the same
@@ -14,20 +15,21 @@
  * the sums, coded once, would agree wherever the rescaling rises with the sum, i.e. scale > 0;
  * the max of the codes agrees for any scale, at one rescaling per output instead of per window.)
  *
- * A thread computes one pooled output for FUSED_INT8_FILTERS channels: for each position of its
- * window, 16 codes of the receptive field at a time gathered into 4 ints (the padding is x_zero,
- * the code of 0.0; past C*R*S zeros, which meet the packed weights' zeros), then 4 __dp4a per
- * channel against one 16-byte load of its packed weights (the same address in every thread of
- * the block: a broadcast from L1).
- * Cost: 2 n m oh ow C R S int8 operations (only the outputs a window covers); device memory x
- * (or its floats) once, each pixel from L1/L2 R S times per channel group, and q pooled. */
+ * An implicit GEMM on int8_gemm's rung 1 (int8/gemm.cu, gemm_dp4a_kernel): a 16 x 16 block
+ * computes 64 convolution outputs x 64 channels, 4 x 4 a thread, K_STEP codes at a time through
+ * shared memory. Its rows are ordered by pooling window: the 4 outputs of a 2x2 window are rows
+ * 4w .. 4w + 3, the 4 rows of one thread, so that its epilogue takes their max in registers and
+ * writes one code per channel (pool 1: 4 windows of one output each). Each thread gathers the
+ * same 2 rows at every step (rows thread / 8 and thread / 8 + 32, 4 codes at quad thread % 8):
+ * their receptive fields' corners are found once.
+ * Cost: 2 n m (ph pool)(pw pool) C R S int8 operations (only the outputs a window covers); device
+ * memory x (or its floats) read R S times over (from L1/L2), the packed weights once per tile
+ * row, q pooled: no [n, m, oh, ow] tensor, no rows [n oh ow, k32]. */
 #include "../common.h"
 #include "../int8/codes.cuh"
 
-#define FUSED_INT8_THREADS 128 /* pooled outputs a block */
-#define FUSED_INT8_FILTERS 16  /* channels a thread (the grid's y: channel groups) */
-#define FUSED_INT8_STEP 16     /* codes a step: 4 ints; K32 is a multiple of it */
-#define FUSED_INT8_K_STEP 32   /* the packed weights' rows: K padded to a multiple of it */
+#define CONV_TILE 64   /* outputs and channels a block */
+#define CONV_K_STEP 32 /* codes a step; the packed weights' rows are padded to a multiple */
 
 struct int8_conv_pool {
     const int8_t *x;     /* the input's codes [n, c, h, width], or */
@@ -40,7 +42,25 @@ struct int8_conv_pool {
     int8_t *q;
     int y_zero, y_low;
     int64_t n, c, h, width, m, r, s, stride, padding, pool, pooled_height, pooled_width, k, k32;
+    int64_t rows; /* n * pooled_height * pooled_width * pool * pool */
 };
+
+/* The receptive field of one row of the product: its image, and its corner in the padded image
+ * (valid false past the last row). */
+struct receptive_field {
+    int64_t image, top, left;
+    bool valid;
+};
+
+/* Row `row`: tap row % pool^2 of pooling window row / pool^2. */
+static __device__ receptive_field field_of(const int8_conv_pool &a, int64_t row)
+{
+    const int64_t taps = a.pool * a.pool, window = index_div(row, taps), tap = row - window * taps;
+    const int64_t pooled = a.pooled_height * a.pooled_width, image = index_div(window, pooled);
+    const int64_t p = window - image * pooled, py = index_div(p, a.pooled_width);
+    const int64_t oy = py * a.pool + tap / a.pool, ox = (p - py * a.pooled_width) * a.pool + tap % a.pool;
+    return {image, oy * a.stride - a.padding, ox * a.stride - a.padding, row < a.rows};
+}
 
 /* The code of input pixel (channel, iy, ix) of `image`: x_zero in the padding. */
 static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int64_t image,
@@ -54,79 +74,85 @@ static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int
     return __ldg(a.x + at);
 }
 
-/* Where the gathering stands in the receptive field: tap (channel, row, column), w's order. */
-struct field_tap {
-    int64_t channel, row, column;
-};
-
-/* The next 16 codes of the receptive field of output (oy, ox) from `tap` on, four to an int
- * (zeros past C*R*S); `tap` moves on past them. */
-static __device__ __forceinline__ void gather(const int8_conv_pool &a, int64_t image, int64_t oy,
-                                              int64_t ox, field_tap &tap, int words[4])
+/* Codes first .. first + 3 of `field`, in w's (c, r, s) order, as one int (zeros past C*R*S,
+ * which meet the packed weights' zeros, and past the last row). */
+static __device__ int gather_quad(const int8_conv_pool &a, const receptive_field &field,
+                                  int64_t first)
 {
-    for (int word = 0; word < 4; word++) {
-        uint32_t four = 0;
-        for (int byte = 0; byte < 4; byte++) {
-            const int8_t code = tap.channel < a.c
-                ? input_code(a, image, tap.channel, oy * a.stride - a.padding + tap.row,
-                             ox * a.stride - a.padding + tap.column)
-                : (int8_t)0;
+    if (!field.valid)
+        return 0;
+    const int64_t taps = a.r * a.s;
+    int64_t channel = index_div(first, taps), tap = first - channel * taps;
+    int64_t tap_row = index_div(tap, a.s), tap_column = tap - tap_row * a.s;
+    uint32_t four = 0;
+    for (int byte = 0; byte < 4; byte++) {
+        if (channel < a.c) {
+            const int8_t code = input_code(a, field.image, channel, field.top + tap_row,
+                                           field.left + tap_column);
             four |= (uint32_t)(uint8_t)code << (8 * byte);
-            if (++tap.column == a.s) {
-                tap.column = 0;
-                if (++tap.row == a.r) {
-                    tap.row = 0;
-                    tap.channel++;
-                }
+        }
+        if (++tap_column == a.s) { /* the next byte's tap */
+            tap_column = 0;
+            if (++tap_row == a.r) {
+                tap_row = 0;
+                channel++;
             }
         }
-        words[word] = (int)four;
     }
+    return (int)four;
 }
 
-__global__ void __launch_bounds__(FUSED_INT8_THREADS) int8_conv_pool_kernel(const int8_conv_pool a)
+__global__ void __launch_bounds__(256) int8_conv_pool_kernel(const int8_conv_pool a)
 {
     wait_for_previous_kernel();
-    const int64_t pooled = a.pooled_height * a.pooled_width;
-    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= a.n * pooled)
-        return;
-    const int64_t image = index_div(i, pooled), p = i - image * pooled;
-    const int64_t py = index_div(p, a.pooled_width), px = p - py * a.pooled_width;
-    const int64_t first_filter = (int64_t)blockIdx.y * FUSED_INT8_FILTERS;
-    int8_t best[FUSED_INT8_FILTERS];
-    for (int64_t dy = 0; dy < a.pool; dy++)
-        for (int64_t dx = 0; dx < a.pool; dx++) {
-            const int64_t oy = py * a.pool + dy, ox = px * a.pool + dx;
-            int sums[FUSED_INT8_FILTERS] = {};
-            field_tap tap = {0, 0, 0};
-            for (int64_t k0 = 0; k0 < a.k; k0 += FUSED_INT8_STEP) {
-                int words[4];
-                gather(a, image, oy, ox, tap, words);
-#pragma unroll
-                for (int f = 0; f < FUSED_INT8_FILTERS; f++) {
-                    /* a channel past m reads the last one's weights, and is never written */
-                    const int64_t j = min(first_filter + f, a.m - 1);
-                    const int4 w = __ldg(reinterpret_cast<const int4 *>(a.packed + j * a.k32 + k0));
-                    sums[f] = __dp4a(words[0], w.x, sums[f]);
-                    sums[f] = __dp4a(words[1], w.y, sums[f]);
-                    sums[f] = __dp4a(words[2], w.z, sums[f]);
-                    sums[f] = __dp4a(words[3], w.w, sums[f]);
-                }
-            }
-#pragma unroll
-            for (int f = 0; f < FUSED_INT8_FILTERS; f++) {
-                const int64_t j = min(first_filter + f, a.m - 1);
-                const float y = rescaled_sum(sums[f], a.x_zero, __ldg(a.weight_sums + j),
-                                             __ldg(a.scale + j), __ldg(a.b + j));
-                const int8_t code = int8_code(y, a.y_zero, a.y_low);
-                best[f] = (dy == 0 && dx == 0) || code > best[f] ? code : best[f];
-            }
+    /* stored [quad][line], as gemm_dp4a_kernel's tiles (its comment says why) */
+    __shared__ __align__(16) int row_tile[CONV_K_STEP / 4][CONV_TILE + 4];
+    __shared__ __align__(16) int weight_tile[CONV_K_STEP / 4][CONV_TILE + 4];
+    const int tx = threadIdx.x, ty = threadIdx.y, thread = ty * 16 + tx;
+    const int64_t first_row = (int64_t)blockIdx.x * CONV_TILE; /* x: 2^31 - 1 blocks, y: 65535 */
+    const int64_t first_channel = (int64_t)blockIdx.y * CONV_TILE;
+    const int quad = thread % (CONV_K_STEP / 4), line = thread / (CONV_K_STEP / 4);
+    const receptive_field fields[2] = {field_of(a, first_row + line),
+                                       field_of(a, first_row + line + 32)};
+    int sums[4][4] = {};
+    for (int64_t k0 = 0; k0 < a.k; k0 += CONV_K_STEP) {
+        for (int half = 0; half < 2; half++) { /* 64 lines of 8 quads, by 256 threads */
+            const int at = line + 32 * half;
+            const int64_t j = first_channel + at;
+            row_tile[quad][at] = gather_quad(a, fields[half], k0 + 4 * quad);
+            weight_tile[quad][at] = j < a.m ? __ldg((const int *)(a.packed + j * a.k32 + k0) + quad)
+                                            : 0;
         }
-    for (int f = 0; f < FUSED_INT8_FILTERS; f++) {
-        const int64_t j = first_filter + f;
-        if (j < a.m)
-            a.q[((image * a.m + j) * a.pooled_height + py) * a.pooled_width + px] = best[f];
+        __syncthreads();
+        for (int step = 0; step < CONV_K_STEP / 4; step++) {
+            const int4 rows = *reinterpret_cast<const int4 *>(&row_tile[step][ty * 4]);
+            const int4 weights = *reinterpret_cast<const int4 *>(&weight_tile[step][tx * 4]);
+            const int row_codes[4] = {rows.x, rows.y, rows.z, rows.w};
+            const int weight_codes[4] = {weights.x, weights.y, weights.z, weights.w};
+            for (int i = 0; i < 4; i++)
+                for (int j = 0; j < 4; j++)
+                    sums[i][j] = __dp4a(row_codes[i], weight_codes[j], sums[i][j]);
+        }
+        __syncthreads();
+    }
+    /* the thread's 4 rows: one 2x2 window (pool 2) or 4 windows (pool 1) */
+    const int64_t taps = a.pool * a.pool, pooled = a.pooled_height * a.pooled_width;
+    for (int j = 0; j < 4; j++) {
+        const int64_t channel = first_channel + tx * 4 + j;
+        if (channel >= a.m)
+            continue;
+        int8_t best = -128;
+        for (int i = 0; i < 4; i++) {
+            const int64_t row = first_row + ty * 4 + i;
+            const float y = rescaled_sum(sums[i][j], a.x_zero, __ldg(a.weight_sums + channel),
+                                         __ldg(a.scale + channel), __ldg(a.b + channel));
+            const int8_t code = int8_code(y, a.y_zero, a.y_low);
+            best = i % taps == 0 || code > best ? code : best;
+            if (i % taps != taps - 1 || row >= a.rows)
+                continue;
+            const int64_t window = index_div(row, taps), image = index_div(window, pooled);
+            a.q[(image * a.m + channel) * pooled + (window - image * pooled)] = best;
+        }
     }
 }
 
@@ -140,21 +166,21 @@ extern "C" int s2c_cuda_int8_conv2d_pool_to_int8(
 {
     if ((x == nullptr) == (pixels == nullptr) || (pixels && !(x_scale > 0.0f)) || n < 1 ||
         c < 1 || h < 1 || width < 1 || m < 1 || r < 1 || s < 1 || stride < 1 || padding < 0 ||
-        pool < 1 || x_zero < -128 || x_zero > 127 || y_zero < -128 || y_zero > 127)
+        pool < 1 || pool > 2 || x_zero < -128 || x_zero > 127 || y_zero < -128 || y_zero > 127)
         return S2C_CUDA_BAD_ARGUMENT;
     const int64_t oh = (h + 2 * padding - r) / stride + 1;
     const int64_t ow = (width + 2 * padding - s) / stride + 1;
+    const int64_t rows = n * (oh / pool) * (ow / pool) * pool * pool;
     if (h + 2 * padding < r || width + 2 * padding < s || oh < pool || ow < pool ||
-        ceil_div(m, FUSED_INT8_FILTERS) > 65535)
+        ceil_div(m, CONV_TILE) > 65535 || ceil_div(rows, CONV_TILE) > INT_MAX)
         return S2C_CUDA_BAD_ARGUMENT;
     const int64_t k = c * r * s;
     const int8_conv_pool a = {x, pixels, x_scale, x_zero, packed, weight_sums, scale, b, q, y_zero,
                               relu ? y_zero : -128, n, c, h, width, m, r, s, stride, padding, pool,
                               oh / pool, ow / pool, k,
-                              ceil_div(k, FUSED_INT8_K_STEP) * FUSED_INT8_K_STEP};
-    const dim3 grid((unsigned)blocks_for(n * (oh / pool) * (ow / pool), FUSED_INT8_THREADS),
-                    (unsigned)ceil_div(m, FUSED_INT8_FILTERS));
-    launch_overlapped(int8_conv_pool_kernel, grid, dim3(FUSED_INT8_THREADS), 0, a);
+                              ceil_div(k, CONV_K_STEP) * CONV_K_STEP, rows};
+    const dim3 grid((unsigned)ceil_div(rows, CONV_TILE), (unsigned)ceil_div(m, CONV_TILE));
+    launch_overlapped(int8_conv_pool_kernel, grid, dim3(16, 16), 0, a);
     LAUNCH_CHECK("int8_conv_pool_kernel");
     return S2C_CUDA_OK;
 }
