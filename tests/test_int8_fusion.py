@@ -174,3 +174,18 @@ def test_packing_refuses_weights_that_are_not_int8():
         quantized_checks.int8_pack_weights(ADAPTER, np.zeros((4, 9), np.float32))
     with pytest.raises(ValueError, match="^int8_pack_weights: w must have shape"):
         quantized_checks.int8_pack_weights(ADAPTER, np.zeros((4, 9, 2), np.int8))
+
+
+def test_bench_int8s_layer_errors_compare_a_fused_layers_pooled_codes():
+    """bench.int8 compares each layer's output with the float model's: a conv whose kernel pools
+    its codes against the float conv's output after the ReLU and the same pooling."""
+    int8_bench = pytest.importorskip("bench.int8", reason="bench.int8 needs onnxruntime")
+    tier = load_tier(2)
+    images = np.random.default_rng(6).standard_normal((8, 1, 28, 28)).astype(np.float32)
+    float_model = build_model("lenet5", (1, 28, 28), 10)
+    float_model.build(tier, seed=5)
+    float_model.eval()
+    fused, unfused = (int8_model("lenet5", on, images) for on in (WithFusedOps(tier), tier))
+    errors = int8_bench.layer_errors(float_model, fused, images)
+    assert errors.keys() == int8_bench.layer_errors(float_model, unfused, images).keys()
+    assert max(errors.values()) < 0.1
