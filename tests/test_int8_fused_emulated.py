@@ -168,7 +168,8 @@ def test_conv_pool_on_pixels(lib, case):
 @pytest.mark.parametrize("size", [(3, 7, 5, -128, 0, True), (70, 84, 37, 127, -3, False),
                                   (9, 64, 10, 5, 100, True)])  # fmt: skip
 def test_linear_packed(lib, rung, size):
-    """K = 7 and 84: rows laid out first; K = 64: x its own rows. Floats and codes."""
+    """K = 7: rows laid out first; K = 84 and 64: x its own rows (on the MMA rung; K = 64 on
+    both). Floats and codes."""
     n, k, m, x_zero, y_zero, relu = size
     rng = np.random.default_rng(n + k + m)
     x, w = codes(rng, (n, k)), codes(rng, (m, k))
@@ -246,9 +247,10 @@ def test_good_call_of_the_refusals_runs(lib):
     assert (q[:8] == 0).all() and (q[8:] == -77).all()
 
 
+@pytest.mark.parametrize("rung", RUNGS)
 @pytest.mark.parametrize("change", [{"y": True, "q": True}, {"y": False, "q": False},
                                     {"y_zero": 128}, {"k": 0}, {"n": 0}])  # fmt: skip
-def test_linear_packed_refuses(lib, change):
+def test_linear_packed_refuses(lib, change, rung):
     a = {"y": True, "q": False, "y_zero": 0, "k": 8, "n": 2} | change
     x, weights, sums = np.zeros((2, 32), np.int8), np.zeros((3, 32), np.int8), np.zeros(3, np.int32)
     scale, b = np.ones(3, np.float32), np.zeros(3, np.float32)
@@ -256,6 +258,6 @@ def test_linear_packed_refuses(lib, change):
     status = lib.s2c_cuda_int8_linear_packed(
         pointer(x), 0, pointer(weights), pointer(sums), pointer(scale), pointer(b),
         pointer(y) if a["y"] else None, pointer(q) if a["q"] else None, a["y_zero"], 0,
-        pointer(np.zeros((2, 32), np.int8)), a["n"], a["k"], 3, 1)  # fmt: skip
+        pointer(np.zeros((2, 32), np.int8)), a["n"], a["k"], 3, RUNGS[rung])  # fmt: skip
     assert status == BAD_ARGUMENT
     assert np.isnan(y).all() and (q == -77).all()
