@@ -189,3 +189,38 @@ def test_bench_int8s_layer_errors_compare_a_fused_layers_pooled_codes():
     errors = int8_bench.layer_errors(float_model, fused, images)
     assert errors.keys() == int8_bench.layer_errors(float_model, unfused, images).keys()
     assert max(errors.values()) < 0.1
+
+
+class WithoutFusedOps:
+    """A tier with FUSED_OPS hidden: its int8 models run the unfused chained path."""
+
+    def __init__(self, tier):
+        self._tier = tier
+
+    def __getattr__(self, name):
+        if name in FUSED_OPS:
+            raise AttributeError(name)
+        return getattr(self._tier, name)
+
+
+@pytest.mark.parametrize("name", FUSED_KINDS)
+def test_on_a_gpu_the_nvcc_fused_kernels_give_the_unfused_codes_and_logits(name):
+    """The real kernels (not their emulation, nor compositions): the nvcc variant's fused int8
+    model against the same variant's unfused one, 37 images (no whole tile), NaN pixels."""
+    import stage4_cuda.nvcc_impl as nvcc
+
+    available, why = nvcc.available()
+    if not available:
+        pytest.skip(why)
+    tier = load_tier(4, None, "nvcc")
+    images = np.random.default_rng(12).standard_normal((37, 1, 28, 28)).astype(np.float32)
+    images[3, 0, 10:14, 5:9] = np.nan
+    fused, unfused = (int8_model(name, on, images[4:]) for on in (tier, WithoutFusedOps(tier)))
+    assert [layer.pool for layer in quantized_layers(fused).values()][:2] == [2, 2]
+    x = tier.from_numpy(images)
+    np.testing.assert_array_equal(tier.to_numpy(fused.forward(x)),
+                                  tier.to_numpy(unfused.forward(x)))  # fmt: skip
+    codes, y = fused.net.layers[0].forward(x), x
+    for layer in unfused.net.layers[:3]:
+        y = layer.forward(y)
+    np.testing.assert_array_equal(tier.to_numpy(codes), tier.to_numpy(y))
