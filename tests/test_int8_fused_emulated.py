@@ -131,6 +131,8 @@ CONVS = [
     (2, 2, 10, 9, 5, 3, 2, 2, 0, 1, 127, -5, False),  # stride 2, no pool, no ReLU
     (1, 5, 13, 13, 4, 3, 3, 1, 0, 2, -3, -20, True),  # pool 2 leaves the 11x11 map's edge
     (1, 4, 7, 7, 33, 3, 3, 1, 1, 2, 0, -128, False),  # K = 36: past 32; 33 channels
+    (3, 2, 12, 12, 7, 3, 3, 1, 1, 2, 5, -30, True),  # 432 rows: two blocks of 16 channels
+    (2, 3, 20, 18, 9, 3, 3, 1, 0, 1, -60, 10, True),  # 576 rows, no pool: three such blocks
 ]
 
 

@@ -15,20 +15,22 @@
  * the sums, coded once, would agree wherever the rescaling rises with the sum, i.e. scale > 0;
  * the max of the codes agrees for any scale, at one rescaling per output instead of per window.)
  *
- * An implicit GEMM on int8_gemm's rung 1 (int8/gemm.cu, gemm_dp4a_kernel): a 16 x 16 block
- * computes 64 convolution outputs x 64 channels, 4 x 4 a thread, K_STEP codes at a time through
- * shared memory. Its rows are ordered by pooling window: the 4 outputs of a 2x2 window are rows
+ * An implicit GEMM on int8_gemm's rung 1 (int8/gemm.cu, gemm_dp4a_kernel): a block of 256
+ * threads computes 64 convolution outputs x 64 channels (256 x 16 for a layer of 16 channels or
+ * fewer, which a 64-channel tile would mostly waste), 4 x 4 a thread, K_STEP codes at a time
+ * through shared memory. Its rows are ordered by pooling window: the 4 outputs of a 2x2 window are rows
  * 4w .. 4w + 3, the 4 rows of one thread, so that its epilogue takes their max in registers and
  * writes one code per channel (pool 1: 4 windows of one output each). Each thread gathers the
- * same 2 rows at every step (rows thread / 8 and thread / 8 + 32, 4 codes at quad thread % 8):
- * their receptive fields' corners are found once.
+ * same rows at every step (rows thread / 8 + 32 p, 4 codes at quad thread % 8): their
+ * receptive fields' corners are found once.
  * Cost: 2 n m (ph pool)(pw pool) C R S int8 operations (only the outputs a window covers); device
  * memory x (or its floats) read R S times over (from L1/L2), the packed weights once per tile
  * row, q pooled: no [n, m, oh, ow] tensor, no rows [n oh ow, k32]. */
 #include "../common.h"
 #include "../int8/codes.cuh"
 
-#define CONV_TILE 64   /* outputs and channels a block */
+#define CONV_THREADS 256
+#define CONV_NARROW 16 /* the channels of a block for layers of that many or fewer, else 64 */
 #define CONV_K_STEP 32 /* codes a step; the packed weights' rows are padded to a multiple */
 
 struct int8_conv_pool {
@@ -45,11 +47,11 @@ struct int8_conv_pool {
     int64_t rows; /* n * pooled_height * pooled_width * pool * pool */
 };
 
-/* The receptive field of one row of the product: its image, and its corner in the padded image
- * (valid false past the last row). */
+/* The receptive field of one row of the product: where its image starts in x (-1 past the last
+ * row), and its corner in the padded image (ints: the launcher refuses a larger image). */
 struct receptive_field {
-    int64_t image, top, left;
-    bool valid;
+    int64_t image_start;
+    int top, left;
 };
 
 /* Row `row`: tap row % pool^2 of pooling window row / pool^2. */
@@ -59,16 +61,18 @@ static __device__ receptive_field field_of(const int8_conv_pool &a, int64_t row)
     const int64_t pooled = a.pooled_height * a.pooled_width, image = index_div(window, pooled);
     const int64_t p = window - image * pooled, py = index_div(p, a.pooled_width);
     const int64_t oy = py * a.pool + tap / a.pool, ox = (p - py * a.pooled_width) * a.pool + tap % a.pool;
-    return {image, oy * a.stride - a.padding, ox * a.stride - a.padding, row < a.rows};
+    return {row < a.rows ? image * a.c * a.h * a.width : -1, (int)(oy * a.stride - a.padding),
+            (int)(ox * a.stride - a.padding)};
 }
 
-/* The code of input pixel (channel, iy, ix) of `image`: x_zero in the padding. */
-static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int64_t image,
+/* The code of input pixel (channel, iy, ix) of the image at image_start: x_zero in the
+ * padding. */
+static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int64_t image_start,
                                                      int64_t channel, int64_t iy, int64_t ix)
 {
     if (iy < 0 || iy >= a.h || ix < 0 || ix >= a.width)
         return (int8_t)a.x_zero;
-    const int64_t at = ((image * a.c + channel) * a.h + iy) * a.width + ix;
+    const int64_t at = image_start + (channel * a.h + iy) * a.width + ix;
     if (a.pixels) /* quantize_int8's expression: IEEE division, then the code */
         return int8_code(__fdiv_rn(__ldg(a.pixels + at), a.x_scale), a.x_zero, -128);
     return __ldg(a.x + at);
@@ -79,7 +83,7 @@ static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int
 static __device__ int gather_quad(const int8_conv_pool &a, const receptive_field &field,
                                   int64_t first)
 {
-    if (!field.valid)
+    if (field.image_start < 0)
         return 0;
     const int64_t taps = a.r * a.s;
     int64_t channel = index_div(first, taps), tap = first - channel * taps;
@@ -87,7 +91,7 @@ static __device__ int gather_quad(const int8_conv_pool &a, const receptive_field
     uint32_t four = 0;
     for (int byte = 0; byte < 4; byte++) {
         if (channel < a.c) {
-            const int8_t code = input_code(a, field.image, channel, field.top + tap_row,
+            const int8_t code = input_code(a, field.image_start, channel, field.top + tap_row,
                                            field.left + tap_column);
             four |= (uint32_t)(uint8_t)code << (8 * byte);
         }
@@ -102,29 +106,35 @@ static __device__ int gather_quad(const int8_conv_pool &a, const receptive_field
     return (int)four;
 }
 
-__global__ void __launch_bounds__(256) int8_conv_pool_kernel(const int8_conv_pool a)
+/* COLUMNS channels (64, or 16 for a layer that few: LeNet-5's 6 and 16) by 4096 / COLUMNS
+ * outputs a block of 256 threads, 4 x 4 a thread. */
+template <int COLUMNS>
+__global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8_conv_pool a)
 {
     wait_for_previous_kernel();
+    constexpr int COLUMN_THREADS = COLUMNS / 4, ROWS = 4 * CONV_THREADS / COLUMN_THREADS;
+    constexpr int QUADS = CONV_K_STEP / 4, LINES = CONV_THREADS / QUADS; /* lines a pass */
     /* stored [quad][line], as gemm_dp4a_kernel's tiles (its comment says why) */
-    __shared__ __align__(16) int row_tile[CONV_K_STEP / 4][CONV_TILE + 4];
-    __shared__ __align__(16) int weight_tile[CONV_K_STEP / 4][CONV_TILE + 4];
-    const int tx = threadIdx.x, ty = threadIdx.y, thread = ty * 16 + tx;
-    const int64_t first_row = (int64_t)blockIdx.x * CONV_TILE; /* x: 2^31 - 1 blocks, y: 65535 */
-    const int64_t first_channel = (int64_t)blockIdx.y * CONV_TILE;
-    const int quad = thread % (CONV_K_STEP / 4), line = thread / (CONV_K_STEP / 4);
-    const receptive_field fields[2] = {field_of(a, first_row + line),
-                                       field_of(a, first_row + line + 32)};
+    __shared__ __align__(16) int row_tile[QUADS][ROWS + 4];
+    __shared__ __align__(16) int weight_tile[QUADS][COLUMNS + 4];
+    const int thread = threadIdx.x, tx = thread % COLUMN_THREADS, ty = thread / COLUMN_THREADS;
+    const int64_t first_row = (int64_t)blockIdx.x * ROWS; /* x: 2^31 - 1 blocks, y: 65535 */
+    const int64_t first_channel = (int64_t)blockIdx.y * COLUMNS;
+    const int quad = thread % QUADS, line = thread / QUADS;
+    receptive_field fields[ROWS / LINES];
+    for (int pass = 0; pass < ROWS / LINES; pass++)
+        fields[pass] = field_of(a, first_row + line + LINES * pass);
     int sums[4][4] = {};
     for (int64_t k0 = 0; k0 < a.k; k0 += CONV_K_STEP) {
-        for (int half = 0; half < 2; half++) { /* 64 lines of 8 quads, by 256 threads */
-            const int at = line + 32 * half;
+        for (int pass = 0; pass < ROWS / LINES; pass++)
+            row_tile[quad][line + LINES * pass] = gather_quad(a, fields[pass], k0 + 4 * quad);
+        for (int at = line; at < COLUMNS; at += LINES) {
             const int64_t j = first_channel + at;
-            row_tile[quad][at] = gather_quad(a, fields[half], k0 + 4 * quad);
             weight_tile[quad][at] = j < a.m ? __ldg((const int *)(a.packed + j * a.k32 + k0) + quad)
                                             : 0;
         }
         __syncthreads();
-        for (int step = 0; step < CONV_K_STEP / 4; step++) {
+        for (int step = 0; step < QUADS; step++) {
             const int4 rows = *reinterpret_cast<const int4 *>(&row_tile[step][ty * 4]);
             const int4 weights = *reinterpret_cast<const int4 *>(&weight_tile[step][tx * 4]);
             const int row_codes[4] = {rows.x, rows.y, rows.z, rows.w};
@@ -171,16 +181,20 @@ extern "C" int s2c_cuda_int8_conv2d_pool_to_int8(
     const int64_t oh = (h + 2 * padding - r) / stride + 1;
     const int64_t ow = (width + 2 * padding - s) / stride + 1;
     const int64_t rows = n * (oh / pool) * (ow / pool) * pool * pool;
+    const bool narrow = m <= CONV_NARROW;
+    const int64_t columns = narrow ? CONV_NARROW : 64, block_rows = 4096 / columns;
     if (h + 2 * padding < r || width + 2 * padding < s || oh < pool || ow < pool ||
-        ceil_div(m, CONV_TILE) > 65535 || ceil_div(rows, CONV_TILE) > INT_MAX)
+        h + 2 * padding > INT_MAX || width + 2 * padding > INT_MAX ||
+        ceil_div(m, columns) > 65535 || ceil_div(rows, block_rows) > INT_MAX)
         return S2C_CUDA_BAD_ARGUMENT;
     const int64_t k = c * r * s;
     const int8_conv_pool a = {x, pixels, x_scale, x_zero, packed, weight_sums, scale, b, q, y_zero,
                               relu ? y_zero : -128, n, c, h, width, m, r, s, stride, padding, pool,
                               oh / pool, ow / pool, k,
                               ceil_div(k, CONV_K_STEP) * CONV_K_STEP, rows};
-    const dim3 grid((unsigned)ceil_div(rows, CONV_TILE), (unsigned)ceil_div(m, CONV_TILE));
-    launch_overlapped(int8_conv_pool_kernel, grid, dim3(16, 16), 0, a);
+    const dim3 grid((unsigned)ceil_div(rows, block_rows), (unsigned)ceil_div(m, columns));
+    launch_overlapped(narrow ? int8_conv_pool_kernel<CONV_NARROW> : int8_conv_pool_kernel<64>,
+                      grid, dim3(CONV_THREADS), 0, a);
     LAUNCH_CHECK("int8_conv_pool_kernel");
     return S2C_CUDA_OK;
 }
