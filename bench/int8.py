@@ -14,7 +14,9 @@ The checkpoints of the committed record (curriculum/results/int8-cpu), trained b
 
 On a machine with an NVIDIA GPU (the nvcc library built: python -m stage4_cuda.nvcc_build), the
 stage 4 side: both variants, float32 against int8 at batch 256, the int8 model on each rung of the
-variant's INT8_KERNELS (nvcc: dp4a, mma; numba has one, its int32 tiles):
+variant's INT8_KERNELS (nvcc: dp4a, mma; numba has one, its int32 tiles). On nvcc the rung is the
+linear layers' GEMM: the convolutions run fused with their pooling (nn.quantized.fuse_int8), in a
+kernel of their own on __dp4a.
 
     python -m bench.int8 --model lenet5=runs/lenet5-mnist-2ep/best.npz \
         --model fashion_cnn=runs/fashion_cnn-fashion-mnist-3ep/best.npz \
