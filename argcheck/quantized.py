@@ -1,10 +1,13 @@
 """The checks of the int8 inference ops (quantize_int8, int8_linear, int8_conv2d, their _to_int8
-forms, maxpool2d_int8), every tier.
+forms, maxpool2d_int8), every tier; and of the nvcc variant's fused inference extras
+(int8_pack_weights, int8_conv2d_pool_to_int8), which no other tier has.
 
 An int8 array is int8 in a tier of typed arrays; stage 1's nested lists of Python ints carry no
 width, so there (the adapter's `int8_dtype` says "int64") every value is checked to lie in
 [-128, 127]. Zero points are ints in that range; the scales are float arrays of the tier's dtype.
 """
+
+import math
 
 from . import arrays
 from .errors import fail, fail_type
@@ -72,10 +75,11 @@ def int8_linear(t, x, x_zero, w, scale, b, op="int8_linear"):
     return x, x_zero, w, scale, b
 
 
-def int8_conv2d(t, x, x_zero, w, scale, b, stride, padding, op="int8_conv2d"):
-    """x [N, C, H, W] int8, x_zero, w [M, C, R, S] int8, scale [M], b [M]; returns
-    (x, x_zero, w, scale, b, stride, padding, oh, ow)."""
-    x, (n, c, h, width) = int8_array(t, op, "x", x, "N, C, H, W")
+def int8_conv2d(t, x, x_zero, w, scale, b, stride, padding, op="int8_conv2d", x_floats=False):
+    """x [N, C, H, W] int8 (float, `x_floats`), x_zero, w [M, C, R, S] int8, scale [M], b [M];
+    returns (x, x_zero, w, scale, b, stride, padding, oh, ow)."""
+    check_x = arrays.array if x_floats else int8_array
+    x, (n, c, h, width) = check_x(t, op, "x", x, "N, C, H, W")
     x_zero = zero_point(op, "x_zero", x_zero)
     w, (m, _, r, s) = int8_array(t, op, "w", w, "M, C, R, S", hint=" (C: x's channels)", C=c)
     scale, b = _rescale(t, op, scale, b, m)
@@ -101,6 +105,35 @@ def int8_conv2d_to_int8(t, x, x_zero, w, scale, b, y_zero, stride, padding, relu
                                                                   stride, padding, op)  # fmt: skip
     y_zero, relu = zero_point(op, "y_zero", y_zero), flag(op, "relu", relu)
     return x, x_zero, w, scale, b, y_zero, stride, padding, relu, oh, ow
+
+
+def int8_pack_weights(t, w):
+    """w [M, K] or [M, C, R, S] int8: a linear layer's or a convolution's weights."""
+    op = "int8_pack_weights"
+    dims = "M, K" if len(arrays.describe(t, op, "w", w).shape) == 2 else "M, C, R, S"
+    w, shape = int8_array(t, op, "w", w, dims)
+    sum_length(op, "w's inputs per output", math.prod(shape[1:]))
+    return w
+
+
+def int8_conv2d_pool_to_int8(t, x, x_zero, w, scale, b, y_zero, stride, padding, pool, relu,
+                             x_scale):  # fmt: skip
+    """int8_conv2d_to_int8's arguments, x float when x_scale is not None (then > 0), and a pool of
+    1 or 2 that the output fits; returns (x, x_zero, y_zero, stride, padding, pool, relu, x_scale,
+    oh, ow)."""
+    op = "int8_conv2d_pool_to_int8"
+    floats = x_scale is not None
+    x, x_zero, w, scale, b, stride, padding, oh, ow = int8_conv2d(
+        t, x, x_zero, w, scale, b, stride, padding, op, x_floats=floats
+    )
+    if floats:
+        x_scale = real(op, "x_scale", x_scale, 0, low_open=True)
+    pool = integer(op, "pool", pool, 1, 2)
+    if oh < pool or ow < pool:
+        fail(op, f"pool must be at most the output's height and width, got pool {pool} over "
+                 f"{oh}x{ow}")  # fmt: skip
+    y_zero, relu = zero_point(op, "y_zero", y_zero), flag(op, "relu", relu)
+    return x, x_zero, y_zero, stride, padding, pool, relu, x_scale, oh, ow
 
 
 def maxpool2d_int8(t, x, k, stride):

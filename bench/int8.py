@@ -14,7 +14,9 @@ The checkpoints of the committed record (curriculum/results/int8-cpu), trained b
 
 On a machine with an NVIDIA GPU (the nvcc library built: python -m stage4_cuda.nvcc_build), the
 stage 4 side: both variants, float32 against int8 at batch 256, the int8 model on each rung of the
-variant's INT8_KERNELS (nvcc: dp4a, mma; numba has one, its int32 tiles):
+variant's INT8_KERNELS (nvcc: dp4a, mma; numba has one, its int32 tiles). On nvcc the rung is the
+linear layers' GEMM: the convolutions run fused with their pooling (nn.quantized.fuse_int8), in a
+kernel of their own on __dp4a.
 
     python -m bench.int8 --model lenet5=runs/lenet5-mnist-2ep/best.npz \
         --model fashion_cnn=runs/fashion_cnn-fashion-mnist-3ep/best.npz \
@@ -110,7 +112,8 @@ def layer_outputs(model, layers, images, value=None):
 def layer_errors(float_model, int8_model, images):
     """{path: RMS(int8 output - float output) / RMS(float output)} per quantized layer. A layer
     chained to the next (nn.quantized.chain_int8) writes codes: their values are compared with the
-    float output after the ReLU the codes include."""
+    float output after the ReLU the codes include, and after the max-pooling too where the layer's
+    kernel pools them (nn.quantized.fuse_int8)."""
     expected = layer_outputs(float_model, quantizable_layers(float_model.net), images)
     layers = quantized_layers(int8_model)
     found = layer_outputs(int8_model, layers, images, lambda layer, y: layer.dequantize(y))
@@ -118,8 +121,17 @@ def layer_errors(float_model, int8_model, images):
     for path, want in expected.items():
         if layers[path].output_code and layers[path].output_code[2]:  # the ReLU is in the codes
             want = np.maximum(want, 0.0)
+        if layers[path].pool > 1:
+            want = max_pooled(want, layers[path].pool)
         errors[path] = float(np.sqrt(np.mean((found[path] - want) ** 2) / np.mean(want**2)))
     return errors
+
+
+def max_pooled(x, pool):
+    """x [N, C, H, W] max-pooled over pool x pool windows at stride pool (NumPy)."""
+    n, c, h, w = x.shape
+    windows = x[:, :, : h // pool * pool, : w // pool * pool]
+    return windows.reshape(n, c, h // pool, pool, w // pool, pool).max(axis=(3, 5))
 
 
 def accuracy_rows(name, checkpoint, stage, calibration, out_dir, data_dir):
@@ -181,20 +193,21 @@ def speed_rows(name, checkpoint, int8_checkpoint, stages, repeats, data_dir):
 
 
 class RungTier:
-    """`tier` with its int8 GEMMs (int8_linear, int8_conv2d) on rung `kernel` of its INT8_KERNELS:
-    a model's int8 layers given one, timed on that rung."""
+    """`tier` with its int8 GEMMs (RUNG_OPS) on rung `kernel` of its INT8_KERNELS: a model's int8
+    layers given one, timed on that rung. (The nvcc variant's fused int8_conv2d_pool_to_int8 has
+    one kernel of its own, on __dp4a, whatever the rung.)"""
+
+    RUNG_OPS = ("int8_linear", "int8_conv2d", "int8_linear_to_int8", "int8_conv2d_to_int8",
+                "int8_linear_packed")  # fmt: skip
 
     def __init__(self, tier, kernel):
         self.tier, self.kernel = tier, kernel
 
     def __getattr__(self, name):
-        return getattr(self.tier, name)
-
-    def int8_linear(self, *args, **options):
-        return self.tier.int8_linear(*args, kernel=self.kernel, **options)
-
-    def int8_conv2d(self, *args, **options):
-        return self.tier.int8_conv2d(*args, kernel=self.kernel, **options)
+        op = getattr(self.tier, name)
+        if name in self.RUNG_OPS:
+            return functools.partial(op, kernel=self.kernel)
+        return op
 
 
 def int8_rungs(tier):

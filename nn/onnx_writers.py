@@ -80,7 +80,8 @@ def writes(*layer_classes, registry=NODE_WRITERS):
 def write_layer(graph, layer, x, path, registry=NODE_WRITERS):
     """Write `layer` (at dotted `path` in its model) on tensor `x`; returns its output tensor.
     A layer without a writer of its own takes its nearest base class's: a chained int8 model's
-    FusedReLU and CodesMaxPool2d compute what ReLU and MaxPool2d do, on int8 codes."""
+    FusedReLU and CodesMaxPool2d compute what ReLU and MaxPool2d do, on int8 codes, and a
+    FusedMaxPool2d stands where the pooling its convolution's kernel does belongs."""
     writer = next((registry[cls] for cls in type(layer).__mro__ if cls in registry), None)
     if writer is None:
         raise ValueError(f"layer {path} ({layer.describe()}) has no ONNX node writer")

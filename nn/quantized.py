@@ -19,6 +19,14 @@ that same pass (ReLU commutes with max-pooling and flattening: both are monotoni
 runs on the codes (maxpool2d_int8: codes keep their values' order), and the second layer takes
 the codes as they are. Float32 then appears only at the model's input and its logits.
 
+Where the tier has the fused inference extras (FUSED_OPS: stage 4's nvcc variant), a quantized
+layer's weights are laid out for its GEMM once, when it is made (int8_pack_weights), not at every
+call, and fuse_int8 goes further than chain_int8: a chained Conv2d and the one MaxPool2d(2)
+between it and the next quantized layer run as one kernel (int8_conv2d_pool_to_int8: the
+convolution, the requantization with its ReLU, the pooling of the codes), which for a first layer
+quantizes the float32 input as it reads it. The codes are the unfused path's, bit for bit (the
+kernel takes the max of the same codes maxpool2d_int8 pools); other tiers keep that path.
+
 A quantized checkpoint is an ordinary checkpoint (nn/checkpoint.py: one .npz written atomically,
 the same meta) with a "quantization" entry in its meta and, for each quantized layer at dotted
 path P, the arrays an exporter reads (a QDQ ONNX graph has one QuantizeLinear per input and one
@@ -48,6 +56,8 @@ from nn.tensor import shape_of
 
 QUANTIZED_TYPES = (Linear, Conv2d)
 CHAINED_OPS = ("int8_linear_to_int8", "int8_conv2d_to_int8", "maxpool2d_int8")
+FUSED_OPS = ("int8_pack_weights", "int8_linear_packed", "int8_conv2d_pool_to_int8")
+FUSED_POOL = 2  # the max-pooling int8_conv2d_pool_to_int8 takes in: 2x2 windows at stride 2
 ARRAYS = ("weight", "weight_scale", "input_scale", "input_zero_point", "bias")
 DTYPES = {"weight": np.int8, "weight_scale": np.float32, "input_scale": np.float32,
           "input_zero_point": np.int8, "bias": np.float32}  # fmt: skip
@@ -101,6 +111,10 @@ class QuantizedLayer(Layer):
         self.bias = tier.from_numpy(self.host["bias"])
         self.takes_codes = False  # chain_int8: the input arrives as this layer's codes
         self.output_code = None  # chain_int8: (scale, zero point, relu) of the codes it writes
+        # the weights as the GEMM reads them, laid out once where the tier can (FUSED_OPS)
+        fused = all(hasattr(tier, op) for op in FUSED_OPS)
+        self.packed = tier.int8_pack_weights(self.weight) if fused else None
+        self.pool = 1  # fuse_int8: the max-pooling of the codes this layer's kernel does
 
     def write_codes(self, scale, zero_point, relu):
         """From now on, forward writes int8 codes of (relu of) y under `scale` and `zero_point`:
@@ -117,9 +131,21 @@ class QuantizedLayer(Layer):
         """y float32 (or, chained, the next layer's int8 codes) from x float32 (or, chained, this
         layer's input codes), through one int8 GEMM."""
         tier, zero = self.tier, self.input_zero_point
-        q = x if self.takes_codes else tier.quantize_int8(x, self.input_scale, zero)
         conv = isinstance(self.original, Conv2d)
         window = (self.original.stride, self.original.padding) if conv else ()
+        if conv and self.packed is not None and self.output_code is not None:
+            _, y_zero, relu = self.output_code
+            x_scale = None if self.takes_codes else self.input_scale  # floats: quantized inside
+            return tier.int8_conv2d_pool_to_int8(x, zero, self.packed, self.code_scale,
+                                                 self.code_bias, y_zero, *window, pool=self.pool,
+                                                 relu=relu, x_scale=x_scale)  # fmt: skip
+        q = x if self.takes_codes else tier.quantize_int8(x, self.input_scale, zero)
+        if not conv and self.packed is not None:
+            if self.output_code is None:
+                return tier.int8_linear_packed(q, zero, self.packed, self.scale, self.bias)
+            _, y_zero, relu = self.output_code
+            return tier.int8_linear_packed(q, zero, self.packed, self.code_scale, self.code_bias,
+                                           y_zero, relu=relu)  # fmt: skip
         if self.output_code is None:
             op = tier.int8_conv2d if conv else tier.int8_linear
             return op(q, zero, self.weight, self.scale, self.bias, *window)
@@ -140,7 +166,8 @@ class QuantizedLayer(Layer):
         raise NotImplementedError("an int8 model runs inference only: train the float model")
 
     def describe(self):
-        return f"Int8{self.original.describe()}"
+        pooled = f" + MaxPool2d({self.pool}) on its codes" if self.pool > 1 else ""
+        return f"Int8{self.original.describe()}{pooled}"
 
 
 class CodesMaxPool2d(MaxPool2d):
@@ -164,6 +191,21 @@ class FusedReLU(ReLU):
     def __init__(self, relu):
         super().__init__()
         self.tier, self.output_shape = relu.tier, relu.output_shape
+
+    def forward(self, x):
+        return x
+
+    def backward(self, dout):
+        raise NotImplementedError("an int8 model runs inference only: train the float model")
+
+
+class FusedMaxPool2d(MaxPool2d):
+    """A MaxPool2d between chained quantized layers whose pooling the convolution before it does
+    (fuse_int8): it passes the pooled codes on."""
+
+    def __init__(self, pool):
+        super().__init__(pool.kernel_size, pool.stride)
+        self.tier, self.output_shape = pool.tier, pool.output_shape
 
     def forward(self, x):
         return x
@@ -203,6 +245,31 @@ def chain_int8(layer, tier):
                 layers[i] = FusedReLU(layers[i])
             elif isinstance(layers[i], MaxPool2d):
                 layers[i] = CodesMaxPool2d(layers[i])
+    fuse_int8(layer, tier)
+
+
+def fuse_int8(sequential, tier):
+    """In `sequential` (chained by chain_int8), give each chained quantized Conv2d the one
+    MaxPool2d(2) (stride 2) between it and the next quantized layer, where `tier` has the fused
+    ops (FUSED_OPS): the convolution's kernel pools its codes, the pool passes them on. In place."""
+    if not all(hasattr(tier, op) for op in FUSED_OPS) or not isinstance(sequential, Sequential):
+        return
+    layers = sequential.layers
+    for first, producer in enumerate(layers):
+        if not (isinstance(producer, QuantizedLayer) and isinstance(producer.original, Conv2d)
+                and producer.output_code is not None):  # fmt: skip
+            continue
+        between = first + 1
+        while between < len(layers) and not isinstance(layers[between], QuantizedLayer):
+            between += 1
+        pools = [i for i in range(first + 1, between) if isinstance(layers[i], CodesMaxPool2d)]
+        if len(pools) != 1:
+            continue
+        pool = layers[pools[0]]
+        if pool.kernel_size == pool.stride == FUSED_POOL:
+            producer.pool = FUSED_POOL
+            producer.output_shape = pool.output_shape
+            layers[pools[0]] = FusedMaxPool2d(pool)
 
 
 def quantizable_layers(layer, prefix=""):

@@ -279,6 +279,23 @@ int s2c_cuda_int8_conv2d_to_int8(const int8_t *x, int x_zero, const int8_t *w, c
 int s2c_cuda_maxpool2d_int8(const int8_t *x, int8_t *y, int64_t planes, int64_t h, int64_t w,
                             int64_t k, int64_t stride);
 int s2c_cuda_int8_best_rung(int *rung);
+/* A model's weights packed once when it is loaded: packed [m, k32], weight_sums [m]. Then
+ * int8_linear (q NULL) or int8_linear_to_int8 (y NULL) on them, and inference's fused
+ * int8_conv2d_pool_to_int8 (inference/int8_conv_pool.cu): int8_conv2d_to_int8 then maxpool2d_int8
+ * over pool x pool windows at stride pool (pool 1: none), from codes x or from float32 pixels
+ * quantized by x_scale and x_zero (the other NULL), writing q [n, m, oh / pool, ow / pool]. */
+int s2c_cuda_int8_pack_weights(const int8_t *w, int8_t *packed, int32_t *weight_sums, int64_t m,
+                               int64_t k);
+int s2c_cuda_int8_linear_packed(const int8_t *x, int x_zero, const int8_t *packed,
+                                const int32_t *weight_sums, const float *scale, const float *b,
+                                float *y, int8_t *q, int y_zero, int relu, int8_t *rows, int64_t n,
+                                int64_t k, int64_t m, int rung);
+int s2c_cuda_int8_conv2d_pool_to_int8(const int8_t *x, const float *pixels, float x_scale,
+                                      int x_zero, const int8_t *packed, const int32_t *weight_sums,
+                                      const float *scale, const float *b, int y_zero, int relu,
+                                      int8_t *q, int64_t n, int64_t c, int64_t h, int64_t width,
+                                      int64_t m, int64_t r, int64_t s, int64_t stride,
+                                      int64_t padding, int64_t pool);
 
 /* attention.cu: layer norm over x [rows, d], each row its own statistics (mean, invstd [rows];
  * gamma, beta, dgamma, dbeta [d]; the backward's partial sums in `partial`); GELU elementwise, tanh_form 0 for the exact erf form, 1 for

@@ -31,9 +31,11 @@ from .activations import SOFTMAX_KERNELS
 from .conv import CONV_KERNELS
 from .device_data import correct_count, shift_images, take
 from .epilogue import bias_relu
+from .inference import int8_conv2d_pool_to_int8
 from .linalg import MATMUL_KERNELS
 from .losses import cross_entropy_loss_and_grad
 from .pooling import maxpool2d_relu_backward, maxpool2d_relu_forward
+from .quantized import int8_linear_packed, int8_pack_weights
 from .recording import capture_graph, copy_into, record_step
 from .streams import Event, Stream, pinned_empty, upload
 
@@ -74,6 +76,9 @@ __all__ = [
     "copy_into",
     "correct_count",
     "cross_entropy_loss_and_grad",
+    "int8_conv2d_pool_to_int8",
+    "int8_linear_packed",
+    "int8_pack_weights",
     "maxpool2d_relu_backward",
     "maxpool2d_relu_forward",
     "pinned_empty",

@@ -135,6 +135,7 @@ CALLS = {
          "s2c_cuda_rmsprop_step", "s2c_cuda_adam_step"],
         "task step in optim.cu"),
     "s2c_cuda_linear_forward": "task matmul in matmul.cu",
+    "s2c_cuda_int8_linear_packed": "tasks int8_linear and int8_gemm_dp4a in int8/gemm.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
     "s2c_cuda_conv2d_im2col": "tasks im2col in conv/im2col.cu and sgemm_cp_async in "
                               "sgemm/08_cp_async.cu",

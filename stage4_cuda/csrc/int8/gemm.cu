@@ -38,10 +38,9 @@ static __device__ __forceinline__ void write_output(const int8_output out, int64
 {
     if (i >= out.rows || j >= out.m)
         return;
-    const int64_t centred = (int64_t)sum - (int64_t)out.x_zero * out.weight_sums[j];
     const int64_t image = index_div(i, out.group); /* 32-bit where it fits */
     const int64_t at = image * out.m * out.group + (i - image * out.group) + j * out.group;
-    const float y = out.scale[j] * (float)centred + out.b[j];
+    const float y = rescaled_sum(sum, out.x_zero, out.weight_sums[j], out.scale[j], out.b[j]);
     if (out.codes)
         out.codes[at] = int8_code(y, out.code_zero, out.code_low);
     else
@@ -71,8 +70,8 @@ __global__ void conv_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64
                                  int64_t padding, int64_t oh, int64_t ow, int x_zero, int64_t k32);
 __global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
                                  int8_output out);
-__global__ void gemm_mma_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
-                                int8_output out);
+__global__ void gemm_mma_kernel(const int8_t *rows, int64_t row_bytes, int64_t row_codes,
+                                const int8_t *packed, int64_t k32, int8_output out);
 
 /* Whether the current device has int8 tensor-core MMA and this library holds code for it. */
 static bool device_has_int8_mma(void)
@@ -90,20 +89,33 @@ extern "C" int s2c_cuda_int8_best_rung(int *rung)
     return S2C_CUDA_OK;
 }
 
-/* The GEMM on laid-out rows: packs the weights, then runs `rung` (0: the best this GPU has). */
+/* packed and weight_sums from w (pack_weights_kernel). */
+static int pack_weights(const int8_t *w, int8_t *packed, int32_t *weight_sums, int64_t m,
+                        int64_t k, int64_t k32)
+{
+    launch_overlapped(pack_weights_kernel, dim3((unsigned)blocks_for(m * 32, 128)), dim3(128), 0,
+                      w, packed, weight_sums, m, k, k32);
+    LAUNCH_CHECK("pack_weights_kernel");
+    return S2C_CUDA_OK;
+}
+
+/* The GEMM on laid-out rows: packs the weights (unless w is NULL: `packed` and `weight_sums`
+ * already hold them), then runs `rung` (0: the best this GPU has). */
 static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_t *weight_sums,
                      int64_t k, int64_t k32, int rung, int8_output out)
 {
-    launch_overlapped(pack_weights_kernel, dim3((unsigned)blocks_for(out.m * 32, 128)), dim3(128),
-                      0, w, packed, weight_sums, out.m, k, k32);
-    LAUNCH_CHECK("pack_weights_kernel");
+    if (w != nullptr) {
+        const int status = pack_weights(w, packed, weight_sums, out.m, k, k32);
+        if (status != S2C_CUDA_OK)
+            return status;
+    }
     out.weight_sums = weight_sums;
     if (rung == 0)
         rung = device_has_int8_mma() ? 2 : 1;
     if (rung == 2) {
         dim3 grid((unsigned)ceil_div(out.m, MMA_COLUMNS), (unsigned)ceil_div(out.rows, TILE));
-        launch_overlapped(gemm_mma_kernel, grid, dim3(128), 0, rows, (const int8_t *)packed, k32,
-                          out);
+        launch_overlapped(gemm_mma_kernel, grid, dim3(128), 0, rows, k32, k32,
+                          (const int8_t *)packed, k32, out);
         LAUNCH_CHECK("gemm_mma_kernel");
     } else if (rung == 1) {
         // BEGIN SOLUTION week 19, task int8_gemm_dp4a
@@ -214,6 +226,44 @@ extern "C" int s2c_cuda_int8_conv2d_to_int8(const int8_t *x, int x_zero, const i
     return conv2d(x, w, rows, packed, weight_sums, n, c, h, width, r, s, stride, padding, rung,
                   codes(q, y_zero, relu, scale, b, n * group, m, group, x_zero));
     // END SOLUTION
+}
+
+/* A model's weights packed once, when it is loaded (packed [m, k32], k32 = k rounded up to 32,
+ * and weight_sums [m]), for int8_linear_packed and inference's int8_conv2d_pool_to_int8. */
+extern "C" int s2c_cuda_int8_pack_weights(const int8_t *w, int8_t *packed, int32_t *weight_sums,
+                                          int64_t m, int64_t k)
+{
+    if (m < 1 || k < 1)
+        return S2C_CUDA_BAD_ARGUMENT;
+    return pack_weights(w, packed, weight_sums, m, k, ceil_div(k, K_STEP) * K_STEP);
+}
+
+/* int8_linear (q NULL: floats y) or int8_linear_to_int8 (y NULL: codes q) on weights packed by
+ * s2c_cuda_int8_pack_weights: the same GEMM, without the packing kernel of every call. */
+extern "C" int s2c_cuda_int8_linear_packed(const int8_t *x, int x_zero, const int8_t *packed,
+                                           const int32_t *weight_sums, const float *scale,
+                                           const float *b, float *y, int8_t *q, int y_zero,
+                                           int relu, int8_t *rows, int64_t n, int64_t k,
+                                           int64_t m, int rung)
+{
+    if ((y == nullptr) == (q == nullptr) || y_zero < -128 || y_zero > 127)
+        return S2C_CUDA_BAD_ARGUMENT;
+    int8_output out = y ? floats(y, scale, b, n, m, 1, x_zero)
+                        : codes(q, y_zero, relu, scale, b, n, m, 1, x_zero);
+    if (rung == 0)
+        rung = device_has_int8_mma() ? 2 : 1;
+    /* The MMA rung reads x as it is wherever its rows start on 4-byte boundaries (LeNet-5's K of
+     * 400, 120 and 84): no rows kernel. */
+    if (rung == 2 && k >= 1 && k % 4 == 0 && (uintptr_t)x % 4 == 0 && n >= 1 && m >= 1 &&
+        x_zero >= -128 && x_zero <= 127) {
+        out.weight_sums = weight_sums;
+        const int64_t k32 = ceil_div(k, K_STEP) * K_STEP;
+        dim3 grid((unsigned)ceil_div(m, MMA_COLUMNS), (unsigned)ceil_div(n, TILE));
+        launch_overlapped(gemm_mma_kernel, grid, dim3(128), 0, x, k, k, packed, k32, out);
+        LAUNCH_CHECK("gemm_mma_kernel");
+        return S2C_CUDA_OK;
+    }
+    return linear(x, nullptr, rows, (int8_t *)packed, (int32_t *)weight_sums, k, rung, out);
 }
 
 /* packed [m, k32] = w [m, k] padded with zeros; sums[j] = the sum of w's row j. A warp per row,
@@ -387,10 +437,12 @@ static __device__ __forceinline__ void mma_s8_16x8x32(int d[4], const int a[4], 
 }
 
 /* Rung 2: warp w of the block computes rows first_row + 16w .. + 15 by MMA_COLUMNS channels,
- * four 16 x 8 MMA tiles side by side; fragments load straight from the laid-out rows and
- * weights (4 aligned bytes a register), zero past the last row or channel. */
-__global__ void gemm_mma_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
-                                int8_output out)
+ * four 16 x 8 MMA tiles side by side; fragments load straight from the rows and the packed
+ * weights (4 aligned bytes a register), zero past the last row or channel. The rows lie
+ * row_bytes apart, their codes past row_codes read as zeros: laid-out rows (both k32), or a
+ * dense layer's x itself where its K is a multiple of 4 (row_bytes = row_codes = K). */
+__global__ void gemm_mma_kernel(const int8_t *rows, int64_t row_bytes, int64_t row_codes,
+                                const int8_t *packed, int64_t k32, int8_output out)
 {
     wait_for_previous_kernel();
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
@@ -400,12 +452,13 @@ __global__ void gemm_mma_kernel(const int8_t *rows, const int8_t *packed, int64_
     const auto quad = [&](const int8_t *base, int64_t line, int64_t lines, int64_t at) {
         return line < lines ? *(const int *)(base + line * k32 + at) : 0;
     };
+    const auto row_quad = [&](int64_t line, int64_t at) { /* zero past row_codes */
+        return line < out.rows && at < row_codes ? *(const int *)(rows + line * row_bytes + at) : 0;
+    };
     for (int64_t k0 = 0; k0 < k32; k0 += K_STEP) {
         const int64_t low = k0 + 4 * t, high = low + 16;
-        const int a[4] = {quad(rows, first_row + g, out.rows, low),
-                          quad(rows, first_row + g + 8, out.rows, low),
-                          quad(rows, first_row + g, out.rows, high),
-                          quad(rows, first_row + g + 8, out.rows, high)};
+        const int a[4] = {row_quad(first_row + g, low), row_quad(first_row + g + 8, low),
+                          row_quad(first_row + g, high), row_quad(first_row + g + 8, high)};
         for (int tile = 0; tile < MMA_COLUMNS / 8; tile++) {
             const int64_t column = first_column + 8 * tile + g;
             const int b[2] = {quad(packed, column, out.m, low), quad(packed, column, out.m, high)};
