@@ -169,7 +169,8 @@ inline void run_block(unsigned threads, dim3 block)
 struct Launch {
     dim3 grid, block;
     size_t shared_bytes;
-    Launch(dim3 grid_, dim3 block_, size_t shared_bytes_ = 0)
+    /* a stream (`<<<grid, block, shared, stream>>>`) changes nothing: launches run in call order */
+    Launch(dim3 grid_, dim3 block_, size_t shared_bytes_ = 0, cudaStream_t = 0)
         : grid(grid_), block(block_), shared_bytes(shared_bytes_) {}
 
     template <class... Parameters, class... Arguments>
