@@ -13,8 +13,8 @@
  * Normalization by table: levels[c * 256 + v] is the float32 the host's Normalizer gives pixel
  * value v in channel c (256 values a channel, computed there once). A pixel's output is a lookup,
  * so it is the host's value to the bit whatever the compiler makes of (v / 255 - mean) / std
- * (nvcc contracts a product and a difference into one fused multiply-add, rounded once, where
- * NumPy rounds twice). */
+ * (by default nvcc contracts a product and a difference into one fused multiply-add, rounded
+ * once, where NumPy rounds twice). */
 #include "common.h"
 
 #define AUGMENT_THREADS 256
