@@ -40,8 +40,7 @@ __global__ void augment_images_kernel(const uint8_t *images, const int64_t *rows
 }
 
 /* On `stream` (NULL: this thread's default stream), so that a pipeline makes the next batch on
- * its copy stream, right after that batch's copy, while the step before it computes. A plain
- * launch: the kernel before it on a copy stream is a copy, nothing to overlap with. */
+ * its copy stream, right after that batch's copy, while the step before it computes. */
 extern "C" int s2c_cuda_augment_images(const uint8_t *images, const int64_t *rows,
                                        const int64_t *cols, const uint8_t *flips,
                                        const float *levels, float *y, int64_t count,
@@ -51,8 +50,9 @@ extern "C" int s2c_cuda_augment_images(const uint8_t *images, const int64_t *row
     int64_t n = count * channels * height * width;
     if (n == 0) return S2C_CUDA_OK;
     cudaStream_t on = stream == NULL ? cudaStreamPerThread : (cudaStream_t)stream;
-    augment_images_kernel<<<blocks_for(n, AUGMENT_THREADS), AUGMENT_THREADS, 0, on>>>(
-        images, rows, cols, flips, levels, y, count, channels, height, width, max_shift);
+    launch_overlapped_on(on, augment_images_kernel, blocks_for(n, AUGMENT_THREADS), AUGMENT_THREADS,
+                         0, images, rows, cols, flips, levels, y, count, channels, height, width,
+                         max_shift);
     LAUNCH_CHECK("augment_images_kernel");
     return S2C_CUDA_OK;
 }

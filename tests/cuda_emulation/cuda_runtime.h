@@ -169,8 +169,7 @@ inline void run_block(unsigned threads, dim3 block)
 struct Launch {
     dim3 grid, block;
     size_t shared_bytes;
-    /* a stream (`<<<grid, block, shared, stream>>>`) changes nothing: launches run in call order */
-    Launch(dim3 grid_, dim3 block_, size_t shared_bytes_ = 0, cudaStream_t = 0)
+    Launch(dim3 grid_, dim3 block_, size_t shared_bytes_ = 0)
         : grid(grid_), block(block_), shared_bytes(shared_bytes_) {}
 
     template <class... Parameters, class... Arguments>
