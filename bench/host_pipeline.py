@@ -8,14 +8,18 @@ Needs a GPU and the nvcc variant. Two measurements, every time from CUDA events:
   from page-locked memory (cudaMallocHost), each on a stream of its own; GB/s of the best of
   `--repeats`.
 - An epoch: the Tiny-ImageNet CNN (4.39M parameters) on synthetic 64x64x3 images (random pixels
-  and labels: the time of a step does not depend on them), its recipe's augmentation (shifts,
-  flips) made on the host. Serial: each batch is made, copied and waited for, then its step runs
-  and is waited for; the copy and compute times are the sums of their events. Pipelined: the
-  trainer's PipelinedStep, batch i + 1 made and copied while batch i computes; overlapped time:
-  from the first copy's start to the last step's end. overlap = max(copy, compute) / overlapped
-  time (1.0: the shorter is wholly hidden; target >= 0.8). Also the epoch as HostStep takes it
-  (the step every tier has: a pageable copy on the kernels' stream, its result read back every
-  step), timed on the host. A timeline of the pipelined epoch's first batches: OUTPUT.png.
+  and labels: the time of a step does not depend on them), with its recipe's augmentation
+  (shifts, flips). The pipeline sends each batch's uint8 pixels and its draws, and augments and
+  normalizes it on the device, on the copy stream right after its copy (nn/host_pipeline.py; the
+  record says where, `augmented_on`): a copy's time includes that kernel. Serial: each batch is
+  readied, copied (and augmented) and waited for, then its step runs and is waited for; the copy
+  and compute times are the sums of their events. Pipelined: the trainer's PipelinedStep, batch
+  i + 1 readied and copied while batch i computes; overlapped time: from the first copy's start to
+  the last step's end. overlap = max(copy, compute) / overlapped time (1.0: the shorter is wholly
+  hidden; target >= 0.8). Also the epoch as HostStep takes it (the step every tier has: the batch
+  augmented and normalized on the host, a pageable float32 copy on the kernels' stream, its result
+  read back every step), timed on the host. A timeline of the pipelined epoch's first batches:
+  OUTPUT.png.
 """
 
 import argparse
@@ -37,6 +41,11 @@ from nn.report import machine
 from nn.steps import HostStep, PipelinedStep
 
 SIZES_MB = (1, 4, 16, 64, 256)
+AUGMENTED_ON = {
+    "device": "The pipeline sends each batch's uint8 pixels and its draws; a kernel on the copy "
+    "stream shifts, flips and normalizes it on the device (the copy times include it).",
+    "host": "The pipeline augments and normalizes each batch on the host and sends it as float32.",
+}
 TIMELINE_BATCHES = 8
 
 
@@ -92,7 +101,8 @@ def spans(timeline, kind):
 
 
 def serial_epoch(tier, data, recipe):
-    """(copy ms, compute ms, host seconds) of an epoch where nothing overlaps."""
+    """(copy ms, compute ms, host seconds, where the batches were augmented: "device" or "host")
+    of an epoch where nothing overlaps."""
     model, optimizer = parts(tier, data, recipe)
     pipeline = HostPipeline(tier, data, model.loss, recipe, timed=True)
     step = PipelinedStep(model, optimizer, pipeline)
@@ -107,7 +117,9 @@ def serial_epoch(tier, data, recipe):
         pipeline.release(index, began)
         tier.synchronize()
     seconds = time.perf_counter() - started
-    return sum(spans(pipeline.timeline, "copy")), sum(spans(pipeline.timeline, "compute")), seconds
+    where = "host" if pipeline.levels is None else "device"
+    return (sum(spans(pipeline.timeline, "copy")), sum(spans(pipeline.timeline, "compute")),
+            seconds, where)  # fmt: skip
 
 
 def pipelined_epoch(tier, data, recipe):
@@ -147,8 +159,9 @@ def host_step_epoch(tier, data, recipe):
     return time.perf_counter() - started
 
 
-def draw_timeline(rows, path, title):
-    """Copies and steps of the first batches as bars on two lanes."""
+def draw_timeline(rows, path, title, augmented_on):
+    """Copies (with the augmentation, when on the device) and steps of the first batches as bars
+    on two lanes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -163,7 +176,8 @@ def draw_timeline(rows, path, title):
                   edgecolor="black", height=0.6)  # fmt: skip
         axes.text((row["start_ms"] + row["end_ms"]) / 2, lane, str(row["batch"]), ha="center",
                   va="center", fontsize=8)  # fmt: skip
-    axes.set_yticks([0, 1], ["compute (default stream)", "copy (copy stream)"])
+    copy = "copy + augment" if augmented_on == "device" else "copy"
+    axes.set_yticks([0, 1], ["compute (default stream)", f"{copy} (copy stream)"])
     axes.set_xlabel("milliseconds since the first copy began (CUDA events)")
     axes.set_title(title)
     figure.tight_layout()
@@ -196,17 +210,19 @@ def main(argv=None):
     )
     data = synthetic_data(args.batches, args.batch_size)
     pipelined_epoch(tier, data, recipe)  # warm-up: the kernels' first launches, the allocator
-    copy_ms, compute_ms, serial_seconds = serial_epoch(tier, data, recipe)
+    copy_ms, compute_ms, serial_seconds, augmented_on = serial_epoch(tier, data, recipe)
     overlapped_ms, pipelined_seconds, rows = pipelined_epoch(tier, data, recipe)
     host_step_seconds = host_step_epoch(tier, data, recipe)
     overlap = max(copy_ms, compute_ms) / overlapped_ms
     epoch = {"images": len(data.train), "batch_size": args.batch_size,
              "augmentation": {"shift": recipe.shift, "flip": recipe.flip},
+             "augmented_on": augmented_on,
              "copy_ms": copy_ms, "compute_ms": compute_ms, "overlapped_ms": overlapped_ms,
              "overlap": overlap, "serial_seconds": serial_seconds,
              "pipelined_seconds": pipelined_seconds,
              "host_step_seconds": host_step_seconds}  # fmt: skip
-    print(f"epoch of {len(data.train)} synthetic images: copy {copy_ms:.1f} ms, compute "
+    print(f"epoch of {len(data.train)} synthetic images, augmented on the {augmented_on} by the "
+          f"pipeline: copy {copy_ms:.1f} ms, compute "
           f"{compute_ms:.1f} ms, overlapped {overlapped_ms:.1f} ms: overlap {overlap:.2f}; host "
           f"seconds: serial {serial_seconds:.3f}, pipelined {pipelined_seconds:.3f}, HostStep "
           f"{host_step_seconds:.3f}", flush=True)  # fmt: skip
@@ -225,7 +241,7 @@ def main(argv=None):
         args.output.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
         args.output.with_suffix(".md").write_text(markdown(record, args.output.name + ".png"))
         title = f"Tiny-ImageNet CNN, batch {args.batch_size}: overlap {overlap:.2f}"
-        draw_timeline(rows, args.output.with_suffix(".png"), title)
+        draw_timeline(rows, args.output.with_suffix(".png"), title, augmented_on)
     return 0
 
 
@@ -247,8 +263,8 @@ def markdown(record, picture):
     lines += [
         "",
         f"One epoch of the Tiny-ImageNet CNN: {epoch['images']} images in batches of "
-        f"{epoch['batch_size']}, shifts of {epoch['augmentation']['shift']} pixels and flips made "
-        "on the host.",
+        f"{epoch['batch_size']}, shifts of {epoch['augmentation']['shift']} pixels and flips. "
+        f"{AUGMENTED_ON[epoch['augmented_on']]} HostStep augments and normalizes on the host.",
         "",
         "| copy ms (sum) | compute ms (sum) | overlapped ms | overlap (target >= 0.8) |",
         "| ---: | ---: | ---: | ---: |",

@@ -4,13 +4,15 @@ A tier with the device-data hooks (CONTRACT.md, "Training with the data on the d
 `shift_images`, `correct_count`) trains without sending a batch from the host at every step: the
 normalized training inputs, their loss targets and their labels go to the device once, the
 epoch's order (the same permutation as on every other tier) once per epoch, and each step gathers
-its rows there. Random shifts are drawn on the host from the very generators nn/augment.py uses,
-an epoch's worth at a time, and applied on the device, so a run sees the same batches on every
-tier. Random flips have no device hook: a recipe with `flip` trains from the host, and so does a
-training set whose float32 copy would pass DEVICE_BYTES_LIMIT.
+its rows there. Random shifts are drawn on the host by nn/augment.py's `batch_draws`, an epoch's
+worth at a time, and applied on the device, so a run sees the same batches on every tier. A
+recipe with `flip` trains from the host (nn/host_pipeline.py), and so does a training set whose
+float32 copy would pass DEVICE_BYTES_LIMIT.
 """
 
 import numpy as np
+
+from nn.augment import batch_draws
 
 HOOKS = ("take", "shift_images", "correct_count")
 # The device copy is the normalized float32 training set, made on the host first: past this size
@@ -26,14 +28,6 @@ def device_data(tier, data, loss, recipe):
     if data.train.inputs.size * np.dtype(np.float32).itemsize > DEVICE_BYTES_LIMIT:
         return None
     return DeviceData(tier, data, loss, recipe)
-
-
-def shift_offsets(seed, epoch, batch, count, max_shift):
-    """(rows, cols) of nn/augment.random_shift for one batch: the same generator, the same draws."""
-    rng = np.random.default_rng([seed, epoch, batch, 1])
-    rows = rng.integers(0, 2 * max_shift + 1, count)
-    cols = rng.integers(0, 2 * max_shift + 1, count)
-    return rows, cols
 
 
 class DeviceData:
@@ -65,7 +59,7 @@ class DeviceData:
             for start in range(0, self.size, recipe.batch_size):
                 count = min(recipe.batch_size, self.size - start)
                 batch = start // recipe.batch_size
-                r, c = shift_offsets(recipe.seed, epoch, batch, count, recipe.shift)
+                r, c, _ = batch_draws(recipe, epoch, batch, count)
                 rows.append(r)
                 cols.append(c)
             self.offsets = (

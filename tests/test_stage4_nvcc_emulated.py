@@ -306,7 +306,7 @@ def test_shift_images_moves_each_image_by_its_offset(lib, rng):
     fill = np.array([-1.5, 2.5], np.float32)
     y = empty(x.shape)
     call(lib, "shift_images", x, rows, cols, fill, y, n, c, h, w, shift)
-    # nn/augment.random_shift's rule: pad by `shift` with the fill, crop at (rows[n], cols[n])
+    # nn/augment.shifted's rule: pad by `shift` with the fill, crop at (rows[n], cols[n])
     padded = np.broadcast_to(fill[None, :, None, None], (n, c, h + 2 * shift, w + 2 * shift)).copy()
     padded[:, :, shift : shift + h, shift : shift + w] = x
     expected = np.stack([padded[i, :, rows[i] : rows[i] + h, cols[i] : cols[i] + w]

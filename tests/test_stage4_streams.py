@@ -1,12 +1,17 @@
-"""The nvcc variant's streams, pinned memory and events (csrc/streams.cu), the host pipeline that
-uses them, and NCCL with one rank: on a GPU (each test is skipped, saying why, without one)."""
+"""The nvcc variant's streams, pinned memory and events (csrc/streams.cu), the augmentation on the
+device (csrc/augment.cu), the host pipeline that uses them, and NCCL with one rank: on a GPU (each
+test is skipped, saying why, without one)."""
 
 import numpy as np
 import pytest
 from conftest import load_tier
-from test_host_pipeline import RECIPE, images, model
+from numba import cuda
+from test_host_pipeline import AUGMENTS, COLOUR, RECIPE, images, model
 
+from nn.augment import batch_augmented, batch_draws
+from nn.data import Normalizer
 from nn.distributed import nccl
+from nn.host_pipeline import HostPipeline, pixel_levels
 from nn.steps import HostStep, PipelinedStep
 from nn.trainer import Trainer
 
@@ -45,6 +50,42 @@ def test_the_default_streams_wait_for_an_event_of_the_copy_stream():
     copied.wait()  # the kernels below run after the copy, with no host wait
     total = gpu.to_numpy(gpu.sum_rows(device.reshape(1024, -1)))
     assert np.all(total == 3.0 * 1024)
+
+
+@pytest.mark.parametrize("sizes", [*AUGMENTS, (256, 3, 64, 64, 4, True)])
+def test_the_augmentation_on_the_gpu_is_the_hosts_bit_for_bit(sizes):
+    gpu = load_tier("nvcc")
+    n, c, h, w, shift, flip = sizes
+    rng = np.random.default_rng(n + h)
+    batch = rng.integers(0, 256, (n, c, h, w), dtype=np.uint8)
+    normalizer = Normalizer.fit(rng.integers(0, 256, (20, c, h, w), dtype=np.uint8))
+    recipe = RECIPE.with_overrides(shift=shift, flip=flip)
+    rows, cols, flips = batch_draws(recipe, 1, 2, n)
+    out = gpu.from_numpy(np.full((n, c, h, w), np.nan, np.float32))
+    stream, done = gpu.Stream(), gpu.Event()
+    # numba's copies, which return once done (from_numpy would widen uint8 to int64)
+    pixels, chosen = cuda.to_device(batch), cuda.to_device(flips.astype(np.uint8))
+    gpu.augment_images(pixels, gpu.from_numpy(rows), gpu.from_numpy(cols), chosen, shift,
+                       gpu.from_numpy(pixel_levels(normalizer, c)), out, stream)  # fmt: skip
+    done.record(stream)
+    done.synchronize()
+    expected = normalizer(batch_augmented(batch, recipe, 1, 2))
+    assert np.array_equal(gpu.to_numpy(out), expected)
+
+
+def test_the_pipeline_sends_host_steps_batches_on_the_gpu():
+    gpu, data = load_tier("nvcc"), images(shape=COLOUR)
+    pipeline = HostPipeline(gpu, data, model(gpu, COLOUR).loss, RECIPE)
+    assert pipeline.levels is not None  # augmented on the device
+    order = np.random.default_rng(0).permutation(len(data.train))
+    pipeline.start_epoch(1, order)
+    for index in range(pipeline.batches()):
+        chosen = order[index * RECIPE.batch_size :][: RECIPE.batch_size]
+        inputs, _, labels = pipeline.batch(index)
+        expected = data.normalizer(batch_augmented(data.train.inputs[chosen], RECIPE, 1, index))
+        assert np.array_equal(gpu.to_numpy(inputs), expected), index
+        assert np.array_equal(gpu.to_numpy(labels), data.train.labels[chosen])
+        pipeline.release(index)
 
 
 def test_the_pipelined_trainer_follows_host_step_on_the_gpu(tmp_path):

@@ -105,9 +105,13 @@ static inline bool device_overlaps_launches(void)
     return overlaps;
 }
 
+/* launch_overlapped on `stream` rather than this thread's default stream (a pipeline's copy
+ * stream: csrc/augment.cu). Only a kernel's launch overlaps the kernel before it: after a copy,
+ * the kernel starts once the copy is done, as any launch does. */
 template <typename... Parameters, typename... Arguments>
-static inline void launch_overlapped(void (*kernel)(Parameters...), dim3 grid, dim3 block,
-                                     size_t shared_bytes, Arguments... arguments)
+static inline void launch_overlapped_on(cudaStream_t stream, void (*kernel)(Parameters...),
+                                        dim3 grid, dim3 block, size_t shared_bytes,
+                                        Arguments... arguments)
 {
     cudaLaunchAttribute overlap;
     overlap.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -116,10 +120,17 @@ static inline void launch_overlapped(void (*kernel)(Parameters...), dim3 grid, d
     config.gridDim = grid;
     config.blockDim = block;
     config.dynamicSmemBytes = shared_bytes;
-    config.stream = cudaStreamPerThread;
+    config.stream = stream;
     config.attrs = &overlap;
     config.numAttrs = device_overlaps_launches() ? 1 : 0;
     cudaLaunchKernelEx(&config, kernel, arguments...); /* a failure: the last error (LAUNCH_CHECK) */
+}
+
+template <typename... Parameters, typename... Arguments>
+static inline void launch_overlapped(void (*kernel)(Parameters...), dim3 grid, dim3 block,
+                                     size_t shared_bytes, Arguments... arguments)
+{
+    launch_overlapped_on(cudaStreamPerThread, kernel, grid, block, shared_bytes, arguments...);
 }
 
 static inline __host__ __device__ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

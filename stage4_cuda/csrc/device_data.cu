@@ -4,7 +4,7 @@
  *
  *   take           y[b, :] = x[indices[b], :]: one read and one write of each chosen row (4 or 8
  *                  bytes an element: float32 images or int64 labels).
- *   shift_images   each image moved by its own offset, as nn/augment.random_shift does on the
+ *   shift_images   each image moved by its own offset, as nn/augment.shifted does on the
  *                  host (pad by max_shift, crop at (rows[n], cols[n])); pixels shifted in take
  *                  fill[c].
  *   correct_count  how many rows of logits predict their label, written as one float on the

@@ -223,6 +223,14 @@ int s2c_cuda_shift_images(const float *x, const int64_t *rows, const int64_t *co
 int s2c_cuda_correct_count(const float *logits, const int64_t *labels, float *count, int64_t rows,
                            int64_t cols);
 
+/* augment.cu: uint8 images [count, channels, height, width] shifted by (rows[n] - max_shift,
+ * cols[n] - max_shift), mirrored where flips[n], normalized through levels [channels, 256] into
+ * y (float32, same shape); on `stream` (NULL: the default stream) */
+int s2c_cuda_augment_images(const uint8_t *images, const int64_t *rows, const int64_t *cols,
+                            const uint8_t *flips, const float *levels, float *y, int64_t count,
+                            int64_t channels, int64_t height, int64_t width, int64_t max_shift,
+                            void *stream);
+
 /* checks.cu: min and max of an int64 index array, into host memory (the wrappers' range check) */
 int s2c_cuda_index_range(const int64_t *x, int64_t n, int64_t *extremes);
 

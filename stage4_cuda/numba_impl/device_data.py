@@ -4,7 +4,7 @@ needs to keep the whole training set on the GPU and gather each batch there (nn/
 Given code, not an exercise: none of these is an op of the contract, and none has a gradient.
 - take(x, indices): the rows of x at indices, a gather: one read and one write of each row.
 - shift_images(x, rows, cols, max_shift, fill): each image moved by its own offset, as
-  nn/augment.random_shift does on the host (pad by max_shift, crop at (rows[n], cols[n])).
+  nn/augment.shifted does on the host (pad by max_shift, crop at (rows[n], cols[n])).
 - correct_count(logits, labels): how many rows are predicted right, as a 0-d device value, so
   that a training step reports its accuracy without a copy to the host.
 """

@@ -28,6 +28,7 @@ from contract import export_ops
 from ..runtime.device import SIMULATOR, DeviceScalar, empty, from_numpy, synchronize, to_numpy  # noqa: F401
 from . import _library
 from .activations import SOFTMAX_KERNELS
+from .augment import augment_images
 from .conv import CONV_KERNELS
 from .device_data import correct_count, shift_images, take
 from .epilogue import bias_relu
@@ -71,6 +72,7 @@ __all__ = [
     "DeviceScalar",
     "Event",
     "Stream",
+    "augment_images",
     "bias_relu",
     "capture_graph",
     "copy_into",

@@ -31,7 +31,8 @@ def pinned_empty(shape, dtype=np.float32):
     return np.frombuffer(ffi.buffer(memory, count * dtype.itemsize), dtype).reshape(shape)
 
 
-def _handle(stream):
+def stream_handle(stream):
+    """`stream` as the library takes it: NULL for the default streams, else its cudaStream_t."""
     return ffi.NULL if stream is None else stream.handle
 
 
@@ -62,12 +63,12 @@ class Event:
 
     def record(self, stream=DEFAULT):
         """Mark this point of `stream` (the default streams when None)."""
-        call("s2c_cuda_event_record", self.handle, _handle(stream))
+        call("s2c_cuda_event_record", self.handle, stream_handle(stream))
         return self
 
     def wait(self, stream=DEFAULT):
         """Work queued on `stream` from now on starts after this event."""
-        call("s2c_cuda_stream_wait_event", _handle(stream), self.handle)
+        call("s2c_cuda_stream_wait_event", stream_handle(stream), self.handle)
 
     def synchronize(self):
         """The host waits until the event has happened."""
@@ -88,4 +89,4 @@ def upload(destination, source, stream=DEFAULT):
         raise ValueError(f"upload: source holds {source.nbytes} bytes, destination "
                          f"{destination.nbytes}")  # fmt: skip
     host = ffi.cast("void *", source.ctypes.data)
-    call("s2c_cuda_copy_to_device", destination, host, source.nbytes, _handle(stream))
+    call("s2c_cuda_copy_to_device", destination, host, source.nbytes, stream_handle(stream))
