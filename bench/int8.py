@@ -14,9 +14,9 @@ The checkpoints of the committed record (curriculum/results/int8-cpu), trained b
 
 On a machine with an NVIDIA GPU (the nvcc library built: python -m stage4_cuda.nvcc_build), the
 stage 4 side: both variants, float32 against int8 at batch 256, the int8 model on each rung of the
-variant's INT8_KERNELS (nvcc: dp4a, mma; numba has one, its int32 tiles). On nvcc the rung is the
-linear layers' GEMM: the convolutions run fused with their pooling (nn.quantized.fuse_int8), in a
-kernel of their own on __dp4a.
+variant's INT8_KERNELS (nvcc: dp4a, mma; numba has one, its int32 tiles). On nvcc each rung also
+runs with the convolutions fused with their pooling (nn.quantized.fuse_int8: a kernel of their
+own on __dp4a, the rung then the linear layers' GEMM), beside the unfused path.
 
     python -m bench.int8 --model lenet5=runs/lenet5-mnist-2ep/best.npz \
         --model fashion_cnn=runs/fashion_cnn-fashion-mnist-3ep/best.npz \
@@ -47,6 +47,7 @@ With a CPU stage in --stages, two ONNX Runtime comparisons (CPU provider):
 import argparse
 import functools
 import importlib
+import itertools
 import json
 import sys
 import time
@@ -72,7 +73,7 @@ from nn.export import export_model, save_onnx
 from nn.inference import prepare_for_inference
 from nn.predict import load_model
 from nn.quantize import METHODS, calibration_images, predictions, quantize_checkpoint
-from nn.quantized import quantizable_layers, quantized_layers
+from nn.quantized import FUSED_OPS, fuse_int8, quantizable_layers, quantized_layers
 from nn.recipes import Recipe
 from nn.report import machine
 
@@ -216,6 +217,12 @@ def int8_rungs(tier):
     return list(getattr(module, "INT8_KERNELS", ())) or [None]
 
 
+def conv_paths(tier):
+    """Whether the int8 convolutions run fused with their pooling (nn.quantized.fuse_int8): both
+    where the tier has the fused kernels, side by side; else the unfused path only."""
+    return (False, True) if all(hasattr(tier, op) for op in FUSED_OPS) else (False,)
+
+
 def gpu_timed(tier, forward):
     """The wall time of one call of `forward`, the GPU synchronized before and after."""
     tier.synchronize()
@@ -248,8 +255,10 @@ def gpu_speed_rows(name, checkpoint, int8_checkpoint, repeats, data_dir):
         inference = prepare_for_inference(float_model)
         test = test_split(meta, data_dir)
         images = tier.from_numpy(Normalizer.from_json(meta["normalizer"])(test.inputs[:BATCH]))
-        for rung in int8_rungs(tier):
+        for rung, fused in itertools.product(int8_rungs(tier), conv_paths(tier)):
             int8_model, _ = load_model(int8_checkpoint, tier)
+            if fused:
+                fuse_int8(int8_model.net, tier)
             if rung is not None:
                 for layer in quantized_layers(int8_model).values():
                     layer.tier = RungTier(tier, rung)
@@ -259,7 +268,8 @@ def gpu_speed_rows(name, checkpoint, int8_checkpoint, repeats, data_dir):
             graphed = "int8_graph" in best
             rows.append({
                 "model": name, "stage": 4, "variant": variant, "tier": tier.NAME, "batch": BATCH,
-                "int8_kernel": rung or "int32 tiles", "float32_s": best["float32"],
+                "int8_kernel": (rung or "int32 tiles") + (", fused conv" if fused else ""),
+                "float32_s": best["float32"],
                 "float32_inference_s": best["float32_inference"], "int8_s": best["int8"],
                 "speedup": best["float32"] / best["int8"],
                 "float32_graph_s": best.get("float32_graph"),
@@ -428,7 +438,8 @@ def _markdown(record):
     if record.get("gpu_speed"):
         lines += ["", f"Stage 4 on {record['machine']['gpu']}: batch {BATCH}, best of "
                   f"{record['repeats']} by the wall clock with the GPU synchronized around each "
-                  "pass, the passes in turn, the int8 model on each rung. Eager: the float "
+                  "pass, the passes in turn, the int8 model on each rung (`fused conv`: its "
+                  "convolutions and their pooling as one kernel each). Eager: the float "
                   "model's forward, its inference mode (BatchNorm folded, conv + bias + ReLU + "
                   "pool fused) and the int8 forward, each launched kernel by kernel from Python; "
                   "the `eager speedup` is the forward's time over the int8 one's. As a CUDA graph "

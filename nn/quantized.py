@@ -21,11 +21,13 @@ the codes as they are. Float32 then appears only at the model's input and its lo
 
 Where the tier has the fused inference extras (FUSED_OPS: stage 4's nvcc variant), a quantized
 layer's weights are laid out for its GEMM once, when it is made (int8_pack_weights), not at every
-call, and fuse_int8 goes further than chain_int8: a chained Conv2d and the one MaxPool2d(2)
-between it and the next quantized layer run as one kernel (int8_conv2d_pool_to_int8: the
-convolution, the requantization with its ReLU, the pooling of the codes), which for a first layer
-quantizes the float32 input as it reads it. The codes are the unfused path's, bit for bit (the
-kernel takes the max of the same codes maxpool2d_int8 pools); other tiers keep that path.
+call. fuse_int8, asked for, goes further than chain_int8: a chained Conv2d and the one
+MaxPool2d(2) between it and the next quantized layer run as one kernel (int8_conv2d_pool_to_int8:
+the convolution, the requantization with its ReLU, the pooling of the codes), which for a first
+layer quantizes the float32 input as it reads it. The codes are the unfused path's, bit for bit
+(the kernel takes the max of the same codes maxpool2d_int8 pools). Fewer launches are not
+always less time: bench.int8 times the fused convolutions beside the unfused path, and a model
+runs unfused unless fuse_int8 is called.
 
 A quantized checkpoint is an ordinary checkpoint (nn/checkpoint.py: one .npz written atomically,
 the same meta) with a "quantization" entry in its meta and, for each quantized layer at dotted
@@ -245,16 +247,20 @@ def chain_int8(layer, tier):
                 layers[i] = FusedReLU(layers[i])
             elif isinstance(layers[i], MaxPool2d):
                 layers[i] = CodesMaxPool2d(layers[i])
-    fuse_int8(layer, tier)
 
 
-def fuse_int8(sequential, tier):
-    """In `sequential` (chained by chain_int8), give each chained quantized Conv2d the one
-    MaxPool2d(2) (stride 2) between it and the next quantized layer, where `tier` has the fused
-    ops (FUSED_OPS): the convolution's kernel pools its codes, the pool passes them on. In place."""
-    if not all(hasattr(tier, op) for op in FUSED_OPS) or not isinstance(sequential, Sequential):
+def fuse_int8(layer, tier):
+    """In every Sequential inside `layer` (chained by chain_int8), give each chained quantized
+    Conv2d the one MaxPool2d(2) (stride 2) between it and the next quantized layer, where `tier`
+    has the fused ops (FUSED_OPS): the convolution's kernel pools its codes, the pool passes them
+    on. In place."""
+    if not all(hasattr(tier, op) for op in FUSED_OPS):
         return
-    layers = sequential.layers
+    for child in layer.children().values():
+        fuse_int8(child, tier)
+    if not isinstance(layer, Sequential):
+        return
+    layers = layer.layers
     for first, producer in enumerate(layers):
         if not (isinstance(producer, QuantizedLayer) and isinstance(producer.original, Conv2d)
                 and producer.output_code is not None):  # fmt: skip
