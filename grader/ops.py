@@ -97,6 +97,9 @@ class Op(contract.Op):
     # Why repeated runs on the same inputs may differ (float atomics sum in arrival order), or
     # "" when they must agree bit for bit (grader/determinism.py).
     nondeterministic: str = ""
+    # Whether `work`'s operations are int8 multiply-adds: on a GPU they are bounded by the int8
+    # ceiling (grader/ceilings.py), which tensor cores put far above FP32's.
+    integer_work: bool = False
 
 
 def _optimizer(name, **extra):
@@ -418,12 +421,12 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
                ((17, 9), -128, False), ((4, 33), 40, False)),
         tier_cases=per_tier(TAILS, lambda shape: (shape, 3, False))),
     "int8_linear": dict(
-        build=build_int8_linear, tol=0.0, work=work_int8_linear,
+        build=build_int8_linear, tol=0.0, work=work_int8_linear, integer_work=True,
         cases=((1, 7, 3, 0), (5, 13, 9, -128), (17, 33, 10, 127), (33, 65, 17, 7),
                (3, 131, 21, -3)),
         tier_cases=per_tier(INNER, lambda k: (2, k, 3, -128))),
     "int8_conv2d": dict(
-        build=build_int8_conv2d, tol=0.0, work=work_int8_conv2d,
+        build=build_int8_conv2d, tol=0.0, work=work_int8_conv2d, integer_work=True,
         cases=tuple((*case[:9], zero) for case, zero in zip(
             CONV2D_CASES[:3] + CONV_CASES[2:3] + CONV_CASES[4:], (0, -128, 50, 127, -7),
             strict=True)),
@@ -434,12 +437,14 @@ CHECKS = {  # {op name: how it is checked}, one entry per op of the contract
     # last: 1 or 2 gives scales of 2^-1 to 2^-3, where many results are exact halves).
     "int8_linear_to_int8": dict(
         build=build_int8_linear_to_int8, tol=0.0, work=work_int8_to_int8(work_int8_linear),
+        integer_work=True,
         cases=((1, 7, 3, 0, 0, DEFAULT, 1), (5, 13, 9, -128, 3, True, 2),
                (17, 33, 10, 127, -128, False, 127), (33, 65, 17, 7, 127, True, 127),
                (3, 131, 21, -3, -20, DEFAULT, 1)),
         tier_cases=per_tier(INNER, lambda k: (2, k, 3, -128, 5, True, 127))),
     "int8_conv2d_to_int8": dict(
         build=build_int8_conv2d_to_int8, tol=0.0, work=work_int8_to_int8(work_int8_conv2d),
+        integer_work=True,
         cases=((1, 1, 5, 5, 1, 3, 3, DEFAULT, DEFAULT, 0, 0, DEFAULT, 1),
                (2, 3, 7, 6, 4, 3, 3, 1, 1, -128, 10, True, 2),
                (1, 3, 6, 7, 2, 5, 5, DEFAULT, 2, 50, -128, False, 127),

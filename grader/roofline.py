@@ -35,10 +35,15 @@ class Roofline:
         return {"bound_s": self.bound, "limited_by": self.limited_by, "roofline_share": self.share}
 
 
-def roofline(flops, moved, seconds, ceilings):
-    """The Roofline of an op doing `flops` (or None) and moving `moved` bytes in `seconds`."""
+def roofline(flops, moved, seconds, ceilings, integer=False):
+    """The Roofline of an op doing `flops` (or None) and moving `moved` bytes in `seconds`;
+    `integer`: its operations are int8 multiply-adds, bounded by the int8 ceiling (none measured:
+    by the bytes alone)."""
     memory = moved / ceilings.bandwidth
-    compute = (flops or 0) / ceilings.flops
+    if integer:
+        compute = (flops or 0) / ceilings.int8_ops if ceilings.int8_ops else 0.0
+    else:
+        compute = (flops or 0) / ceilings.flops
     bound = max(memory, compute)
     return Roofline(bound, "memory" if memory >= compute else "compute", bound / seconds)
 

@@ -321,7 +321,7 @@ def check_speed(session, task):
     on_gpu = session.graded.tier.gpu and not session.graded.tier.simulated
     if on_gpu:
         ceilings = measure_ceilings()
-        line = roofline(flops, moved, timing.median, ceilings)
+        line = roofline(flops, moved, timing.median, ceilings, op.integer_work)
         record.update(line.as_dict(), ceilings=ceilings.as_dict())
         too_fast = floor_problem(line, ceilings.launch)
         twin_host = repository_host_time(session, op, args)

@@ -21,7 +21,7 @@ import tiers
 from grader import Options, grade
 from grader.input_changes import roll_in_place
 from grader.policy import STAGE2_OVER_STAGE1
-from grader.roofline import Roofline, floor_problem
+from grader.roofline import Roofline, floor_problem, roofline
 from grader.timing import Timing, measure, measure_in_turn
 from grader.unseen_work import host_problem, other_stream_problem
 
@@ -201,3 +201,25 @@ def test_the_physical_floor_of_a_small_size_is_an_empty_kernels_launch():
     )
     large = Roofline(100e-6, "memory", 100e-6 / 50e-6)
     assert floor_problem(large, launch).startswith("ran in 50.0 us, below the memory bound of 100")
+
+
+def test_an_int8_gemm_is_bounded_by_the_int8_ceiling_not_fp32s():
+    """int8_linear at 4096^3 on the H200's int8 tensor cores: 1.84 ms, 74.7 T int8 operations a
+    second, past the FP32 ceiling (51.3 TFLOP/s) but far under the int8 one: not too fast. The
+    same time against the FP32 ceiling (the bound of an op not marked integer_work) fails, and
+    an int8 kernel past the int8 ceiling still fails."""
+    from grader.ceilings import Ceilings
+    from grader.ops import OPS
+
+    assert OPS["int8_linear"].integer_work and not OPS["matmul"].integer_work
+    ceilings = Ceilings("H200", 4.27e12, 51.3e12, "cuBLAS SGEMM", 2.75e-6, 600e12, "cuBLAS int8")
+    operations, moved, seconds = 2 * 4096**3, 3 * 4096**2, 1.84e-3
+    assert floor_problem(roofline(operations, moved, seconds, ceilings, True), 2.75e-6) is None
+    assert "the compute bound" in floor_problem(roofline(operations, moved, seconds, ceilings),
+                                                2.75e-6)  # fmt: skip
+    assert "the compute bound" in floor_problem(
+        roofline(operations, moved, 0.1e-3, ceilings, True), 2.75e-6)
+    # without an int8 ceiling (no PyTorch), the bytes alone bound it
+    unmeasured = Ceilings("H200", 4.27e12, 51.3e12, "cuBLAS SGEMM", 2.75e-6)
+    line = roofline(operations, moved, seconds, unmeasured, True)
+    assert line.limited_by == "memory" and floor_problem(line, 2.75e-6) is None
