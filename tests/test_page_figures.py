@@ -224,9 +224,15 @@ def week19():
 
 def week23():
     mnist = record("train-vit-mnist-stage2.json")["test_accuracy"]
+    mnist_c = record("train-vit-mnist-stage3.json")["test_accuracy"]
+    gpu = record("train-vit-mnist-stage4-nvcc.json")
+    epochs = gpu["seconds_per_epoch"]
     fashion = record("train-vit-fashion-mnist-stage3.json")["test_accuracy"]
     return [parameters("vit", (1, 28, 28), 10),
             f"the project's own stage 2 run: {percent(mnist, 2)} on MNIST,",
+            f"stage 3: {percent(mnist_c, 2)},",
+            f"(nvcc): {percent(gpu['test_accuracy'], 2)}, {min(epochs):.1f} to "
+            f"{max(epochs):.1f} s an epoch,",
             f"4x4 patches: {percent(fashion, 2)} on Fashion-MNIST,"]
 
 
