@@ -236,9 +236,16 @@ def week23():
             f"4x4 patches: {percent(fashion, 2)} on Fashion-MNIST,"]
 
 
+def week24():
+    epoch = record("host-pipeline-h200.json")["epoch"]
+    return [f"overlaps its copies with its steps at {epoch['overlap']:.2f}",
+            f"HostStep spends {epoch['host_step_seconds']:.3f} s of host time on the epoch and the "
+            f"pipeline {epoch['pipelined_seconds']:.3f} s;"]
+
+
 CLAIMS = {"week09.md": week09, "week10.md": week10, "week11.md": week11, "week14.md": week14,
           "week15.md": week15, "week17.md": week17, "week18.md": week18,
-          "week19.md": week19, "week23.md": week23}  # fmt: skip
+          "week19.md": week19, "week23.md": week23, "week24.md": week24}  # fmt: skip
 
 
 @pytest.mark.parametrize("page", sorted(CLAIMS))
