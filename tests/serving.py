@@ -1,8 +1,10 @@
 """What the service's tests share: a small LeNet-5 checkpoint with seeded random weights, saved as
 nn.train saves one (no run folder, no data set needed), and the service started on it over real
-HTTP on a free loopback port (nn/serve/launch.py)."""
+HTTP on a free loopback port (nn/serve/launch.py); images as a client sends them; a model whose
+forward passes wait until a test lets them go (HeldModel)."""
 
 import io
+import threading
 
 import numpy as np
 from PIL import Image
@@ -43,3 +45,22 @@ def drawn_seven(size=160):
         column = right - (row - top) * (right - left) // (2 * (bottom - top))
         canvas[row, column - half_width:column + half_width] = 0
     return canvas
+
+
+class HeldModel:
+    """A stand-in for a ServedModel whose forward passes after the warm-up wait for `release`."""
+
+    name, checkpoint, input_shape, class_names = "held", "held.npz", (1, 28, 28), CLASSES
+
+    def __init__(self):
+        self.passes, self.entered, self.release = 0, threading.Event(), threading.Event()
+
+    def load(self, tier):
+        pass
+
+    def probabilities(self, images):
+        self.passes += 1
+        if self.passes > 1:  # the first is the warm-up
+            self.entered.set()
+            assert self.release.wait(30)
+        return np.full((len(images), 10), 0.1)

@@ -11,14 +11,13 @@ import importlib.util
 import socket
 import struct
 import sys
-import threading
 import time
 import zlib
 
 import httpx
 import numpy as np
 import pytest
-from serving import CLASSES, drawn_seven, lenet5_checkpoint, png
+from serving import CLASSES, HeldModel, drawn_seven, lenet5_checkpoint, png
 
 from nn import exits, predict
 from nn.preprocess import as_gray_or_rgb, to_model_input
@@ -273,25 +272,6 @@ def test_explain_gives_a_heatmap_or_says_why_not(service):
         assert reply.status_code == 200, reply.text
         heatmap = np.array(reply.json()["heatmap"])
         assert heatmap.shape == (28, 28) and heatmap.min() >= 0 and heatmap.max() <= 1
-
-
-class HeldModel:
-    """A stand-in for a ServedModel whose forward passes after the warm-up wait for `release`."""
-
-    name, checkpoint, input_shape, class_names = "held", "held.npz", (1, 28, 28), CLASSES
-
-    def __init__(self):
-        self.passes, self.entered, self.release = 0, threading.Event(), threading.Event()
-
-    def load(self, tier):
-        pass
-
-    def probabilities(self, images):
-        self.passes += 1
-        if self.passes > 1:  # the first is the warm-up
-            self.entered.set()
-            assert self.release.wait(30)
-        return np.full((len(images), 10), 0.1)
 
 
 def in_process(served, tier, max_batch=1, queue_size=4):

@@ -13,9 +13,8 @@ import time
 from multiprocessing import Event, Pipe, RawValue
 
 import httpx
-import numpy as np
 import pytest
-from serving import CLASSES, drawn_seven, lenet5_checkpoint, png
+from serving import HeldModel, drawn_seven, lenet5_checkpoint, png
 
 from nn.serve.app import create_app
 from nn.serve.batcher import Batcher
@@ -145,25 +144,6 @@ def test_a_front_whose_batcher_is_gone_answers_503_at_once(checkpoint):
     assert first.status_code == second.status_code == 503
     assert first.json()["detail"] == second.json()["detail"] == STOPPED
     assert health.status_code == 503 and health.json()["detail"] == "the worker has stopped"
-
-
-class HeldModel:
-    """A stand-in for a ServedModel whose forward passes after the warm-up wait for `release`."""
-
-    name, checkpoint, input_shape, class_names = "held", "held.npz", (1, 28, 28), CLASSES
-
-    def __init__(self):
-        self.passes, self.entered, self.release = 0, threading.Event(), threading.Event()
-
-    def load(self, tier):
-        pass
-
-    def probabilities(self, images):
-        self.passes += 1
-        if self.passes > 1:  # the first is the warm-up
-            self.entered.set()
-            assert self.release.wait(30)
-        return np.full((len(images), 10), 0.1)
 
 
 def test_a_full_queue_in_the_batchers_process_is_a_503_with_retry_after_at_the_front():
