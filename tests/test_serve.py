@@ -11,6 +11,7 @@ import importlib.util
 import socket
 import struct
 import sys
+import threading
 import time
 import zlib
 
@@ -24,7 +25,7 @@ from nn.preprocess import as_gray_or_rgb, to_model_input
 from nn.quantize import quantize_checkpoint
 from nn.serve import __main__ as serve_command
 from nn.serve.app import create_app
-from nn.serve.batcher import Batcher
+from nn.serve.batcher import Batcher, ForwardFailed, Job
 from nn.serve.decoding import MAX_BODY_BYTES, decode_image
 from nn.serve.launch import running_service
 from nn.serve.metrics import Metrics
@@ -342,6 +343,44 @@ def test_a_failing_forward_pass_fails_its_requests_not_the_worker():
     assert first.json()["detail"] == ("the forward pass of model held failed: RuntimeError: out "
                                       "of device memory")  # fmt: skip
     assert second.status_code == 200 and health.status_code == 200
+
+
+def test_a_failure_after_the_forward_pass_answers_its_requests_at_once_and_the_worker_goes_on():
+    """A metric that raises once (past the forward pass, outside run's own guard): the pass's
+    requests get a 500 naming it, not a wait for the service's timeout, each answered once, and
+    the next request is served."""
+
+    class FailingOnceMetric:
+        def __init__(self):
+            self.calls = 0
+
+        def observe(self, size):
+            self.calls += 1
+            if self.calls == 1:  # the first request's pass (the warm-up is not counted)
+                raise ValueError("histogram bucket missing")
+
+    served = [HeldModel()]
+    served[0].release.set()
+    batcher = Batcher(served, object, max_batch=1, max_wait_s=0, queue_size=4,
+                      batch_sizes=FailingOnceMetric())  # fmt: skip
+    batcher.start(on_failure=print)
+    assert batcher.ready.wait(30)
+    answers = {0: [], 1: []}
+    try:
+        for number in answers:
+            done = threading.Event()
+
+            def reply(result=None, error=None, number=number, done=done):
+                answers[number].append(error or result)
+                done.set()
+
+            batcher.submit(Job(served[0], np.zeros((1, 28, 28), np.float32), None, reply))
+            assert done.wait(10), f"request {number} got no answer"
+    finally:
+        batcher.stop()
+    assert len(answers[0]) == 1 and isinstance(answers[0][0], ForwardFailed)
+    assert str(answers[0][0]) == "serving a batch failed: ValueError: histogram bucket missing"
+    assert len(answers[1]) == 1 and answers[1][0].batch_size == 1
 
 
 def test_the_command_refuses_a_bad_checkpoint_in_one_line(tmp_path, capsys):

@@ -173,8 +173,13 @@ def test_a_full_queue_in_the_batchers_process_is_a_503_with_retry_after_at_the_f
 
             running = send()  # taken by the worker, which holds it
             await asyncio.to_thread(held.entered.wait, 10)
+            # the depth the batcher's process shares is sampled: first see the queue empty
+            # again, or a depth of 1 read while `running` still waited would be taken for
+            # `waiting`'s, and the two requests after it could reach the queue in either order
+            while front.depth() != 0:
+                await asyncio.sleep(0.01)
             waiting = send()  # fills the queue of 1
-            while front.depth() < 1:  # as the batcher's process shares it
+            while front.depth() < 1:
                 await asyncio.sleep(0.01)
             refused = await send()
             held.release.set()

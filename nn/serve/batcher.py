@@ -6,7 +6,8 @@ has passed since the first, and runs one forward pass per model among them. Unde
 always holds a batch, so requests share forward passes; alone, one waits `max_wait_s` at most.
 The event loop only queues a request and awaits its future: it never runs a forward pass. A full
 queue refuses at once (QueueFull: the service answers 503 with Retry-After) instead of growing
-without bound. An error in a forward pass fails the requests of that pass, never the worker.
+without bound. An error in a forward pass, or in what follows it, fails the requests of that pass,
+never the worker.
 
 The worker also loads the models onto the tier (a GPU tier's context belongs to the thread that
 made it) and runs one warm-up batch of each; `ready` is set after both.
@@ -42,14 +43,22 @@ class ExplainUnavailable(Exception):
 @dataclass
 class Job:
     """One request: `image` float32 [C, H, W] in [0, 1] for model `served`; `explain` is the
-    Grad-CAM function to run on it, or None. The worker calls `settle(result, error)` once, on its
-    own thread, with a Result or an exception (`settling` makes one for an asyncio future; the
-    processes of nn/serve/fronts.py send it back to the HTTP front that asked)."""
+    Grad-CAM function to run on it, or None. The worker settles it on its own thread with a Result
+    or an exception, which `reply(result, error)` delivers (`settling` makes one for an asyncio
+    future; the processes of nn/serve/fronts.py send it back to the HTTP front that asked)."""
 
     served: object
     image: np.ndarray
     explain: object
-    settle: Callable = field(repr=False)
+    reply: Callable = field(repr=False)
+    settled: bool = field(default=False, repr=False)
+
+    def settle(self, result=None, error=None):
+        """Answer the request, once: a later call (the worker's guard after a failure) does
+        nothing."""
+        if not self.settled:
+            self.settled = True
+            self.reply(result=result, error=error)
 
 
 @dataclass
@@ -108,7 +117,20 @@ class Batcher:
         while not self.stopping.is_set():
             jobs = self.gather()
             if jobs:
-                self.run(jobs)
+                self.serve(jobs)
+
+    def serve(self, jobs):
+        """run(jobs); should anything past the forward passes raise (a metric, Grad-CAM's
+        bookkeeping), the requests not yet answered fail with it at once, rather than wait for
+        the service's timeout, and the worker goes on to the next batch."""
+        try:
+            self.run(jobs)
+        except Exception as error:
+            failed = ForwardFailed(
+                f"serving a batch failed: {type(error).__name__}: {error}".splitlines()[0]
+            )
+            for job in jobs:
+                job.settle(error=failed)
 
     def gather(self):
         """Up to max_batch jobs: the first to come (within 0.1 s, to notice `stopping`), then
