@@ -63,15 +63,10 @@ extern "C" int s2c_cuda_attention_flash2_regs(const float *q, const float *k, co
 {
     if (heads * n * m * d == 0)
         return S2C_CUDA_OK;
-    if (d > ATTENTION_MAX_D)
-        return S2C_CUDA_BAD_ARGUMENT;
     int *nonfinite = (int *)scratch;
-    if (causal) {
-        int status = attention_nonfinite_flags({{q, k, v}, {n * d, m * d, m * d}, 3}, heads,
-                                               nonfinite);
-        if (status != S2C_CUDA_OK)
-            return status;
-    }
+    int status = flash_rung_checks(q, k, v, heads, n, m, d, causal, nonfinite);
+    if (status != S2C_CUDA_OK)
+        return status;
     if (d == 64)
         return launch_flash2_regs<1, true>(q, k, v, y, lse, nonfinite, heads, n, m, d, causal,
                                            scale);

@@ -398,6 +398,11 @@ struct HeadArrays {
  * masked entries can be NaN (NaN + -inf, 0 x inf), so the rung computes every tile of that head. */
 int attention_nonfinite_flags(HeadArrays arrays, int64_t heads, int *flags);
 
+/* What a flash rung (3 to 5) checks before it launches: S2C_CUDA_BAD_ARGUMENT for d past
+ * ATTENTION_MAX_D; with a causal mask, the flags of the heads whose q, k or v is not finite. */
+int flash_rung_checks(const float *q, const float *k, const float *v, int64_t heads, int64_t n,
+                      int64_t m, int64_t d, int causal, int *flags);
+
 /* The number of tiles of TILE rows covering `count`. */
 static inline __host__ __device__ int64_t tiles(int64_t count) { return ceil_div(count, TILE); }
 

@@ -12,6 +12,16 @@ int attention_nonfinite_flags(HeadArrays arrays, int64_t heads, int *flags)
     return S2C_CUDA_OK;
 }
 
+int flash_rung_checks(const float *q, const float *k, const float *v, int64_t heads, int64_t n,
+                      int64_t m, int64_t d, int causal, int *flags)
+{
+    if (d > ATTENTION_MAX_D)
+        return S2C_CUDA_BAD_ARGUMENT;
+    if (!causal)
+        return S2C_CUDA_OK;
+    return attention_nonfinite_flags({{q, k, v}, {n * d, m * d, m * d}, 3}, heads, flags);
+}
+
 /* Block h: whether slice h of any array holds a value that is not finite. */
 __global__ void nonfinite_kernel(HeadArrays arrays, int *flags)
 {

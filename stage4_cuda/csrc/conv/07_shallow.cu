@@ -84,19 +84,7 @@ __global__ void __launch_bounds__(SHALLOW_THREADS)
         window[j] = inside ? __ldg(image + ((int64_t)c * height + h) * width + v) : 0.0f;
     }
     float *out = y + (n * g.filters + first) * positions + p;
-    for (int f = 0; f < group; f++) {
-        /* rung 1's sum: the taps in order from 0, padding multiplied too (a NaN weight gives NaN
-         * there, as in PyTorch), then the bias; the zeros past the depth add nothing */
-        float sum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < DEPTH; j += 4) {
-            float4 four = *reinterpret_cast<const float4 *>(&filters[f][j]);
-            sum = fmaf(window[j], four.x, sum);
-            sum = fmaf(window[j + 1], four.y, sum);
-            sum = fmaf(window[j + 2], four.z, sum);
-            sum = fmaf(window[j + 3], four.w, sum);
-        }
-        out[f * positions] = sum + biases[f];
-    }
+    for (int f = 0; f < group; f++) /* rung 1's sum, then the bias */
+        out[f * positions] = window_dot(window, filters[f]) + biases[f];
     // END SOLUTION
 }

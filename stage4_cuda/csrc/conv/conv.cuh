@@ -51,6 +51,26 @@ enum conv_rung {
 /* The deepest window (C*R*S) rung 7 holds in registers is S2C_CUDA_SHALLOW_DEPTH (s2c_cuda.h): a
  * 5x5 layer of one channel (25), a 3x3 layer of up to three (27). */
 
+/* One output of a shallow convolution (rung 7, and the fused inference kernel built on it): the
+ * window held in registers times a filter in shared memory (16-byte aligned), rung 1's sum, the
+ * taps in order from 0 (padding multiplied too: a NaN weight gives NaN there, as in PyTorch); the
+ * zeros past the depth add nothing. */
+template <int DEPTH>
+static __device__ __forceinline__ float window_dot(const float (&window)[DEPTH],
+                                                   const float (&filter)[DEPTH])
+{
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < DEPTH; j += 4) {
+        float4 four = *reinterpret_cast<const float4 *>(&filter[j]);
+        sum = fmaf(window[j], four.x, sum);
+        sum = fmaf(window[j + 1], four.y, sum);
+        sum = fmaf(window[j + 2], four.z, sum);
+        sum = fmaf(window[j + 3], four.w, sum);
+    }
+    return sum;
+}
+
 static inline __host__ __device__ int64_t conv_rows(const conv_geometry &g)
 {
     return g.channels * g.kh * g.kw; /* C*R*S: the depth of the forward's product */

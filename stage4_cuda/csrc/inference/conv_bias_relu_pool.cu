@@ -93,15 +93,7 @@ __global__ void __launch_bounds__(SHALLOW_THREADS)
             }
 #pragma unroll
             for (int f = 0; f < FILTERS; f++) {
-                float sum = 0.0f;
-#pragma unroll
-                for (int j = 0; j < DEPTH; j += 4) {
-                    float4 four = *reinterpret_cast<const float4 *>(&filters[f][j]);
-                    sum = fmaf(window[j], four.x, sum);
-                    sum = fmaf(window[j + 1], four.y, sum);
-                    sum = fmaf(window[j + 2], four.z, sum);
-                    sum = fmaf(window[j + 3], four.w, sum);
-                }
+                float sum = window_dot(window, filters[f]);
                 best[f] = di == 0 && dj == 0 ? sum : nan_max(best[f], sum);
             }
         }
