@@ -15,8 +15,10 @@
  * row's 16 threads once at the end (rung 4 adds them every tile). The head dimension is a
  * template parameter: d = 64 multiplies over a depth known when compiling, other d over d
  * rounded up to 4 (the tiles zero-padded). A causal launch orders its blocks longest rows
- * first over every head (the short diagonal blocks fill the tail of the grid); a full one keeps a
- * head's query tiles together (they share its k and v in L2).
+ * first over every head (the short diagonal blocks fill the tail of the grid), a warp skips a key
+ * tile that comes wholly after its queries (the last tile of a diagonal block, for half its warps)
+ * and only the tiles the diagonal crosses compare keys with queries; a full launch keeps a head's
+ * query tiles together (they share its k and v in L2).
  *
  * Cost model (per head: n queries, m keys, head dimension d; QUERY_TILE = 128, TILE = 64 keys):
  *   memory nothing beyond y and lse: linear in n.
@@ -109,33 +111,43 @@ flash2_regs_kernel(const float *q, const float *k, const float *v, float *y, flo
     copy_rows<CB, QUERY_TILE, TILE_THREADS>(q_rows, qh, first, n, d);
     const float *my_q = q_rows + THREAD_ROWS * ty * width, *my_k = k_rows + tx * width;
     const float *my_p = p_rows + THREAD_ROWS * ty * p_width, *my_v = v_rows + 4 * tx;
+    /* the last query of this thread's warp (rows of threads 2 w and 2 w + 1) */
+    const int64_t warp_last = first + THREAD_ROWS * (2 * (threadIdx.x / 32) + 2) - 1;
     for (int64_t kt = 0; kt < key_tiles; kt++) {
         __syncthreads(); /* the last tile's k, v and p are read */
         copy_rows<CB, TILE, TILE_THREADS>(k_rows, kh, kt * TILE, m, d);
         copy_rows<CB, TILE, TILE_THREADS>(v_rows, vh, kt * TILE, m, d);
         __syncthreads();
-        float s[THREAD_ROWS][4];
-        zero(s);
-        rows_by_rows(s, my_q, my_k, width, depth);
+        /* Finite scores masked for each of the warp's rows leave its max, sum and y as they
+         * are (p 0, alpha 1): the warp skips a tile whose keys all come after its queries. A
+         * tile whose keys all come at or before the block's first query masks nothing. */
+        const bool skip = causal && !nonfinite[h] && kt * TILE > warp_last;
+        const int mask = causal && kt * TILE + TILE - 1 > first;
+        if (!skip) {
+            float s[THREAD_ROWS][4];
+            zero(s);
+            rows_by_rows(s, my_q, my_k, width, depth);
 #pragma unroll
-        for (int i = 0; i < THREAD_ROWS; i++)
+            for (int i = 0; i < THREAD_ROWS; i++)
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                int64_t key = kt * TILE + tx + 16 * j;
-                s[i][j] = key < m ? masked_score(s[i][j], scale, first + THREAD_ROWS * ty + i,
-                                                 key, causal)
-                                  : -INFINITY;
-            }
-        online_softmax_tile<THREAD_ROWS, true>(s, row_max, row_sum, alpha);
+                for (int j = 0; j < 4; j++) {
+                    int64_t key = kt * TILE + tx + 16 * j;
+                    s[i][j] = key < m ? masked_score(s[i][j], scale,
+                                                     first + THREAD_ROWS * ty + i, key, mask)
+                                      : -INFINITY;
+                }
+            online_softmax_tile<THREAD_ROWS, true>(s, row_max, row_sum, alpha);
 #pragma unroll
-        for (int i = 0; i < THREAD_ROWS; i++)
+            for (int i = 0; i < THREAD_ROWS; i++)
 #pragma unroll
-            for (int c = 0; c < 4 * CB; c++)
-                out[i][c] *= alpha[i];
-        store_spread(p_rows, s);
+                for (int c = 0; c < 4 * CB; c++)
+                    out[i][c] *= alpha[i];
+            store_spread(p_rows, s);
+        }
         __syncthreads();
-        rows_by_columns<THREAD_ROWS, CB>(out, my_p, p_width, my_v, width,
-                                         rows_present(kt * TILE, m));
+        if (!skip)
+            rows_by_columns<THREAD_ROWS, CB>(out, my_p, p_width, my_v, width,
+                                             rows_present(kt * TILE, m));
     }
     float inverse[THREAD_ROWS];
 #pragma unroll
