@@ -229,13 +229,15 @@ def week23():
     epochs = gpu["seconds_per_epoch"]
     fashion = record("train-vit-fashion-mnist-stage3.json")["test_accuracy"]
     fashion_numpy = record("train-vit-fashion-mnist-stage2.json")["test_accuracy"]
+    fashion_gpu = record("train-vit-fashion-mnist-stage4-nvcc.json")["test_accuracy"]
     return [parameters("vit", (1, 28, 28), 10),
             f"the project's own stage 2 run: {percent(mnist, 2)} on MNIST,",
             f"stage 3: {percent(mnist_c, 2)},",
             f"(nvcc): {percent(gpu['test_accuracy'], 2)}, {min(epochs):.1f} to "
             f"{max(epochs):.1f} s an epoch,",
             f"4x4 patches: {percent(fashion, 2)} on Fashion-MNIST,",
-            f"stage 2: {percent(fashion_numpy, 2)},"]
+            f"stage 2: {percent(fashion_numpy, 2)},",
+            f"stage 4 on the H200 (nvcc): {percent(fashion_gpu, 2)},"]
 
 
 def week24():
