@@ -96,8 +96,9 @@ static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int
 }
 
 /* The staged path's prologue: tile [c, staged_rows, padded_width] from the padded rows that
- * start at row `row` of `image`, counted over the images one after the other (x_zero past x's
- * images); offsets [k32] of the weights' codes in it. */
+ * start at row `row` of `image`, counted over the images one after the other (past x's last
+ * image, x_zero: only rows that are not written read them); offsets [k32] of the weights' codes
+ * in it. */
 static __device__ void stage(const int8_conv_pool &a, int64_t image, int row, int *offsets,
                              int8_t *tile)
 {
