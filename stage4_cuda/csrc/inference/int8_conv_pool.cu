@@ -49,6 +49,7 @@
 #define CONV_NARROW 16 /* the channels of a block for layers of that many or fewer, else 64 */
 #define CONV_K_STEP 32 /* codes a step; the packed weights' rows are padded to a multiple */
 #define CONV_STAGED_BYTES (96 * 1024) /* the most dynamic shared memory a block stages x in */
+#define CONV_STAGE_LOADS 8 /* codes a thread loads at once while staging */
 
 struct int8_conv_pool {
     const int8_t *x;     /* the input's codes [n, c, h, width], or */
@@ -63,8 +64,9 @@ struct int8_conv_pool {
     int64_t n, c, h, width, m, r, s, stride, padding, pool, pooled_height, pooled_width, k, k32;
     int64_t rows; /* n * pooled_height * pooled_width * pool * pool */
     /* the staged path's tile [c, staged_rows, padded_width] after offsets [k32] */
-    int padded_height, padded_width, staged_rows, tile_bytes;
-    fast_divider by_padded_height, by_padded_width, by_staged_rows;
+    int padded_height, padded_width, staged_rows, tile_bytes, image_size; /* c h width */
+    fast_divider by_padded_height, by_padded_width, by_staged_rows, by_pooled_height,
+        by_pooled_width;
 };
 
 /* Row `row` of the product: tap row % pool^2 of pooling window row / pool^2, that is output
@@ -82,37 +84,79 @@ static __device__ output_position position_of(const int8_conv_pool &a, int64_t r
             (p - py * a.pooled_width) * a.pool + tap % a.pool};
 }
 
-/* The code of input pixel (channel, iy, ix) of the image at image_start: x_zero in the
+/* Where input pixel (channel, iy, ix) of the image at image_start lies in x: -1 in the
  * padding. */
-static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int64_t image_start,
-                                                     int64_t channel, int64_t iy, int64_t ix)
+static __device__ __forceinline__ int64_t input_at(const int8_conv_pool &a, int64_t image_start,
+                                                   int64_t channel, int64_t iy, int64_t ix)
 {
     if (iy < 0 || iy >= a.h || ix < 0 || ix >= a.width)
-        return (int8_t)a.x_zero;
-    const int64_t at = image_start + (channel * a.h + iy) * a.width + ix;
-    if (a.pixels) /* quantize_int8's expression: IEEE division, then the code */
-        return int8_code(__fdiv_rn(__ldg(a.pixels + at), a.x_scale), a.x_zero, -128);
-    return __ldg(a.x + at);
+        return -1;
+    return image_start + (channel * a.h + iy) * a.width + ix;
 }
 
-/* The staged path's prologue: tile [c, staged_rows, padded_width] from the padded rows that
- * start at row `row` of `image`, counted over the images one after the other (past x's last
- * image, x_zero: only rows that are not written read them); offsets [k32] of the weights' codes
- * in it. */
+/* The code of a first layer's pixel: quantize_int8's expression, IEEE division then the code. */
+static __device__ __forceinline__ int8_t pixel_code(const int8_conv_pool &a, float pixel)
+{
+    return int8_code(__fdiv_rn(pixel, a.x_scale), a.x_zero, -128);
+}
+
+/* The code of the pixel at `at` in x (x_zero at -1: the padding). */
+static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int64_t at)
+{
+    if (at < 0)
+        return (int8_t)a.x_zero;
+    return a.pixels ? pixel_code(a, __ldg(a.pixels + at)) : __ldg(a.x + at);
+}
+
+/* Where code `at` of the tile [c, staged_rows, padded_width] staged from the padded rows that
+ * start at row `row` of an image, counted over the images one after the other, lies in x from
+ * that image's start: -1 in the padding, past x's last image (images_left from that one on;
+ * only rows that are not written read those) and past the tile. An int: the launcher stages
+ * images of at most 2^29 codes, and the tile reaches less than 1 + staged_rows / padded_height
+ * images past the first, whose codes are fewer than the tile's. */
+static __device__ __forceinline__ int staged_at(const int8_conv_pool &a, int images_left, int row,
+                                                int at)
+{
+    const int line = a.by_padded_width.quotient(at), column = at - line * a.padded_width;
+    const int channel = a.by_staged_rows.quotient(line);
+    const int staged = row + line - channel * a.staged_rows; /* from the image's first row */
+    const int later = a.by_padded_height.quotient(staged);
+    const int iy = staged - later * a.padded_height - (int)a.padding;
+    const int ix = column - (int)a.padding;
+    if (at >= a.tile_bytes || later >= images_left || (unsigned)iy >= (unsigned)a.h ||
+        (unsigned)ix >= (unsigned)a.width)
+        return -1;
+    return later * a.image_size + (channel * (int)a.h + iy) * (int)a.width + ix;
+}
+
+/* The staged path's prologue, for the rows that start at row `row` of `image`: the tile,
+ * CONV_STAGE_LOADS codes a thread at a time (their loads issued together, then quantized and
+ * stored: not one load's latency after another), and offsets [k32] of the weights' codes in
+ * it. */
 static __device__ void stage(const int8_conv_pool &a, int64_t image, int row, int *offsets,
                              int8_t *tile)
 {
-    for (int at = threadIdx.x; at < a.tile_bytes; at += CONV_THREADS) {
-        const int line = a.by_padded_width.quotient(at), column = at - line * a.padded_width;
-        const int channel = a.by_staged_rows.quotient(line);
-        const int staged = row + line - channel * a.staged_rows; /* from image's first row */
-        const int later = a.by_padded_height.quotient(staged);
-        const int64_t at_image = image + later;
-        tile[at] = at_image < a.n
-                       ? input_code(a, at_image * a.c * a.h * a.width, channel,
-                                    staged - later * a.padded_height - a.padding,
-                                    column - a.padding)
-                       : (int8_t)a.x_zero;
+    const int images_left = (int)min(a.n - image, (int64_t)INT_MAX);
+    const int8_t *const codes_from = a.x ? a.x + image * a.image_size : nullptr;
+    const float *const pixels_from = a.pixels ? a.pixels + image * a.image_size : nullptr;
+    for (int first = threadIdx.x; first < a.tile_bytes; first += CONV_STAGE_LOADS * CONV_THREADS) {
+        int at[CONV_STAGE_LOADS];
+        for (int load = 0; load < CONV_STAGE_LOADS; load++)
+            at[load] = staged_at(a, images_left, row, first + load * CONV_THREADS);
+        int8_t codes[CONV_STAGE_LOADS];
+        if (pixels_from) {
+            float values[CONV_STAGE_LOADS];
+            for (int load = 0; load < CONV_STAGE_LOADS; load++)
+                values[load] = at[load] < 0 ? 0.0f : __ldg(pixels_from + at[load]);
+            for (int load = 0; load < CONV_STAGE_LOADS; load++)
+                codes[load] = at[load] < 0 ? (int8_t)a.x_zero : pixel_code(a, values[load]);
+        } else {
+            for (int load = 0; load < CONV_STAGE_LOADS; load++)
+                codes[load] = at[load] < 0 ? (int8_t)a.x_zero : __ldg(codes_from + at[load]);
+        }
+        for (int load = 0; load < CONV_STAGE_LOADS; load++)
+            if (first + load * CONV_THREADS < a.tile_bytes)
+                tile[first + load * CONV_THREADS] = codes[load];
     }
     const int taps = (int)(a.r * a.s);
     for (int k = threadIdx.x; k < a.k32; k += CONV_THREADS) {
@@ -123,16 +167,23 @@ static __device__ void stage(const int8_conv_pool &a, int64_t image, int row, in
     }
 }
 
-/* Where product row `row` starts in the tile staged from row `row_in_image` of `image`: its
- * field's top left corner (0, any code, past the last row: its sums are not written). */
-static __device__ int tile_base(const int8_conv_pool &a, int64_t row, int64_t image,
-                                int64_t row_in_image)
+/* Where row first_row + offset of the product starts in the tile staged from the first row of
+ * window (image, py, px), the block's first, offset < 4096: its field's top left corner (0, any
+ * code, past the last row: its sums are not written). */
+static __device__ int tile_base(const int8_conv_pool &a, int64_t first_row, int offset, int py,
+                                int px)
 {
-    if (row >= a.rows)
+    if (first_row + offset >= a.rows)
         return 0;
-    const output_position at = position_of(a, row);
-    const int64_t line = (at.image - image) * a.padded_height + at.oy * a.stride - row_in_image;
-    return (int)(line * a.padded_width + at.ox * a.stride);
+    /* pool 2: window offset / 4, tap offset % 4 of it; pool 1: tap 0 of window offset */
+    const int window = a.pool == 2 ? offset >> 2 : offset, tap = a.pool == 2 ? offset & 3 : 0;
+    const int tap_y = tap >> 1, tap_x = tap & 1;
+    const int columns = px + window, rows_on = a.by_pooled_width.quotient(columns);
+    const int pooled_rows = py + rows_on, images_on = a.by_pooled_height.quotient(pooled_rows);
+    const int oy = (pooled_rows - images_on * (int)a.pooled_height) * (int)a.pool + tap_y;
+    const int ox = (columns - rows_on * (int)a.pooled_width) * (int)a.pool + tap_x;
+    const int line = images_on * a.padded_height + (oy - py * (int)a.pool) * (int)a.stride;
+    return line * a.padded_width + ox * (int)a.stride;
 }
 
 /* The receptive field of one row of the product where x is read where it lies: where its image
@@ -163,8 +214,9 @@ static __device__ int gather_quad(const int8_conv_pool &a, const receptive_field
     uint32_t four = 0;
     for (int byte = 0; byte < 4; byte++) {
         if (channel < a.c) {
-            const int8_t code = input_code(a, field.image_start, channel, field.top + tap_row,
-                                           field.left + tap_column);
+            const int8_t code = input_code(a, input_at(a, field.image_start, channel,
+                                                       field.top + tap_row,
+                                                       field.left + tap_column));
             four |= (uint32_t)(uint8_t)code << (8 * byte);
         }
         if (++tap_column == a.s) { /* the next byte's tap */
@@ -203,12 +255,11 @@ __global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8
     receptive_field fields[STAGED ? 1 : PASSES];
     if constexpr (STAGED) {
         const output_position corner = position_of(a, first_row); /* a window's top left */
-        const int64_t row_in_image = corner.oy * a.stride;
-        stage(a, corner.image, (int)row_in_image, offsets,
+        stage(a, corner.image, (int)(corner.oy * a.stride), offsets,
               reinterpret_cast<int8_t *>(offsets + a.k32));
         for (int pass = 0; pass < PASSES; pass++)
-            bases[pass] = tile_base(a, first_row + line + LINES * pass, corner.image,
-                                    row_in_image);
+            bases[pass] = tile_base(a, first_row, line + LINES * pass, (int)(corner.oy / a.pool),
+                                    (int)(corner.ox / a.pool));
     } else {
         for (int pass = 0; pass < PASSES; pass++)
             fields[pass] = field_of(a, first_row + line + LINES * pass);
@@ -245,23 +296,30 @@ __global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8
                     sums[i][j] = __dp4a(row_codes[i], weight_codes[j], sums[i][j]);
         }
     }
-    /* the thread's 4 rows: one 2x2 window (pool 2) or 4 windows (pool 1) */
-    const int64_t taps = a.pool * a.pool, pooled = a.pooled_height * a.pooled_width;
+    /* the thread's 4 rows: one 2x2 window (pool 2) or 4 windows (pool 1), whose codes go to
+     * q + written[i] + channel * pooled (-1: row i ends no window, or is past the last) */
+    const int taps = (int)(a.pool * a.pool);
+    const int64_t pooled = a.pooled_height * a.pooled_width;
+    int64_t written[4];
+    for (int i = 0; i < 4; i++) {
+        const int64_t row = first_row + ty * 4 + i, window = index_div(row, taps);
+        const int64_t image = index_div(window, pooled);
+        written[i] = i % taps != taps - 1 || row >= a.rows
+                         ? -1
+                         : image * a.m * pooled + (window - image * pooled);
+    }
     for (int j = 0; j < 4; j++) {
         const int64_t channel = first_channel + tx * 4 + j;
         if (channel >= a.m)
             continue;
         int8_t best = -128;
         for (int i = 0; i < 4; i++) {
-            const int64_t row = first_row + ty * 4 + i;
             const float y = rescaled_sum(sums[i][j], a.x_zero, __ldg(a.weight_sums + channel),
                                          __ldg(a.scale + channel), __ldg(a.b + channel));
             const int8_t code = int8_code(y, a.y_zero, a.y_low);
             best = i % taps == 0 || code > best ? code : best;
-            if (i % taps != taps - 1 || row >= a.rows)
-                continue;
-            const int64_t window = index_div(row, taps), image = index_div(window, pooled);
-            a.q[(image * a.m + channel) * pooled + (window - image * pooled)] = best;
+            if (written[i] >= 0)
+                a.q[written[i] + channel * pooled] = best;
         }
     }
 }
@@ -304,23 +362,26 @@ extern "C" int s2c_cuda_int8_conv2d_pool_to_int8(
         return S2C_CUDA_BAD_ARGUMENT;
     const int64_t k = c * r * s, k32 = ceil_div(k, CONV_K_STEP) * CONV_K_STEP;
     const int64_t padded_height = h + 2 * padding, padded_width = width + 2 * padding;
-    /* the staged path where the tile fits (each factor first, so that no product overflows);
-     * r <= staged_rows and s <= padded_width, so k <= tile_bytes */
+    /* the staged path where the tile fits (each factor first, so that no product overflows;
+     * r <= staged_rows and s <= padded_width, so k <= tile_bytes) and its indices fit an int */
     const int64_t staged_rows =
         stride > padded_height ? INT_MAX
                                : staged_rows_for(block_rows / (pool * pool), oh / pool, ow / pool,
                                                  padded_height, r, stride, pool);
-    const bool staged = c <= CONV_STAGED_BYTES && staged_rows <= CONV_STAGED_BYTES &&
-                        padded_width <= CONV_STAGED_BYTES &&
-                        4 * k32 + c * staged_rows * padded_width <= CONV_STAGED_BYTES;
+    const bool staged = padded_height < (1 << 30) && c <= CONV_STAGED_BYTES &&
+                        staged_rows <= CONV_STAGED_BYTES && padded_width <= CONV_STAGED_BYTES &&
+                        4 * k32 + c * staged_rows * padded_width <= CONV_STAGED_BYTES &&
+                        c * width * h <= (1 << 29);
     const int64_t tile_bytes = staged ? c * staged_rows * padded_width : 0;
     const int8_conv_pool a = {x, pixels, x_scale, x_zero, packed, weight_sums, scale, b, q, y_zero,
                               relu ? y_zero : -128, n, c, h, width, m, r, s, stride, padding, pool,
                               oh / pool, ow / pool, k, k32, rows, (int)padded_height,
                               (int)padded_width, (int)staged_rows, (int)tile_bytes,
+                              staged ? (int)(c * h * width) : 0,
                               fast_divider((int)padded_height),
                               fast_divider(staged ? (int)padded_width : 1),
-                              fast_divider(staged ? (int)staged_rows : 1)};
+                              fast_divider(staged ? (int)staged_rows : 1),
+                              fast_divider((int)(oh / pool)), fast_divider((int)(ow / pool))};
     const dim3 grid((unsigned)ceil_div(rows, block_rows), (unsigned)ceil_div(m, columns));
     void (*kernel)(const int8_conv_pool) =
         narrow ? (staged ? int8_conv_pool_kernel<CONV_NARROW, true>
