@@ -30,17 +30,21 @@
  * code that product row `row` multiplies by weight k = (channel, tap_row, tap_column) is then
  *     tile[base(row) + offset(k)], offset(k) = (channel staged_rows + tap_row) (width + 2 padding)
  *                                              + tap_column,
- * base(row) its field's corner in the tile, found once per block: offsets [k32] is a table in
- * shared memory built once per block (0 past k, where the packed weights are zeros), and a thread
- * gathers 4 codes with one 16-byte load of offsets and 4 byte loads, no division, no bounds
- * check. Where the tile and its table would not fit CONV_STAGED_BYTES (a wide image of many
- * channels), each code is read from x where it lies instead (gather_quad: bounds checks and
- * index arithmetic per byte, each pixel read R S times over from L1/L2).
- * Cost: 2 n m (ph pool)(pw pool) C R S int8 operations (only the outputs a window covers), 4 + 1
- * shared loads per 4 codes of a row a K step; device memory: per block c staged_rows (width +
- * 2 padding) bytes of x (4 times as many of pixels, one IEEE division each), where staged_rows is
- * the rows of 64 (or 16) windows plus R - 1, and the packed weights once per tile row; q written
- * pooled: no [n, m, oh, ow] tensor, no rows [n oh ow, k32]. */
+ * offsets [k32] a table in shared memory built once per block (0 past k, where the packed
+ * weights are zeros). Each thread gathers the same rows at every step (rows thread / 8 + 32 p, 4
+ * codes at quad thread % 8), so their bases are found once too, and 4 codes are one 16-byte load
+ * of offsets (for all the thread's rows) and 4 byte loads: no division, no bounds check. Where
+ * the tile and its table would not fit CONV_STAGED_BYTES (a wide image of many channels), each
+ * code is read from x where it lies instead (gather_quad: bounds checks and index arithmetic per
+ * byte, each pixel read R S times over from L1/L2).
+ * Cost: 2 n m (ph pool)(pw pool) C R S int8 operations (only the outputs a window covers), a K
+ * step 128 __dp4a a thread against 2 (16-channel tile: 8) rows of 4 byte loads and a store into
+ * row_tile; device memory: the packed weights once per tile row, q written pooled (no
+ * [n, m, oh, ow] tensor, no rows [n oh ow, k32]), and each block's tile of x, c staged_rows
+ * (width + 2 padding) codes (4-byte pixels, one IEEE division each, for a first layer), where
+ * staged_rows bounds the rows 64 (or 16) windows reach (staged_rows_for): LeNet-5's conv1 1 x 20
+ * x 32 pixels, its conv2 6 x 44 x 14 codes (2.6 images' windows), the Fashion CNN's conv2 64 x 13
+ * x 13 (16 windows of 25 an image, for each of 2 channel tiles). */
 #include "../common.h"
 #include "../conv/conv.cuh"
 #include "../int8/codes.cuh"
