@@ -133,7 +133,7 @@ CONVS = [
     (1, 4, 7, 7, 33, 3, 3, 1, 1, 2, 0, -128, False),  # K = 36: past 32; 33 channels
     (3, 2, 12, 12, 7, 3, 3, 1, 1, 2, 5, -30, True),  # 432 rows: two blocks of 16 channels
     (2, 3, 20, 18, 9, 3, 3, 1, 0, 1, -60, 10, True),  # 576 rows, no pool: three such blocks
-    (2, 2, 20, 20, 3, 3, 3, 1, 0, 2, 9, -40, True),  # 81 windows an image: a block's 64 straddle two
+    (2, 2, 20, 20, 3, 3, 3, 1, 0, 2, 9, -40, True),  # 81 windows an image: blocks of 64 straddle 2
     (5, 2, 6, 6, 20, 3, 3, 1, 0, 2, -9, -50, True),  # 4 windows an image: 4 images a block, 5 of 8
     (2, 3, 9, 11, 20, 1, 2, 3, 1, 2, 40, -60, True),  # stride 3 past R = 1: rows no window reads
     (1, 6, 8, 8, 18, 5, 5, 2, 2, 2, -1, -70, False),  # stride 2 and padding 2, K = 150
