@@ -300,30 +300,31 @@ __global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8
                     sums[i][j] = __dp4a(row_codes[i], weight_codes[j], sums[i][j]);
         }
     }
-    /* the thread's 4 rows: one 2x2 window (pool 2) or 4 windows (pool 1), whose codes go to
-     * q + written[i] + channel * pooled (-1: row i ends no window, or is past the last) */
+    /* the thread's 4 rows: one 2x2 window (pool 2) or 4 windows (pool 1), consecutive from
+     * window p of image `image` */
     const int taps = (int)(a.pool * a.pool);
     const int64_t pooled = a.pooled_height * a.pooled_width;
-    int64_t written[4];
-    for (int i = 0; i < 4; i++) {
-        const int64_t row = first_row + ty * 4 + i, window = index_div(row, taps);
-        const int64_t image = index_div(window, pooled);
-        written[i] = i % taps != taps - 1 || row >= a.rows
-                         ? -1
-                         : image * a.m * pooled + (window - image * pooled);
-    }
+    const int64_t window = index_div(first_row + ty * 4, taps), image = index_div(window, pooled);
+    const int64_t p = window - image * pooled;
     for (int j = 0; j < 4; j++) {
         const int64_t channel = first_channel + tx * 4 + j;
         if (channel >= a.m)
             continue;
         int8_t best = -128;
         for (int i = 0; i < 4; i++) {
+            const int64_t row = first_row + ty * 4 + i;
             const float y = rescaled_sum(sums[i][j], a.x_zero, __ldg(a.weight_sums + channel),
                                          __ldg(a.scale + channel), __ldg(a.b + channel));
             const int8_t code = int8_code(y, a.y_zero, a.y_low);
             best = i % taps == 0 || code > best ? code : best;
-            if (written[i] >= 0)
-                a.q[written[i] + channel * pooled] = best;
+            if (i % taps != taps - 1 || row >= a.rows)
+                continue;
+            int64_t at_image = image, at = p + (a.pool == 2 ? 0 : i); /* row i's window */
+            while (at >= pooled) {
+                at -= pooled;
+                at_image++;
+            }
+            a.q[(at_image * a.m + channel) * pooled + at] = best;
         }
     }
 }
