@@ -172,7 +172,7 @@ static __device__ void stage(const int8_conv_pool &a, int64_t image, int row, in
 }
 
 /* Where row first_row + offset of the product starts in the tile staged from the first row of
- * window (image, py, px), the block's first, offset < 4096: its field's top left corner (0, any
+ * window (image, py, px), the block's first, offset < 256: its field's top left corner (0, any
  * code, past the last row: its sums are not written). */
 static __device__ int tile_base(const int8_conv_pool &a, int64_t first_row, int offset, int py,
                                 int px)
@@ -234,6 +234,21 @@ static __device__ int gather_quad(const int8_conv_pool &a, const receptive_field
     return (int)four;
 }
 
+/* The packed weights' quad `quad` at k0 of channels first_channel + line + LINES l, for the
+ * weight tile (0 past the last channel, and for lines past COLUMNS). */
+template <int COLUMNS, int LINES, int LOADS>
+static __device__ __forceinline__ void load_weights(const int8_conv_pool &a, int64_t first_channel,
+                                                    int64_t k0, int line, int quad,
+                                                    int (&weights)[LOADS])
+{
+    for (int l = 0; l < LOADS; l++) {
+        const int64_t j = first_channel + line + LINES * l;
+        weights[l] = line + LINES * l < COLUMNS && j < a.m
+                         ? __ldg((const int *)(a.packed + j * a.k32 + k0) + quad)
+                         : 0;
+    }
+}
+
 /* COLUMNS channels (64, or 16 for a layer that few: LeNet-5's 6 and 16) by 4096 / COLUMNS
  * outputs a block of 256 threads, 4 x 4 a thread; STAGED: x's rows in shared memory (dynamic:
  * offsets then tile), else read where they lie. */
@@ -243,7 +258,7 @@ __global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8
     wait_for_previous_kernel();
     constexpr int COLUMN_THREADS = COLUMNS / 4, ROWS = 4 * CONV_THREADS / COLUMN_THREADS;
     constexpr int QUADS = CONV_K_STEP / 4, LINES = CONV_THREADS / QUADS; /* lines a pass */
-    constexpr int PASSES = ROWS / LINES;
+    constexpr int PASSES = ROWS / LINES, WEIGHT_LOADS = (COLUMNS + LINES - 1) / LINES;
     /* stored [quad][line], as gemm_dp4a_kernel's tiles (its comment says why) */
     __shared__ __align__(16) int row_tile[QUADS][ROWS + 4];
     __shared__ __align__(16) int weight_tile[QUADS][COLUMNS + 4];
@@ -269,9 +284,16 @@ __global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8
             fields[pass] = field_of(a, first_row + line + LINES * pass);
     }
     int sums[4][4] = {};
+    int weights[WEIGHT_LOADS]; /* the next step's, loaded while this one computes */
+    load_weights<COLUMNS, LINES>(a, first_channel, 0, line, quad, weights);
     for (int64_t k0 = 0; k0 < a.k; k0 += CONV_K_STEP) {
+        __syncthreads(); /* the tile staged (first step), row_tile and weight_tile read (later) */
+        for (int l = 0; l < WEIGHT_LOADS; l++)
+            if (line + LINES * l < COLUMNS)
+                weight_tile[quad][line + LINES * l] = weights[l];
+        if (k0 + CONV_K_STEP < a.k)
+            load_weights<COLUMNS, LINES>(a, first_channel, k0 + CONV_K_STEP, line, quad, weights);
         if constexpr (STAGED) {
-            __syncthreads(); /* the tile staged (first step), row_tile read (later ones) */
             const int4 at = *reinterpret_cast<const int4 *>(offsets + k0 + 4 * quad);
             for (int pass = 0; pass < PASSES; pass++) {
                 const uint8_t *field = tile + bases[pass];
@@ -280,14 +302,8 @@ __global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8
                                                             (uint32_t)field[at.w] << 24);
             }
         } else {
-            __syncthreads(); /* row_tile read */
             for (int pass = 0; pass < PASSES; pass++)
                 row_tile[quad][line + LINES * pass] = gather_quad(a, fields[pass], k0 + 4 * quad);
-        }
-        for (int at = line; at < COLUMNS; at += LINES) {
-            const int64_t j = first_channel + at;
-            weight_tile[quad][at] = j < a.m ? __ldg((const int *)(a.packed + j * a.k32 + k0) + quad)
-                                            : 0;
         }
         __syncthreads();
         for (int step = 0; step < QUADS; step++) {
