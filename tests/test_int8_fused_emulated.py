@@ -136,6 +136,8 @@ CONVS = [
     (2, 2, 20, 20, 3, 3, 3, 1, 0, 2, 9, -40, True),  # 81 windows an image: blocks of 64 straddle 2
     (5, 2, 6, 6, 20, 3, 3, 1, 0, 2, -9, -50, True),  # 4 windows an image: 4 images a block, 5 of 8
     (2, 3, 9, 11, 20, 1, 2, 3, 1, 2, 40, -60, True),  # stride 3 past R = 1: rows no window reads
+    (3, 6, 14, 14, 16, 5, 5, 1, 0, 2, -128, -100, True),  # LeNet-5's conv2: 25 windows an image
+    (2, 64, 13, 13, 128, 3, 3, 1, 0, 2, 11, -100, True),  # the Fashion CNN's conv2, K = 576
     (1, 6, 8, 8, 18, 5, 5, 2, 2, 2, -1, -70, False),  # stride 2 and padding 2, K = 150
     (1, 40, 4, 400, 5, 3, 3, 1, 0, 2, 3, -90, True),  # a block's rows past 96 KB: x read in place
 ]
