@@ -18,9 +18,10 @@
  * An implicit GEMM on int8_gemm's rung 1 (int8/gemm.cu, gemm_dp4a_kernel): a block of 256
  * threads computes 64 convolution outputs x 64 channels (256 x 16 for a layer of 16 channels or
  * fewer, which a 64-channel tile would mostly waste), 4 x 4 a thread, K_STEP codes at a time
- * through shared memory. Its rows are ordered by pooling window: the 4 outputs of a 2x2 window
- * are rows 4w .. 4w + 3, the 4 rows of one thread, so that its epilogue takes their max in
- * registers and writes one code per channel (pool 1: 4 windows of one output each).
+ * through shared memory, in two pairs of tiles: one barrier a step, each step's codes gathered
+ * while the step before computes. Its rows are ordered by pooling window: the 4 outputs of a
+ * 2x2 window are rows 4w .. 4w + 3, the 4 rows of one thread, so that its epilogue takes their
+ * max in registers and writes one code per channel (pool 1: 4 windows of one output each).
  *
  * The receptive fields. A block's windows are consecutive in (image, pooled row, pooled column)
  * order, so the input rows they read are consecutive too, counting the padded rows of x's images
@@ -259,9 +260,10 @@ __global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8
     constexpr int COLUMN_THREADS = COLUMNS / 4, ROWS = 4 * CONV_THREADS / COLUMN_THREADS;
     constexpr int QUADS = CONV_K_STEP / 4, LINES = CONV_THREADS / QUADS; /* lines a pass */
     constexpr int PASSES = ROWS / LINES, WEIGHT_LOADS = (COLUMNS + LINES - 1) / LINES;
-    /* stored [quad][line], as gemm_dp4a_kernel's tiles (its comment says why) */
-    __shared__ __align__(16) int row_tile[QUADS][ROWS + 4];
-    __shared__ __align__(16) int weight_tile[QUADS][COLUMNS + 4];
+    /* stored [quad][line], as gemm_dp4a_kernel's tiles (its comment says why), twice: one step
+     * computes from one while the next step's codes go to the other */
+    __shared__ __align__(16) int row_tile[2][QUADS][ROWS + 4];
+    __shared__ __align__(16) int weight_tile[2][QUADS][COLUMNS + 4];
     extern __shared__ __align__(16) float shared[];
     int *const offsets = reinterpret_cast<int *>(shared);
     const uint8_t *const tile = reinterpret_cast<const uint8_t *>(offsets + a.k32);
@@ -283,38 +285,53 @@ __global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8
         for (int pass = 0; pass < PASSES; pass++)
             fields[pass] = field_of(a, first_row + line + LINES * pass);
     }
-    int sums[4][4] = {};
-    int weights[WEIGHT_LOADS]; /* the next step's, loaded while this one computes */
-    load_weights<COLUMNS, LINES>(a, first_channel, 0, line, quad, weights);
-    for (int64_t k0 = 0; k0 < a.k; k0 += CONV_K_STEP) {
-        __syncthreads(); /* the tile staged (first step), row_tile and weight_tile read (later) */
+    /* step k0's codes into tiles `buffer`: the weights loaded before, the rows gathered; then
+     * the next step's weights loaded, to arrive while this one computes */
+    int next_weights[WEIGHT_LOADS];
+    load_weights<COLUMNS, LINES>(a, first_channel, 0, line, quad, next_weights);
+    const auto fill = [&](int buffer, int64_t k0) {
         for (int l = 0; l < WEIGHT_LOADS; l++)
             if (line + LINES * l < COLUMNS)
-                weight_tile[quad][line + LINES * l] = weights[l];
+                weight_tile[buffer][quad][line + LINES * l] = next_weights[l];
         if (k0 + CONV_K_STEP < a.k)
-            load_weights<COLUMNS, LINES>(a, first_channel, k0 + CONV_K_STEP, line, quad, weights);
+            load_weights<COLUMNS, LINES>(a, first_channel, k0 + CONV_K_STEP, line, quad,
+                                         next_weights);
         if constexpr (STAGED) {
             const int4 at = *reinterpret_cast<const int4 *>(offsets + k0 + 4 * quad);
             for (int pass = 0; pass < PASSES; pass++) {
                 const uint8_t *field = tile + bases[pass];
-                row_tile[quad][line + LINES * pass] = (int)(field[at.x] | field[at.y] << 8 |
-                                                            field[at.z] << 16 |
-                                                            (uint32_t)field[at.w] << 24);
+                row_tile[buffer][quad][line + LINES * pass] =
+                    (int)(field[at.x] | field[at.y] << 8 | field[at.z] << 16 |
+                          (uint32_t)field[at.w] << 24);
             }
         } else {
             for (int pass = 0; pass < PASSES; pass++)
-                row_tile[quad][line + LINES * pass] = gather_quad(a, fields[pass], k0 + 4 * quad);
+                row_tile[buffer][quad][line + LINES * pass] =
+                    gather_quad(a, fields[pass], k0 + 4 * quad);
         }
-        __syncthreads();
+    };
+    if constexpr (STAGED)
+        __syncthreads(); /* the tile staged */
+    fill(0, 0);
+    __syncthreads();
+    int sums[4][4] = {};
+    for (int64_t k0 = 0; k0 < a.k; k0 += CONV_K_STEP) {
+        /* tiles `buffer` hold this step's codes; the others, last read in the step before, take
+         * the next step's */
+        const int buffer = (int)(k0 / CONV_K_STEP % 2);
+        if (k0 + CONV_K_STEP < a.k)
+            fill(1 - buffer, k0 + CONV_K_STEP);
         for (int step = 0; step < QUADS; step++) {
-            const int4 rows = *reinterpret_cast<const int4 *>(&row_tile[step][ty * 4]);
-            const int4 weights = *reinterpret_cast<const int4 *>(&weight_tile[step][tx * 4]);
+            const int4 rows = *reinterpret_cast<const int4 *>(&row_tile[buffer][step][ty * 4]);
+            const int4 columns =
+                *reinterpret_cast<const int4 *>(&weight_tile[buffer][step][tx * 4]);
             const int row_codes[4] = {rows.x, rows.y, rows.z, rows.w};
-            const int weight_codes[4] = {weights.x, weights.y, weights.z, weights.w};
+            const int weight_codes[4] = {columns.x, columns.y, columns.z, columns.w};
             for (int i = 0; i < 4; i++)
                 for (int j = 0; j < 4; j++)
                     sums[i][j] = __dp4a(row_codes[i], weight_codes[j], sums[i][j]);
         }
+        __syncthreads();
     }
     /* the thread's 4 rows: one 2x2 window (pool 2) or 4 windows (pool 1), consecutive from
      * window p of image `image` */
