@@ -252,9 +252,10 @@ static __device__ __forceinline__ void load_weights(const int8_conv_pool &a, int
 
 /* COLUMNS channels (64, or 16 for a layer that few: LeNet-5's 6 and 16) by 4096 / COLUMNS
  * outputs a block of 256 threads, 4 x 4 a thread; STAGED: x's rows in shared memory (dynamic:
- * offsets then tile), else read where they lie. */
+ * offsets then tile), else read where they lie. At most 64 registers a thread staged (4 blocks
+ * a multiprocessor), 128 else (2), with no spills. */
 template <int COLUMNS, bool STAGED>
-__global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8_conv_pool a)
+__global__ void __launch_bounds__(CONV_THREADS, STAGED ? 4 : 2) int8_conv_pool_kernel(const int8_conv_pool a)
 {
     wait_for_previous_kernel();
     constexpr int COLUMN_THREADS = COLUMNS / 4, ROWS = 4 * CONV_THREADS / COLUMN_THREADS;
