@@ -255,7 +255,8 @@ static __device__ __forceinline__ void load_weights(const int8_conv_pool &a, int
  * offsets then tile), else read where they lie. At most 64 registers a thread staged (4 blocks
  * a multiprocessor), 128 else (2), with no spills. */
 template <int COLUMNS, bool STAGED>
-__global__ void __launch_bounds__(CONV_THREADS, STAGED ? 4 : 2) int8_conv_pool_kernel(const int8_conv_pool a)
+__global__ void __launch_bounds__(CONV_THREADS, STAGED ? 4 : 2)
+    int8_conv_pool_kernel(const int8_conv_pool a)
 {
     wait_for_previous_kernel();
     constexpr int COLUMN_THREADS = COLUMNS / 4, ROWS = 4 * CONV_THREADS / COLUMN_THREADS;
