@@ -133,6 +133,13 @@ CONVS = [
     (1, 4, 7, 7, 33, 3, 3, 1, 1, 2, 0, -128, False),  # K = 36: past 32; 33 channels
     (3, 2, 12, 12, 7, 3, 3, 1, 1, 2, 5, -30, True),  # 432 rows: two blocks of 16 channels
     (2, 3, 20, 18, 9, 3, 3, 1, 0, 1, -60, 10, True),  # 576 rows, no pool: three such blocks
+    (2, 2, 20, 20, 3, 3, 3, 1, 0, 2, 9, -40, True),  # 81 windows an image: blocks of 64 straddle 2
+    (5, 2, 6, 6, 20, 3, 3, 1, 0, 2, -9, -50, True),  # 4 windows an image: 4 images a block, 5 of 8
+    (2, 3, 9, 11, 20, 1, 2, 3, 1, 2, 40, -60, True),  # stride 3 past R = 1: rows no window reads
+    (3, 6, 14, 14, 16, 5, 5, 1, 0, 2, -128, -100, True),  # LeNet-5's conv2: 25 windows an image
+    (2, 64, 13, 13, 128, 3, 3, 1, 0, 2, 11, -100, True),  # the Fashion CNN's conv2, K = 576
+    (1, 6, 8, 8, 18, 5, 5, 2, 2, 2, -1, -70, False),  # stride 2 and padding 2, K = 150
+    (1, 40, 4, 400, 5, 3, 3, 1, 0, 2, 3, -90, True),  # a block's rows past 96 KB: x read in place
 ]
 
 
@@ -150,7 +157,7 @@ def test_conv_pool_on_codes(lib, case, signs):
     assert len(np.unique(want)) > 8, "the case must give codes of many values"
 
 
-@pytest.mark.parametrize("case", CONVS[:2] + CONVS[3:4])
+@pytest.mark.parametrize("case", CONVS[:2] + CONVS[3:4] + CONVS[-2:])
 def test_conv_pool_on_pixels(lib, case):
     """A first layer: float32 pixels quantized on the way in, as quantize_int8 would."""
     n, c, h, width, m, r, s, stride, padding, pool, x_zero, y_zero, relu = case

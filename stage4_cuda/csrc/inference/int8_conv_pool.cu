@@ -4,9 +4,9 @@
  *     q [n, m, oh / pool, ow / pool] int8.
  * The unfused path takes three or four launches and two passes over [n, m, oh, ow]: quantize_int8
  * (a first layer), conv_rows_kernel (the receptive fields as rows in device memory), the GEMM
- * writing every output's code, maxpool2d_int8. Here the receptive fields go straight from x (its
- * codes, or float32 pixels quantized on the way in: a first layer) to shared memory, nothing but
- * q is written, and the weights come packed once, when the model is loaded
+ * writing every output's code, maxpool2d_int8. Here the receptive fields are gathered from x (its
+ * codes, or float32 pixels quantized on the way in: a first layer) staged in shared memory,
+ * nothing but q is written, and the weights come packed once, when the model is loaded
  * (s2c_cuda_int8_pack_weights: [m, k32], each channel's sum beside).
  *
  * The same numbers, bit for bit: each output's int32 sum is exact whatever the order of its
@@ -18,20 +18,43 @@
  * An implicit GEMM on int8_gemm's rung 1 (int8/gemm.cu, gemm_dp4a_kernel): a block of 256
  * threads computes 64 convolution outputs x 64 channels (256 x 16 for a layer of 16 channels or
  * fewer, which a 64-channel tile would mostly waste), 4 x 4 a thread, K_STEP codes at a time
- * through shared memory. Its rows are ordered by pooling window: the 4 outputs of a 2x2 window are rows
- * 4w .. 4w + 3, the 4 rows of one thread, so that its epilogue takes their max in registers and
- * writes one code per channel (pool 1: 4 windows of one output each). Each thread gathers the
- * same rows at every step (rows thread / 8 + 32 p, 4 codes at quad thread % 8): their
- * receptive fields' corners are found once.
- * Cost: 2 n m (ph pool)(pw pool) C R S int8 operations (only the outputs a window covers); device
- * memory x (or its floats) read R S times over (from L1/L2), the packed weights once per tile
- * row, q pooled: no [n, m, oh, ow] tensor, no rows [n oh ow, k32]. */
+ * through shared memory, in two pairs of tiles: one barrier a step, each step's codes gathered
+ * while the step before computes. Its rows are ordered by pooling window: the 4 outputs of a
+ * 2x2 window are rows 4w .. 4w + 3, the 4 rows of one thread, so that its epilogue takes their
+ * max in registers and writes one code per channel (pool 1: 4 windows of one output each).
+ *
+ * The receptive fields. A block's windows are consecutive in (image, pooled row, pooled column)
+ * order, so the input rows they read are consecutive too, counting the padded rows of x's images
+ * one after the other: the block first copies those rows, every channel, into shared memory,
+ *     tile [c, staged_rows, width + 2 padding] codes (x_zero in the padding),
+ * each pixel read from device memory once (and, a first layer's, quantized once), coalesced. The
+ * code that product row `row` multiplies by weight k = (channel, tap_row, tap_column) is then
+ *     tile[base(row) + offset(k)], offset(k) = (channel staged_rows + tap_row) (width + 2 padding)
+ *                                              + tap_column,
+ * offsets [k32] a table in shared memory built once per block (0 past k, where the packed
+ * weights are zeros). Each thread gathers the same rows at every step (rows thread / 8 + 32 p, 4
+ * codes at quad thread % 8), so their bases are found once too, and 4 codes are one 16-byte load
+ * of offsets (for all the thread's rows) and 4 byte loads: no division, no bounds check. Where
+ * the tile and its table would not fit CONV_STAGED_BYTES (a wide image of many channels), each
+ * code is read from x where it lies instead (gather_quad: bounds checks and index arithmetic per
+ * byte, each pixel read R S times over from L1/L2).
+ * Cost: 2 n m (ph pool)(pw pool) C R S int8 operations (only the outputs a window covers), a K
+ * step 128 __dp4a a thread against 2 (16-channel tile: 8) rows of 4 byte loads and a store into
+ * row_tile; device memory: the packed weights once per tile row, q written pooled (no
+ * [n, m, oh, ow] tensor, no rows [n oh ow, k32]), and each block's tile of x, c staged_rows
+ * (width + 2 padding) codes (4-byte pixels, one IEEE division each, for a first layer), where
+ * staged_rows bounds the rows 64 (or 16) windows reach (staged_rows_for): LeNet-5's conv1 1 x 20
+ * x 32 pixels, its conv2 6 x 44 x 14 codes (2.6 images' windows), the Fashion CNN's conv2 64 x 13
+ * x 13 (16 windows of 25 an image, for each of 2 channel tiles). */
 #include "../common.h"
+#include "../conv/conv.cuh"
 #include "../int8/codes.cuh"
 
 #define CONV_THREADS 256
 #define CONV_NARROW 16 /* the channels of a block for layers of that many or fewer, else 64 */
 #define CONV_K_STEP 32 /* codes a step; the packed weights' rows are padded to a multiple */
+#define CONV_STAGED_BYTES (96 * 1024) /* the most dynamic shared memory a block stages x in */
+#define CONV_STAGE_LOADS 8 /* codes a thread loads at once while staging */
 
 struct int8_conv_pool {
     const int8_t *x;     /* the input's codes [n, c, h, width], or */
@@ -45,41 +68,146 @@ struct int8_conv_pool {
     int y_zero, y_low;
     int64_t n, c, h, width, m, r, s, stride, padding, pool, pooled_height, pooled_width, k, k32;
     int64_t rows; /* n * pooled_height * pooled_width * pool * pool */
+    /* the staged path's tile [c, staged_rows, padded_width] after offsets [k32] */
+    int padded_height, padded_width, staged_rows, tile_bytes, image_size; /* c h width */
+    fast_divider by_padded_height, by_padded_width, by_staged_rows, by_pooled_height,
+        by_pooled_width;
 };
 
-/* The receptive field of one row of the product: where its image starts in x (-1 past the last
- * row), and its corner in the padded image (ints: the launcher refuses a larger image). */
+/* Row `row` of the product: tap row % pool^2 of pooling window row / pool^2, that is output
+ * (oy, ox) of image `image`. */
+struct output_position {
+    int64_t image, oy, ox;
+};
+
+static __device__ output_position position_of(const int8_conv_pool &a, int64_t row)
+{
+    const int64_t taps = a.pool * a.pool, window = index_div(row, taps), tap = row - window * taps;
+    const int64_t pooled = a.pooled_height * a.pooled_width, image = index_div(window, pooled);
+    const int64_t p = window - image * pooled, py = index_div(p, a.pooled_width);
+    return {image, py * a.pool + tap / a.pool,
+            (p - py * a.pooled_width) * a.pool + tap % a.pool};
+}
+
+/* Where input pixel (channel, iy, ix) of the image at image_start lies in x: -1 in the
+ * padding. */
+static __device__ __forceinline__ int64_t input_at(const int8_conv_pool &a, int64_t image_start,
+                                                   int64_t channel, int64_t iy, int64_t ix)
+{
+    if (iy < 0 || iy >= a.h || ix < 0 || ix >= a.width)
+        return -1;
+    return image_start + (channel * a.h + iy) * a.width + ix;
+}
+
+/* The code of a first layer's pixel: quantize_int8's expression, IEEE division then the code. */
+static __device__ __forceinline__ int8_t pixel_code(const int8_conv_pool &a, float pixel)
+{
+    return int8_code(__fdiv_rn(pixel, a.x_scale), a.x_zero, -128);
+}
+
+/* The code of the pixel at `at` in x (x_zero at -1: the padding). */
+static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int64_t at)
+{
+    if (at < 0)
+        return (int8_t)a.x_zero;
+    return a.pixels ? pixel_code(a, __ldg(a.pixels + at)) : __ldg(a.x + at);
+}
+
+/* Where code `at` of the tile [c, staged_rows, padded_width] staged from the padded rows that
+ * start at row `row` of an image, counted over the images one after the other, lies in x from
+ * that image's start: -1 in the padding, past x's last image (images_left from that one on;
+ * only rows that are not written read those) and past the tile. An int: the launcher stages
+ * images of at most 2^29 codes, and the tile reaches less than 1 + staged_rows / padded_height
+ * images past the first, whose codes are fewer than the tile's. */
+static __device__ __forceinline__ int staged_at(const int8_conv_pool &a, int images_left, int row,
+                                                int at)
+{
+    const int line = a.by_padded_width.quotient(at), column = at - line * a.padded_width;
+    const int channel = a.by_staged_rows.quotient(line);
+    const int staged = row + line - channel * a.staged_rows; /* from the image's first row */
+    const int later = a.by_padded_height.quotient(staged);
+    const int iy = staged - later * a.padded_height - (int)a.padding;
+    const int ix = column - (int)a.padding;
+    if (at >= a.tile_bytes || later >= images_left || (unsigned)iy >= (unsigned)a.h ||
+        (unsigned)ix >= (unsigned)a.width)
+        return -1;
+    return later * a.image_size + (channel * (int)a.h + iy) * (int)a.width + ix;
+}
+
+/* The staged path's prologue, for the rows that start at row `row` of `image`: the tile,
+ * CONV_STAGE_LOADS codes a thread at a time (their loads issued together, then quantized and
+ * stored: not one load's latency after another), and offsets [k32] of the weights' codes in
+ * it. */
+static __device__ void stage(const int8_conv_pool &a, int64_t image, int row, int *offsets,
+                             int8_t *tile)
+{
+    const int images_left = (int)min(a.n - image, (int64_t)INT_MAX);
+    const int8_t *const codes_from = a.x ? a.x + image * a.image_size : nullptr;
+    const float *const pixels_from = a.pixels ? a.pixels + image * a.image_size : nullptr;
+    for (int first = threadIdx.x; first < a.tile_bytes; first += CONV_STAGE_LOADS * CONV_THREADS) {
+        int at[CONV_STAGE_LOADS];
+        for (int load = 0; load < CONV_STAGE_LOADS; load++)
+            at[load] = staged_at(a, images_left, row, first + load * CONV_THREADS);
+        int8_t codes[CONV_STAGE_LOADS];
+        if (pixels_from) {
+            float values[CONV_STAGE_LOADS];
+            for (int load = 0; load < CONV_STAGE_LOADS; load++)
+                values[load] = at[load] < 0 ? 0.0f : __ldg(pixels_from + at[load]);
+            for (int load = 0; load < CONV_STAGE_LOADS; load++)
+                codes[load] = at[load] < 0 ? (int8_t)a.x_zero : pixel_code(a, values[load]);
+        } else {
+            for (int load = 0; load < CONV_STAGE_LOADS; load++)
+                codes[load] = at[load] < 0 ? (int8_t)a.x_zero : __ldg(codes_from + at[load]);
+        }
+        for (int load = 0; load < CONV_STAGE_LOADS; load++)
+            if (first + load * CONV_THREADS < a.tile_bytes)
+                tile[first + load * CONV_THREADS] = codes[load];
+    }
+    const int taps = (int)(a.r * a.s);
+    for (int k = threadIdx.x; k < a.k32; k += CONV_THREADS) {
+        const int channel = k / taps, tap = k - channel * taps, tap_row = tap / (int)a.s;
+        offsets[k] = k < a.k ? (channel * a.staged_rows + tap_row) * a.padded_width + tap -
+                                   tap_row * (int)a.s
+                             : 0;
+    }
+}
+
+/* Where row first_row + offset of the product starts in the tile staged from the first row of
+ * window (image, py, px), the block's first, offset < 256: its field's top left corner (0, any
+ * code, past the last row: its sums are not written). */
+static __device__ int tile_base(const int8_conv_pool &a, int64_t first_row, int offset, int py,
+                                int px)
+{
+    if (first_row + offset >= a.rows)
+        return 0;
+    /* pool 2: window offset / 4, tap offset % 4 of it; pool 1: tap 0 of window offset */
+    const int window = a.pool == 2 ? offset >> 2 : offset, tap = a.pool == 2 ? offset & 3 : 0;
+    const int tap_y = tap >> 1, tap_x = tap & 1;
+    const int columns = px + window, rows_on = a.by_pooled_width.quotient(columns);
+    const int pooled_rows = py + rows_on, images_on = a.by_pooled_height.quotient(pooled_rows);
+    const int oy = (pooled_rows - images_on * (int)a.pooled_height) * (int)a.pool + tap_y;
+    const int ox = (columns - rows_on * (int)a.pooled_width) * (int)a.pool + tap_x;
+    const int line = images_on * a.padded_height + (oy - py * (int)a.pool) * (int)a.stride;
+    return line * a.padded_width + ox * (int)a.stride;
+}
+
+/* The receptive field of one row of the product where x is read where it lies: where its image
+ * starts in x (-1 past the last row), and its corner in the padded image (ints: the launcher
+ * refuses a larger image). */
 struct receptive_field {
     int64_t image_start;
     int top, left;
 };
 
-/* Row `row`: tap row % pool^2 of pooling window row / pool^2. */
 static __device__ receptive_field field_of(const int8_conv_pool &a, int64_t row)
 {
-    const int64_t taps = a.pool * a.pool, window = index_div(row, taps), tap = row - window * taps;
-    const int64_t pooled = a.pooled_height * a.pooled_width, image = index_div(window, pooled);
-    const int64_t p = window - image * pooled, py = index_div(p, a.pooled_width);
-    const int64_t oy = py * a.pool + tap / a.pool, ox = (p - py * a.pooled_width) * a.pool + tap % a.pool;
-    return {row < a.rows ? image * a.c * a.h * a.width : -1, (int)(oy * a.stride - a.padding),
-            (int)(ox * a.stride - a.padding)};
+    const output_position at = position_of(a, row);
+    return {row < a.rows ? at.image * a.c * a.h * a.width : -1,
+            (int)(at.oy * a.stride - a.padding), (int)(at.ox * a.stride - a.padding)};
 }
 
-/* The code of input pixel (channel, iy, ix) of the image at image_start: x_zero in the
- * padding. */
-static __device__ __forceinline__ int8_t input_code(const int8_conv_pool &a, int64_t image_start,
-                                                     int64_t channel, int64_t iy, int64_t ix)
-{
-    if (iy < 0 || iy >= a.h || ix < 0 || ix >= a.width)
-        return (int8_t)a.x_zero;
-    const int64_t at = image_start + (channel * a.h + iy) * a.width + ix;
-    if (a.pixels) /* quantize_int8's expression: IEEE division, then the code */
-        return int8_code(__fdiv_rn(__ldg(a.pixels + at), a.x_scale), a.x_zero, -128);
-    return __ldg(a.x + at);
-}
-
-/* Codes first .. first + 3 of `field`, in w's (c, r, s) order, as one int (zeros past C*R*S,
- * which meet the packed weights' zeros, and past the last row). */
+/* Codes first .. first + 3 of `field`, in w's (c, r, s) order, as one int, read from x (zeros
+ * past C*R*S, which meet the packed weights' zeros, and past the last row). */
 static __device__ int gather_quad(const int8_conv_pool &a, const receptive_field &field,
                                   int64_t first)
 {
@@ -91,8 +219,9 @@ static __device__ int gather_quad(const int8_conv_pool &a, const receptive_field
     uint32_t four = 0;
     for (int byte = 0; byte < 4; byte++) {
         if (channel < a.c) {
-            const int8_t code = input_code(a, field.image_start, channel, field.top + tap_row,
-                                           field.left + tap_column);
+            const int8_t code = input_code(a, input_at(a, field.image_start, channel,
+                                                       field.top + tap_row,
+                                                       field.left + tap_column));
             four |= (uint32_t)(uint8_t)code << (8 * byte);
         }
         if (++tap_column == a.s) { /* the next byte's tap */
@@ -106,47 +235,112 @@ static __device__ int gather_quad(const int8_conv_pool &a, const receptive_field
     return (int)four;
 }
 
+/* The packed weights' quad `quad` at k0 of channels first_channel + line + LINES l, for the
+ * weight tile (0 past the last channel, and for lines past COLUMNS). */
+template <int COLUMNS, int LINES, int LOADS>
+static __device__ __forceinline__ void load_weights(const int8_conv_pool &a, int64_t first_channel,
+                                                    int64_t k0, int line, int quad,
+                                                    int (&weights)[LOADS])
+{
+    for (int l = 0; l < LOADS; l++) {
+        const int64_t j = first_channel + line + LINES * l;
+        weights[l] = line + LINES * l < COLUMNS && j < a.m
+                         ? __ldg((const int *)(a.packed + j * a.k32 + k0) + quad)
+                         : 0;
+    }
+}
+
 /* COLUMNS channels (64, or 16 for a layer that few: LeNet-5's 6 and 16) by 4096 / COLUMNS
- * outputs a block of 256 threads, 4 x 4 a thread. */
-template <int COLUMNS>
-__global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8_conv_pool a)
+ * outputs a block of 256 threads, 4 x 4 a thread; STAGED: x's rows in shared memory (dynamic:
+ * offsets then tile), else read where they lie. At most 64 registers a thread staged (4 blocks
+ * a multiprocessor), 128 else (2), with no spills. */
+template <int COLUMNS, bool STAGED>
+__global__ void __launch_bounds__(CONV_THREADS, STAGED ? 4 : 2)
+    int8_conv_pool_kernel(const int8_conv_pool a)
 {
     wait_for_previous_kernel();
     constexpr int COLUMN_THREADS = COLUMNS / 4, ROWS = 4 * CONV_THREADS / COLUMN_THREADS;
     constexpr int QUADS = CONV_K_STEP / 4, LINES = CONV_THREADS / QUADS; /* lines a pass */
-    /* stored [quad][line], as gemm_dp4a_kernel's tiles (its comment says why) */
-    __shared__ __align__(16) int row_tile[QUADS][ROWS + 4];
-    __shared__ __align__(16) int weight_tile[QUADS][COLUMNS + 4];
+    constexpr int PASSES = ROWS / LINES, WEIGHT_LOADS = (COLUMNS + LINES - 1) / LINES;
+    /* stored [quad][line], as gemm_dp4a_kernel's tiles (its comment says why), twice: one step
+     * computes from one while the next step's codes go to the other */
+    __shared__ __align__(16) int row_tile[2][QUADS][ROWS + 4];
+    __shared__ __align__(16) int weight_tile[2][QUADS][COLUMNS + 4];
+    extern __shared__ __align__(16) float shared[];
+    int *const offsets = reinterpret_cast<int *>(shared);
+    const uint8_t *const tile = reinterpret_cast<const uint8_t *>(offsets + a.k32);
     const int thread = threadIdx.x, tx = thread % COLUMN_THREADS, ty = thread / COLUMN_THREADS;
     const int64_t first_row = (int64_t)blockIdx.x * ROWS; /* x: 2^31 - 1 blocks, y: 65535 */
     const int64_t first_channel = (int64_t)blockIdx.y * COLUMNS;
     const int quad = thread % QUADS, line = thread / QUADS;
-    receptive_field fields[ROWS / LINES];
-    for (int pass = 0; pass < ROWS / LINES; pass++)
-        fields[pass] = field_of(a, first_row + line + LINES * pass);
+    /* the thread's rows' fields: in the tile (STAGED), or in x */
+    int bases[STAGED ? PASSES : 1];
+    receptive_field fields[STAGED ? 1 : PASSES];
+    if constexpr (STAGED) {
+        const output_position corner = position_of(a, first_row); /* a window's top left */
+        stage(a, corner.image, (int)(corner.oy * a.stride), offsets,
+              reinterpret_cast<int8_t *>(offsets + a.k32));
+        for (int pass = 0; pass < PASSES; pass++)
+            bases[pass] = tile_base(a, first_row, line + LINES * pass, (int)(corner.oy / a.pool),
+                                    (int)(corner.ox / a.pool));
+    } else {
+        for (int pass = 0; pass < PASSES; pass++)
+            fields[pass] = field_of(a, first_row + line + LINES * pass);
+    }
+    /* step k0's codes into tiles `buffer`: the weights loaded before, the rows gathered; then
+     * the next step's weights loaded, to arrive while this one computes */
+    int next_weights[WEIGHT_LOADS];
+    load_weights<COLUMNS, LINES>(a, first_channel, 0, line, quad, next_weights);
+    const auto fill = [&](int buffer, int64_t k0) {
+        for (int l = 0; l < WEIGHT_LOADS; l++)
+            if (line + LINES * l < COLUMNS)
+                weight_tile[buffer][quad][line + LINES * l] = next_weights[l];
+        if (k0 + CONV_K_STEP < a.k)
+            load_weights<COLUMNS, LINES>(a, first_channel, k0 + CONV_K_STEP, line, quad,
+                                         next_weights);
+        if constexpr (STAGED) {
+            const int4 at = *reinterpret_cast<const int4 *>(offsets + k0 + 4 * quad);
+            for (int pass = 0; pass < PASSES; pass++) {
+                const uint8_t *field = tile + bases[pass];
+                row_tile[buffer][quad][line + LINES * pass] =
+                    (int)(field[at.x] | field[at.y] << 8 | field[at.z] << 16 |
+                          (uint32_t)field[at.w] << 24);
+            }
+        } else {
+            for (int pass = 0; pass < PASSES; pass++)
+                row_tile[buffer][quad][line + LINES * pass] =
+                    gather_quad(a, fields[pass], k0 + 4 * quad);
+        }
+    };
+    if constexpr (STAGED)
+        __syncthreads(); /* the tile staged */
+    fill(0, 0);
+    __syncthreads();
     int sums[4][4] = {};
     for (int64_t k0 = 0; k0 < a.k; k0 += CONV_K_STEP) {
-        for (int pass = 0; pass < ROWS / LINES; pass++)
-            row_tile[quad][line + LINES * pass] = gather_quad(a, fields[pass], k0 + 4 * quad);
-        for (int at = line; at < COLUMNS; at += LINES) {
-            const int64_t j = first_channel + at;
-            weight_tile[quad][at] = j < a.m ? __ldg((const int *)(a.packed + j * a.k32 + k0) + quad)
-                                            : 0;
-        }
-        __syncthreads();
+        /* tiles `buffer` hold this step's codes; the others, last read in the step before, take
+         * the next step's */
+        const int buffer = (int)(k0 / CONV_K_STEP % 2);
+        if (k0 + CONV_K_STEP < a.k)
+            fill(1 - buffer, k0 + CONV_K_STEP);
         for (int step = 0; step < QUADS; step++) {
-            const int4 rows = *reinterpret_cast<const int4 *>(&row_tile[step][ty * 4]);
-            const int4 weights = *reinterpret_cast<const int4 *>(&weight_tile[step][tx * 4]);
+            const int4 rows = *reinterpret_cast<const int4 *>(&row_tile[buffer][step][ty * 4]);
+            const int4 columns =
+                *reinterpret_cast<const int4 *>(&weight_tile[buffer][step][tx * 4]);
             const int row_codes[4] = {rows.x, rows.y, rows.z, rows.w};
-            const int weight_codes[4] = {weights.x, weights.y, weights.z, weights.w};
+            const int weight_codes[4] = {columns.x, columns.y, columns.z, columns.w};
             for (int i = 0; i < 4; i++)
                 for (int j = 0; j < 4; j++)
                     sums[i][j] = __dp4a(row_codes[i], weight_codes[j], sums[i][j]);
         }
         __syncthreads();
     }
-    /* the thread's 4 rows: one 2x2 window (pool 2) or 4 windows (pool 1) */
-    const int64_t taps = a.pool * a.pool, pooled = a.pooled_height * a.pooled_width;
+    /* the thread's 4 rows: one 2x2 window (pool 2) or 4 windows (pool 1), consecutive from
+     * window p of image `image` */
+    const int taps = (int)(a.pool * a.pool);
+    const int64_t pooled = a.pooled_height * a.pooled_width;
+    const int64_t window = index_div(first_row + ty * 4, taps), image = index_div(window, pooled);
+    const int64_t p = window - image * pooled;
     for (int j = 0; j < 4; j++) {
         const int64_t channel = first_channel + tx * 4 + j;
         if (channel >= a.m)
@@ -160,10 +354,29 @@ __global__ void __launch_bounds__(CONV_THREADS) int8_conv_pool_kernel(const int8
             best = i % taps == 0 || code > best ? code : best;
             if (i % taps != taps - 1 || row >= a.rows)
                 continue;
-            const int64_t window = index_div(row, taps), image = index_div(window, pooled);
-            a.q[(image * a.m + channel) * pooled + (window - image * pooled)] = best;
+            int64_t at_image = image, at = p + (a.pool == 2 ? 0 : i); /* row i's window */
+            while (at >= pooled) {
+                at -= pooled;
+                at_image++;
+            }
+            a.q[(at_image * a.m + channel) * pooled + at] = best;
         }
     }
+}
+
+/* The rows of x a block of `windows` consecutive pooling windows reads, counting the padded rows
+ * of the images one after the other, at most: from its first window's first row to its last
+ * window's, plus that window's height. Consecutive windows are pool * stride rows apart along a
+ * pooled row, and image_gap further apart from an image's last window to the next image's first
+ * (negative where stride > R leaves rows unread). */
+static int64_t staged_rows_for(int64_t windows, int64_t pooled_height, int64_t pooled_width,
+                               int64_t padded_height, int64_t r, int64_t stride, int64_t pool)
+{
+    const int64_t image_gap = padded_height - pooled_height * pool * stride;
+    const int64_t later = windows - 1; /* the last window after the first */
+    return ceil_div(later, pooled_width) * pool * stride +
+           (image_gap > 0 ? ceil_div(later, pooled_height * pooled_width) * image_gap : 0) +
+           (pool - 1) * stride + r;
 }
 
 /* q from the codes x (pixels NULL) or from the float32 pixels (x NULL) quantized by x_scale and
@@ -187,14 +400,36 @@ extern "C" int s2c_cuda_int8_conv2d_pool_to_int8(
         h + 2 * padding > INT_MAX || width + 2 * padding > INT_MAX ||
         ceil_div(m, columns) > 65535 || ceil_div(rows, block_rows) > INT_MAX)
         return S2C_CUDA_BAD_ARGUMENT;
-    const int64_t k = c * r * s;
+    const int64_t k = c * r * s, k32 = ceil_div(k, CONV_K_STEP) * CONV_K_STEP;
+    const int64_t padded_height = h + 2 * padding, padded_width = width + 2 * padding;
+    /* the staged path where the tile fits (each factor first, so that no product overflows;
+     * r <= staged_rows and s <= padded_width, so k <= tile_bytes) and its indices fit an int */
+    const int64_t staged_rows =
+        stride > padded_height ? INT_MAX
+                               : staged_rows_for(block_rows / (pool * pool), oh / pool, ow / pool,
+                                                 padded_height, r, stride, pool);
+    const bool staged = padded_height < (1 << 30) && c <= CONV_STAGED_BYTES &&
+                        staged_rows <= CONV_STAGED_BYTES && padded_width <= CONV_STAGED_BYTES &&
+                        4 * k32 + c * staged_rows * padded_width <= CONV_STAGED_BYTES &&
+                        c * width * h <= (1 << 29);
+    const int64_t tile_bytes = staged ? c * staged_rows * padded_width : 0;
     const int8_conv_pool a = {x, pixels, x_scale, x_zero, packed, weight_sums, scale, b, q, y_zero,
                               relu ? y_zero : -128, n, c, h, width, m, r, s, stride, padding, pool,
-                              oh / pool, ow / pool, k,
-                              ceil_div(k, CONV_K_STEP) * CONV_K_STEP, rows};
+                              oh / pool, ow / pool, k, k32, rows, (int)padded_height,
+                              (int)padded_width, (int)staged_rows, (int)tile_bytes,
+                              staged ? (int)(c * h * width) : 0,
+                              fast_divider((int)padded_height),
+                              fast_divider(staged ? (int)padded_width : 1),
+                              fast_divider(staged ? (int)staged_rows : 1),
+                              fast_divider((int)(oh / pool)), fast_divider((int)(ow / pool))};
     const dim3 grid((unsigned)ceil_div(rows, block_rows), (unsigned)ceil_div(m, columns));
-    launch_overlapped(narrow ? int8_conv_pool_kernel<CONV_NARROW> : int8_conv_pool_kernel<64>,
-                      grid, dim3(CONV_THREADS), 0, a);
+    void (*kernel)(const int8_conv_pool) =
+        narrow ? (staged ? int8_conv_pool_kernel<CONV_NARROW, true>
+                         : int8_conv_pool_kernel<CONV_NARROW, false>)
+               : (staged ? int8_conv_pool_kernel<64, true> : int8_conv_pool_kernel<64, false>);
+    const size_t shared_bytes = staged ? (size_t)(4 * k32 + tile_bytes) : 0;
+    CUDA_CHECK(allow_dynamic_shared(kernel, shared_bytes));
+    launch_overlapped(kernel, grid, dim3(CONV_THREADS), shared_bytes, a);
     LAUNCH_CHECK("int8_conv_pool_kernel");
     return S2C_CUDA_OK;
 }
