@@ -88,3 +88,28 @@ def test_bench_writes_json_and_a_markdown_table_naming_the_machine(tmp_path):
     table = path.with_suffix(".md").read_text()
     assert f"Machine: {record['machine']['cpu']}, {record['machine']['cores']} cores" in table
     assert "| matmul | 64x64x64 |" in table
+
+
+def test_numbas_note_on_a_small_grid_is_not_shown_among_the_results(monkeypatch):
+    """The correctness cases launch grids of a few blocks on purpose; numba's warning that such a
+    grid leaves the GPU idle is the grader's doing, so none reaches the report. Other warnings
+    still do."""
+    import warnings
+
+    from grader import correctness
+    from grader.records import PASSED, Result, Setup, Task
+    from grader.session import Session
+
+    def check_correct(session, task):
+        warnings.warn("Grid size 1 will likely result in GPU under-utilization due to low "
+                      "occupancy.", RuntimeWarning, stacklevel=1)  # fmt: skip
+        warnings.warn("a warning of the tier's own", RuntimeWarning, stacklevel=1)
+        return Result(task.op, task.kind, PASSED, "", size=task.label)
+
+    monkeypatch.setattr(correctness, "check_correct", check_correct)
+    session = Session(Setup(2, None, None, (1,)))
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        result = session.run(Task("correct", "relu"))
+    assert result.status == PASSED
+    assert [str(w.message) for w in shown] == ["a warning of the tier's own"]
