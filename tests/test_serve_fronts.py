@@ -153,12 +153,13 @@ def test_a_full_queue_in_the_batchers_process_is_a_503_with_retry_after_at_the_f
     metrics = Metrics(1, lambda: depth.value)
     batcher = Batcher([held], object, max_batch=1, max_wait_s=0, queue_size=1,
                       batch_sizes=metrics.batch_size)  # fmt: skip
-    batcher.start(on_failure=print)
-    assert batcher.ready.wait(30)
     ours, theirs = Pipe()
+    relaying = Relay([theirs], [held], batcher, depth)
+    batcher.start(on_failure=print, after_pass=relaying.hand_over)
+    assert batcher.ready.wait(30)
     ready, stopping = Event(), threading.Event()
     ready.set()
-    relay = threading.Thread(target=Relay([theirs], [held], batcher, depth).run, args=(stopping,))
+    relay = threading.Thread(target=relaying.run, args=(stopping,))
     relay.start()
     front = RemoteBatcher(ours, [held], ready, depth)
     app = create_app([held], front, metrics, "a tier", 5, MAX_BODY_BYTES)

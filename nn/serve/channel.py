@@ -2,19 +2,25 @@
 multiprocessing Pipe a front, carrying pickled tuples.
 
     front -> batcher   (request number, model index, explain?, image float32 [C, H, W])
-    batcher -> front   (request number, a Result or the exception the request fails with)
+    batcher -> front   [(request number, a Result or the exception the request fails with), ...]
 
 A front's app holds a `RemoteBatcher` where a one-process service holds its Batcher: `submit`
 sends the Job's image, and the answers are read on the front's event loop as they come (a reader
 of the pipe, no thread), each settling the Job it answers. In the batcher's process a `Relay`
 thread takes the requests of every front into the Batcher, whose worker gathers them into forward
-passes as it gathers one process's requests, and each answer goes back down the pipe it came from.
-A full queue is a QueueFull answer (the front says 503, Retry-After); a batcher's process that is
-gone is the end of the pipe: every request waiting, and every one after, is a WorkerStopped (503).
+passes as it gathers one process's requests; the answers of one pass go back as one message a
+front, holding that front's answers only. A full queue is a QueueFull answer (the front says 503,
+Retry-After); a batcher's process that is gone is the end of the pipe: every request waiting,
+and every one after, is a WorkerStopped (503).
+
+Every message costs the batcher's process a system call or two, a pickling, and (between its two
+threads) a hand-over of the interpreter's lock: the process serves every front, so it reads all
+the requests waiting at once and answers a pass in as few messages as there are fronts in it.
 """
 
 import itertools
-import threading
+import queue
+from multiprocessing import Pipe
 from multiprocessing.connection import wait
 
 from nn.serve.batcher import ExplainUnavailable, Job, QueueFull, WorkerStopped
@@ -58,12 +64,12 @@ class RemoteBatcher:
     def receive(self):
         try:
             while self.connection.poll():
-                number, answer = self.connection.recv()
-                settle = self.pending.pop(number)
-                if isinstance(answer, Exception):
-                    settle(error=answer)
-                else:
-                    settle(answer)
+                for number, answer in self.connection.recv():
+                    settle = self.pending.pop(number)
+                    if isinstance(answer, Exception):
+                        settle(error=answer)
+                    else:
+                        settle(answer)
         except (EOFError, OSError):
             self.stop()
 
@@ -84,34 +90,46 @@ class RemoteBatcher:
 
 
 class Relay:
-    """In the batcher's process: the fronts' requests into `batcher`, its answers back."""
+    """In the batcher's process: the fronts' requests into `batcher`, its answers back. The
+    Relay's thread alone reads and writes the pipes; the worker hands it the answers of each pass
+    (`hand_over`, the Batcher's after_pass) and goes on to gather its next batch while they are
+    sent, each front's in one message."""
 
     def __init__(self, connections, served, batcher, shared_depth):
         self.connections, self.served, self.batcher = connections, served, batcher
         self.shared_depth = shared_depth
-        self.sending = {connection: threading.Lock() for connection in connections}
+        self.answers = self.no_answers()  # of the pass being served, by front
+        self.outbox = queue.SimpleQueue()  # passes' answers handed over, to send
+        self.wakeup, self.ring = Pipe(duplex=False)  # wakes the Relay when some are handed over
         self.grad_cam = None
+
+    def no_answers(self):
+        return {connection: [] for connection in self.connections}
 
     def run(self, stopping):
         """Relay until `stopping` is set or every front has closed its pipe (a thread's body)."""
         open_ = list(self.connections)
         while open_ and not stopping.is_set():
-            for connection in wait(open_, timeout=DEPTH_EVERY_S):
+            for connection in wait([*open_, self.wakeup], timeout=DEPTH_EVERY_S):
+                if connection is self.wakeup:
+                    self.send_handed_over()
+                    continue
                 try:
-                    number, model, explain, image = connection.recv()
-                except (EOFError, OSError):  # the front has exited
+                    requests = waiting_messages(connection)
+                except (EOFError, OSError):  # the front has exited: no one waits for its requests
                     open_.remove(connection)
                     continue
-                self.take(connection, number, self.served[model], explain, image)
+                for number, model, explain, image in requests:
+                    self.take(connection, number, self.served[model], explain, image)
             self.shared_depth.value = self.batcher.depth()
 
     def take(self, connection, number, served, explain, image):
-        settle = self.answering(connection, number)
         try:
-            job = Job(served, image, self.explainer() if explain else None, settle)
+            job = Job(served, image, self.explainer() if explain else None,
+                      self.answering(connection, number))  # fmt: skip
             self.batcher.submit(job)
-        except (QueueFull, ExplainUnavailable) as error:
-            settle(error=error)
+        except (QueueFull, ExplainUnavailable) as error:  # refused now: answered now
+            self.send(connection, [(number, error)])
 
     def explainer(self):
         """nn.explain.grad_cam (the front has checked that it imports)."""
@@ -125,15 +143,42 @@ class Relay:
         return self.grad_cam
 
     def answering(self, connection, number):
-        """A Job's settle that sends its answer down `connection` (from the worker's thread, or
-        this one for a refusal: a lock keeps two answers from interleaving)."""
-        lock = self.sending[connection]
+        """A Job's settle, on the worker's thread: the answer waits with the pass's others."""
 
         def settle(result=None, error=None):
-            with lock:
-                try:
-                    connection.send((number, result if error is None else error))
-                except OSError:  # the front has exited: no one is waiting
-                    pass
+            self.answers[connection].append((number, result if error is None else error))
 
         return settle
+
+    def hand_over(self):
+        """The Batcher's after_pass, on the worker's thread: the pass's answers to the Relay's
+        thread (one wake-up a pass, where sending them here would take a system call a front,
+        each a chance for the other thread to hold the interpreter's lock)."""
+        answers, self.answers = self.answers, self.no_answers()
+        if any(answers.values()):
+            self.outbox.put(answers)
+            self.ring.send(None)
+
+    def send_handed_over(self):
+        waiting_messages(self.wakeup)  # every ring: the outbox is emptied below
+        while not self.outbox.empty():
+            for connection, answers in self.outbox.get().items():
+                if answers:
+                    self.send(connection, answers)
+
+    @staticmethod
+    def send(connection, answers):
+        """One message of `answers` down `connection`."""
+        try:
+            connection.send(answers)
+        except OSError:  # the front has exited: no one is waiting
+            pass
+
+
+def waiting_messages(connection):
+    """Every message waiting on `connection`, which has one at least (EOFError when it is
+    closed): read at once, rather than one each time round the Relay's loop."""
+    messages = [connection.recv()]
+    while connection.poll():
+        messages.append(connection.recv())
+    return messages
