@@ -20,8 +20,8 @@ the requests waiting at once and answers a pass in as few messages as there are 
 
 import itertools
 import queue
+import selectors
 from multiprocessing import Pipe
-from multiprocessing.connection import wait
 
 from nn.serve.batcher import ExplainUnavailable, Job, QueueFull, WorkerStopped
 
@@ -108,20 +108,26 @@ class Relay:
 
     def run(self, stopping):
         """Relay until `stopping` is set or every front has closed its pipe (a thread's body)."""
-        open_ = list(self.connections)
-        while open_ and not stopping.is_set():
-            for connection in wait([*open_, self.wakeup], timeout=DEPTH_EVERY_S):
-                if connection is self.wakeup:
-                    self.send_handed_over()
-                    continue
-                try:
-                    requests = waiting_messages(connection)
-                except (EOFError, OSError):  # the front has exited: no one waits for its requests
-                    open_.remove(connection)
-                    continue
-                for number, model, explain, image in requests:
-                    self.take(connection, number, self.served[model], explain, image)
-            self.shared_depth.value = self.batcher.depth()
+        # One selector for the whole run: multiprocessing's wait() would make one a call.
+        with selectors.DefaultSelector() as selector:
+            for connection in (*self.connections, self.wakeup):
+                selector.register(connection, selectors.EVENT_READ)
+            fronts = len(self.connections)
+            while fronts and not stopping.is_set():
+                for key, _ in selector.select(DEPTH_EVERY_S):
+                    connection = key.fileobj
+                    if connection is self.wakeup:
+                        self.send_handed_over()
+                        continue
+                    try:
+                        requests = waiting_messages(connection)
+                    except (EOFError, OSError):  # the front has exited: no one waits for these
+                        selector.unregister(connection)
+                        fronts -= 1
+                        continue
+                    for number, model, explain, image in requests:
+                        self.take(connection, number, self.served[model], explain, image)
+                self.shared_depth.value = self.batcher.depth()
 
     def take(self, connection, number, served, explain, image):
         try:
