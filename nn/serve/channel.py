@@ -108,7 +108,9 @@ class Relay:
 
     def run(self, stopping):
         """Relay until `stopping` is set or every front has closed its pipe (a thread's body)."""
-        # One selector for the whole run: multiprocessing's wait() would make one a call.
+        # One selector for the whole run (multiprocessing's wait() makes one a call): each round
+        # reads one message from every pipe that has one, so a burst costs a system call or two
+        # a message and one wait for the lot.
         with selectors.DefaultSelector() as selector:
             for connection in (*self.connections, self.wakeup):
                 selector.register(connection, selectors.EVENT_READ)
@@ -116,22 +118,21 @@ class Relay:
             while fronts and not stopping.is_set():
                 for key, _ in selector.select(DEPTH_EVERY_S):
                     connection = key.fileobj
-                    if connection is self.wakeup:
-                        self.send_handed_over()
-                        continue
                     try:
-                        requests = waiting_messages(connection)
+                        message = connection.recv()
                     except (EOFError, OSError):  # the front has exited: no one waits for these
                         selector.unregister(connection)
                         fronts -= 1
                         continue
-                    for number, model, explain, image in requests:
-                        self.take(connection, number, self.served[model], explain, image)
+                    if connection is self.wakeup:
+                        self.send_handed_over()
+                    else:
+                        self.take(connection, *message)
                 self.shared_depth.value = self.batcher.depth()
 
-    def take(self, connection, number, served, explain, image):
+    def take(self, connection, number, model, explain, image):
         try:
-            job = Job(served, image, self.explainer() if explain else None,
+            job = Job(self.served[model], image, self.explainer() if explain else None,
                       self.answering(connection, number))  # fmt: skip
             self.batcher.submit(job)
         except (QueueFull, ExplainUnavailable) as error:  # refused now: answered now
@@ -166,7 +167,7 @@ class Relay:
             self.ring.send(None)
 
     def send_handed_over(self):
-        waiting_messages(self.wakeup)  # every ring: the outbox is emptied below
+        """Send what the worker has handed over (a ring may find it sent with an earlier one)."""
         while not self.outbox.empty():
             for connection, answers in self.outbox.get().items():
                 if answers:
@@ -180,11 +181,3 @@ class Relay:
         except OSError:  # the front has exited: no one is waiting
             pass
 
-
-def waiting_messages(connection):
-    """Every message waiting on `connection`, which has one at least (EOFError when it is
-    closed): read at once, rather than one each time round the Relay's loop."""
-    messages = [connection.recv()]
-    while connection.poll():
-        messages.append(connection.recv())
-    return messages
