@@ -13,9 +13,10 @@ front, holding that front's answers only. A full queue is a QueueFull answer (th
 Retry-After); a batcher's process that is gone is the end of the pipe: every request waiting,
 and every one after, is a WorkerStopped (503).
 
-Every message costs the batcher's process a system call or two, a pickling, and (between its two
-threads) a hand-over of the interpreter's lock: the process serves every front, so it reads all
-the requests waiting at once and answers a pass in as few messages as there are fronts in it.
+The one batcher's process serves every front, and every message costs it system calls, a pickling
+and, should its two threads both touch the pipes, hand-overs of the interpreter's lock: so the
+Relay's thread alone reads and writes them (the worker hands it a pass's answers at once), and a
+pass is answered in as few messages as there are fronts in it.
 """
 
 import itertools
