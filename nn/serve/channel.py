@@ -63,16 +63,18 @@ class RemoteBatcher:
             self.stop()
 
     def receive(self):
+        """Settle the requests of one message (the loop calls again while the pipe holds more)."""
         try:
-            while self.connection.poll():
-                for number, answer in self.connection.recv():
-                    settle = self.pending.pop(number)
-                    if isinstance(answer, Exception):
-                        settle(error=answer)
-                    else:
-                        settle(answer)
+            answers = self.connection.recv()
         except (EOFError, OSError):
             self.stop()
+            return
+        for number, answer in answers:
+            settle = self.pending.pop(number)
+            if isinstance(answer, Exception):
+                settle(error=answer)
+            else:
+                settle(answer)
 
     def stop(self):
         """The batcher's process is gone: fail every request waiting for it."""
