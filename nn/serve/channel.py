@@ -13,16 +13,16 @@ front, holding that front's answers only. A full queue is a QueueFull answer (th
 Retry-After); a batcher's process that is gone is the end of the pipe: every request waiting,
 and every one after, is a WorkerStopped (503).
 
-The one batcher's process serves every front, and every message costs it system calls, a pickling
-and, should its two threads both touch the pipes, hand-overs of the interpreter's lock: so the
-Relay's thread alone reads and writes them (the worker hands it a pass's answers at once), and a
-pass is answered in as few messages as there are fronts in it.
+The one batcher's process serves every front, and every message costs it system calls and a
+pickling, and each system call a chance for another of its threads to take the interpreter's
+lock: so the worker, whose passes every request waits on, touches no pipe (it hands a pass's
+answers over at once), and a pass is answered in as few messages as there are fronts in it.
 """
 
 import itertools
 import queue
 import selectors
-from multiprocessing import Pipe
+import threading
 
 from nn.serve.batcher import ExplainUnavailable, Job, QueueFull, WorkerStopped
 
@@ -93,45 +93,46 @@ class RemoteBatcher:
 
 
 class Relay:
-    """In the batcher's process: the fronts' requests into `batcher`, its answers back. The
-    Relay's thread alone reads and writes the pipes; the worker hands it the answers of each pass
-    (`hand_over`, the Batcher's after_pass) and goes on to gather its next batch while they are
-    sent, each front's in one message."""
+    """In the batcher's process: the fronts' requests into `batcher`, its answers back. Two
+    threads: `run` reads every front's requests into the Batcher, and `send_answers` writes the
+    answers that the worker hands over after each pass (`hand_over`, the Batcher's after_pass),
+    each front's in one message, while the worker gathers its next batch. The worker touches no
+    pipe, and reading never waits on writing: were one thread to do both, a front blocked
+    sending it requests while it was blocked sending that front answers would stop both."""
 
     def __init__(self, connections, served, batcher, shared_depth):
         self.connections, self.served, self.batcher = connections, served, batcher
         self.shared_depth = shared_depth
         self.answers = self.no_answers()  # of the pass being served, by front
-        self.outbox = queue.SimpleQueue()  # passes' answers handed over, to send
-        self.wakeup, self.ring = Pipe(duplex=False)  # wakes the Relay when some are handed over
+        self.outbox = queue.SimpleQueue()  # {front: answers} to send; None: stop sending
         self.grad_cam = None
 
     def no_answers(self):
         return {connection: [] for connection in self.connections}
 
     def run(self, stopping):
-        """Relay until `stopping` is set or every front has closed its pipe (a thread's body)."""
+        """Relay until `stopping` is set or every front has closed its pipe (a thread's body,
+        which starts the one sending the answers)."""
+        sender = threading.Thread(target=self.send_answers, name="s2c-answers", daemon=True)
+        sender.start()
         # One selector for the whole run (multiprocessing's wait() makes one a call): each round
-        # reads one message from every pipe that has one, so a burst costs a system call or two
-        # a message and one wait for the lot.
+        # reads one message from every pipe that has one.
         with selectors.DefaultSelector() as selector:
-            for connection in (*self.connections, self.wakeup):
+            for connection in self.connections:
                 selector.register(connection, selectors.EVENT_READ)
             fronts = len(self.connections)
             while fronts and not stopping.is_set():
                 for key, _ in selector.select(DEPTH_EVERY_S):
-                    connection = key.fileobj
                     try:
-                        message = connection.recv()
+                        message = key.fileobj.recv()
                     except (EOFError, OSError):  # the front has exited: no one waits for these
-                        selector.unregister(connection)
+                        selector.unregister(key.fileobj)
                         fronts -= 1
                         continue
-                    if connection is self.wakeup:
-                        self.send_handed_over()
-                    else:
-                        self.take(connection, *message)
+                    self.take(key.fileobj, *message)
                 self.shared_depth.value = self.batcher.depth()
+        self.outbox.put(None)
+        sender.join()
 
     def take(self, connection, number, model, explain, image):
         try:
@@ -139,7 +140,7 @@ class Relay:
                       self.answering(connection, number))  # fmt: skip
             self.batcher.submit(job)
         except (QueueFull, ExplainUnavailable) as error:  # refused now: answered now
-            self.send(connection, [(number, error)])
+            self.outbox.put({connection: [(number, error)]})
 
     def explainer(self):
         """nn.explain.grad_cam (the front has checked that it imports)."""
@@ -161,26 +162,19 @@ class Relay:
         return settle
 
     def hand_over(self):
-        """The Batcher's after_pass, on the worker's thread: the pass's answers to the Relay's
-        thread (one wake-up a pass, where sending them here would take a system call a front,
-        each a chance for the other thread to hold the interpreter's lock)."""
+        """The Batcher's after_pass, on the worker's thread: the pass's answers to the sending
+        thread (one hand-over a pass, where sending them here would take a system call a front,
+        each a chance for another thread to hold the interpreter's lock)."""
         answers, self.answers = self.answers, self.no_answers()
         if any(answers.values()):
             self.outbox.put(answers)
-            self.ring.send(None)
 
-    def send_handed_over(self):
-        """Send what the worker has handed over (a ring may find it sent with an earlier one)."""
-        while not self.outbox.empty():
-            for connection, answers in self.outbox.get().items():
-                if answers:
-                    self.send(connection, answers)
-
-    @staticmethod
-    def send(connection, answers):
-        """One message of `answers` down `connection`."""
-        try:
-            connection.send(answers)
-        except OSError:  # the front has exited: no one is waiting
-            pass
-
+    def send_answers(self):
+        """Send what is handed over, one message a front, until None (a thread's body)."""
+        while (answers := self.outbox.get()) is not None:
+            for connection, answered in answers.items():
+                if answered:
+                    try:
+                        connection.send(answered)
+                    except OSError:  # the front has exited: no one is waiting
+                        pass
