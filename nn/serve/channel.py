@@ -131,8 +131,7 @@ class Relay:
                         continue
                     self.take(key.fileobj, *message)
                 self.shared_depth.value = self.batcher.depth()
-        self.outbox.put(None)
-        sender.join()
+        self.outbox.put(None)  # the sender ends after what was handed over before
 
     def take(self, connection, number, model, explain, image):
         try:
