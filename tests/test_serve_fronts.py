@@ -1,7 +1,8 @@
 """The service as several processes (nn/serve/fronts.py, `--http-workers N`), over real HTTP on
 loopback: every process gone after Ctrl-C, a dead batcher's process a 503 or a stopped service,
-never a hang; in process, a full queue on the batcher's side answered 503 at the front. (What the
-service answers is tested on one process and on 2 fronts alike, in test_serve.py.)"""
+never a hang; in process, a full queue on the batcher's side answered 503 at the front, and the
+answers of one forward pass sent back one message a front, each with that front's answers. (What
+the service answers is tested on one process and on 2 fronts alike, in test_serve.py.)"""
 
 import asyncio
 import os
@@ -10,14 +11,16 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from multiprocessing import Event, Pipe, RawValue
 
 import httpx
+import numpy as np
 import pytest
 from serving import HeldModel, drawn_seven, lenet5_checkpoint, png
 
 from nn.serve.app import create_app
-from nn.serve.batcher import Batcher
+from nn.serve.batcher import Batcher, ForwardFailed
 from nn.serve.channel import STOPPED, Relay, RemoteBatcher
 from nn.serve.decoding import MAX_BODY_BYTES
 from nn.serve.launch import ROOT, free_port, running_service, wait_until_ready
@@ -153,12 +156,13 @@ def test_a_full_queue_in_the_batchers_process_is_a_503_with_retry_after_at_the_f
     metrics = Metrics(1, lambda: depth.value)
     batcher = Batcher([held], object, max_batch=1, max_wait_s=0, queue_size=1,
                       batch_sizes=metrics.batch_size)  # fmt: skip
-    batcher.start(on_failure=print)
-    assert batcher.ready.wait(30)
     ours, theirs = Pipe()
+    relaying = Relay([theirs], [held], batcher, depth)
+    batcher.start(on_failure=print, after_pass=relaying.hand_over)
+    assert batcher.ready.wait(30)
     ready, stopping = Event(), threading.Event()
     ready.set()
-    relay = threading.Thread(target=Relay([theirs], [held], batcher, depth).run, args=(stopping,))
+    relay = threading.Thread(target=relaying.run, args=(stopping,))
     relay.start()
     front = RemoteBatcher(ours, [held], ready, depth)
     app = create_app([held], front, metrics, "a tier", 5, MAX_BODY_BYTES)
@@ -195,3 +199,52 @@ def test_a_full_queue_in_the_batchers_process_is_a_503_with_retry_after_at_the_f
     assert running.status_code == waiting.status_code == 200
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
     assert "queue is full" in refused.json()["detail"]
+
+
+class DigitModel(HeldModel):
+    """Answers each image with certainty for the digit its first pixel holds, times 10; or,
+    `failing`, raises on any image but the warm-up's zeros."""
+
+    def __init__(self, failing):
+        self.failing = failing
+
+    def probabilities(self, images):
+        if self.failing and images.any():
+            raise ZeroDivisionError("a planted failure")
+        return np.eye(10)[np.rint(images[:, 0, 0, 0] * 10).astype(int)]
+
+
+@pytest.mark.parametrize("failing", [False, True], ids=["answered", "forward-failed"])
+def test_one_pass_answers_each_front_in_one_message_holding_its_own_answers(failing):
+    """Two requests from each of two fronts ride in one forward pass of 4; each front gets one
+    message: its own two answers (or ForwardFailed errors), under its own request numbers."""
+    model, sizes = DigitModel(failing), []
+    batcher = Batcher([model], object, max_batch=4, max_wait_s=30, queue_size=8,
+                      batch_sizes=types.SimpleNamespace(observe=sizes.append))  # fmt: skip
+    fronts = [Pipe() for _ in range(2)]
+    relay = Relay([theirs for _, theirs in fronts], [model], batcher, RawValue("i", 0))
+    batcher.start(on_failure=print, after_pass=relay.hand_over)
+    assert batcher.ready.wait(30)
+    stopping = threading.Event()
+    relaying = threading.Thread(target=relay.run, args=(stopping,))
+    relaying.start()
+    digits = {(0, 0): 3, (0, 1): 5, (1, 0): 7, (1, 1): 2}  # (front, request number) -> its digit
+    try:
+        for (front, number), digit in digits.items():
+            image = np.full((1, 28, 28), digit / 10, np.float32)
+            fronts[front][0].send((number, 0, False, image))
+        messages = [ours.recv() if ours.poll(30) else None for ours, _ in fronts]
+        assert not any(ours.poll(0.2) for ours, _ in fronts), "more than one message a front"
+    finally:
+        stopping.set()
+        relaying.join(10)
+        batcher.stop()
+    for front, message in enumerate(messages):
+        assert [number for number, _ in message] == [0, 1]
+        for number, answer in message:
+            if failing:
+                assert isinstance(answer, ForwardFailed) and "a planted failure" in str(answer)
+            else:
+                assert answer.batch_size == 4
+                assert answer.probabilities.argmax() == digits[front, number]
+    assert sizes == ([] if failing else [4])

@@ -78,11 +78,17 @@ class Batcher:
         self.batch_sizes = batch_sizes
         self.ready, self.stopping = threading.Event(), threading.Event()
         self.tier, self.failure = None, None
+        self.after_pass = lambda: None
         self.thread = threading.Thread(target=self.work, name="s2c-batcher", daemon=True)
 
-    def start(self, on_failure):
-        """Start the worker; `on_failure(error)` is called from it if loading or warm-up fails."""
+    def start(self, on_failure, after_pass=None):
+        """Start the worker; `on_failure(error)` is called from it if loading or warm-up fails,
+        and `after_pass()`, when given, after the requests of each batch are settled (the
+        batcher's process of nn/serve/fronts.py sends each front its answers of the batch in
+        one message)."""
         self.on_failure = on_failure
+        if after_pass is not None:
+            self.after_pass = after_pass
         self.thread.start()
 
     def stop(self):
@@ -120,9 +126,9 @@ class Batcher:
                 self.serve(jobs)
 
     def serve(self, jobs):
-        """run(jobs); should anything past the forward passes raise (a metric, Grad-CAM's
-        bookkeeping), the requests not yet answered fail with it at once, rather than wait for
-        the service's timeout, and the worker goes on to the next batch."""
+        """run(jobs), then after_pass(); should anything past the forward passes raise (a metric,
+        Grad-CAM's bookkeeping), the requests not yet answered fail with it at once, rather than
+        wait for the service's timeout, and the worker goes on to the next batch."""
         try:
             self.run(jobs)
         except Exception as error:
@@ -131,6 +137,8 @@ class Batcher:
             )
             for job in jobs:
                 job.settle(error=failed)
+        finally:
+            self.after_pass()
 
     def gather(self):
         """Up to max_batch jobs: the first to come (within 0.1 s, to notice `stopping`), then

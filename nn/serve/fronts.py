@@ -144,8 +144,8 @@ def batch(args, connections, ready, depth):
     served = read_served(args.checkpoint)
     counts = Metrics(args.max_batch, None, shared=True)  # the fronts' /metrics show its queue
     batcher = make_batcher(args, served, counts.batch_size)
-    batcher.start(lambda error: failed.set())
     relay = Relay(connections, served, batcher, depth)
+    batcher.start(lambda error: failed.set(), after_pass=relay.hand_over)
     threading.Thread(target=relay.run, args=(stopping,), name="s2c-relay", daemon=True).start()
     while not stopping.wait(0.1) and not failed.is_set():
         if batcher.ready.is_set():
