@@ -26,7 +26,8 @@ from .ownership import Ownership, native_leaves
 from .poison import holds_marker, poisoned_allocations
 from .records import FAILED, Result, TierError
 
-LOW_OCCUPANCY_NOTE = r"Grid size \d+ will likely result in GPU under-utilization"
+# numba's warning, which it prints in bold (a terminal's escape code first)
+LOW_OCCUPANCY_NOTE = r"(\x1b\[1m)?Grid size \d+ will likely result in GPU under-utilization"
 
 
 def not_implemented_message(stage, op_name, error):
@@ -83,6 +84,7 @@ class Session:
         self.graded_bits = self.graded.tier.bits
         self.gpu = self.graded.tier.gpu
         self.ownership = Ownership()  # the graded results of the running check
+        self._fast_references = {}  # stage order -> a loaded tier or None (fast_reference)
 
     @property
     def case_kind(self):
@@ -95,19 +97,22 @@ class Session:
         classes = {graded.tier_class, self.reference and self.reference.tier.tier_class}
         return "python" if "python" in classes else graded.tier_class
 
-    @property
-    def fast_reference(self):
-        """A fast repository tier (stage 2, else 3) to validate sizes the reference is too slow
-        for; never the very code being graded (it would only agree with itself)."""
-        if not hasattr(self, "_fast_reference"):
-            self._fast_reference = None
-            for stage in (2, 3):
+    def fast_reference(self, op):
+        """A fast repository tier to validate sizes the reference is too slow for, never the
+        very code being graded (it would only agree with itself): stage 2, whose NumPy hands
+        float products to BLAS, else 3; for an op of integer products (`op.integer_work`) stage 3
+        first, where NumPy's integer `@` is a loop of its own (a 4096^3 int8 product: half a
+        minute) and C has the CPU's integer dot products."""
+        stages = (3, 2) if op.integer_work else (2, 3)
+        if stages not in self._fast_references:
+            self._fast_references[stages] = None
+            for stage in stages:
                 if stage != self.setup.stage or self.setup.impl is not None:
                     loaded = tiers.load(tiers.find(stage))
                     if loaded.ok:
-                        self._fast_reference = loaded
+                        self._fast_references[stages] = loaded
                         break
-        return self._fast_reference
+        return self._fast_references[stages]
 
     def describe(self):
         """What the parent needs to plan the run: who is graded against whom."""

@@ -332,8 +332,8 @@ def check_speed(session, task):
     if reference is not None:
         expected = session.call(reference, op, contents, "reference")
         expected_bits, validated = reference.tier.bits, reference.label
-    elif session.fast_reference is not None:
-        fast = session.fast_reference
+    elif session.fast_reference(op) is not None:
+        fast = session.fast_reference(op)
         expected = session.call(fast, op, contents, "reference")
         expected_bits, validated = fast.tier.bits, fast.label
     elif numpy_evaluation(op.name, contents, np.float64) is not None:
@@ -389,7 +389,7 @@ def _fresh_inputs_problem(session, op, named, task):
     """The graded op on new random inputs of the timed size (outputs poisoned), checked against
     the fast reference: a result cached by address, or left by a launch that never ran, shows
     here. None when it is right, or when no reference can run this size."""
-    fast = session.fast_reference
+    fast = session.fast_reference(op)
     if fast is None:
         return None
     args, _ = session.arguments(op, named.size, session.rng(task, 1), session.graded, "graded")

@@ -101,8 +101,8 @@ def test_numbas_note_on_a_small_grid_is_not_shown_among_the_results(monkeypatch)
     from grader.session import Session
 
     def check_correct(session, task):
-        warnings.warn("Grid size 1 will likely result in GPU under-utilization due to low "
-                      "occupancy.", RuntimeWarning, stacklevel=1)  # fmt: skip
+        warnings.warn("\x1b[1mGrid size 1 will likely result in GPU under-utilization due to "
+                      "low occupancy.\x1b[0m", RuntimeWarning, stacklevel=1)  # fmt: skip
         warnings.warn("a warning of the tier's own", RuntimeWarning, stacklevel=1)
         return Result(task.op, task.kind, PASSED, "", size=task.label)
 
