@@ -31,7 +31,7 @@ so that the comparison stays one of batching. Where one process's HTTP work is w
 side (the `GET /health` row says how many answers/s HTTP alone allows), more fronts lift it.
 
 On a machine with an NVIDIA GPU: the same with --stage 4 (the nvcc variant: --variant nvcc),
---output curriculum/results/serve-load-gpu, e.g. with --processes 4 --http-workers 4.
+--output curriculum/results/serve-load-gpu-nvcc-wait1, e.g. with --processes 8 --http-workers 6.
 """
 
 import argparse
@@ -51,6 +51,7 @@ from PIL import Image
 
 from datasets import load
 from nn.report import machine
+from nn.serve.assembly import MAX_WAIT_MS
 from nn.serve.launch import running_service
 
 TARGET_SPEEDUP = 4.0  # dynamic batching's throughput over batch-1's, at 32 clients
@@ -74,7 +75,7 @@ def parse_args(argv=None):
     parser.add_argument("--rounds", type=int, default=4,
                         help="the sides take turns, each loaded this many times")
     parser.add_argument("--max-batch", type=int, default=64, help="dynamic batching's largest")
-    parser.add_argument("--max-wait-ms", type=float, default=5.0)
+    parser.add_argument("--max-wait-ms", type=float, default=MAX_WAIT_MS)
     parser.add_argument("--http-workers", type=int, default=1,
                         help="HTTP front processes of each side's service (nn.serve's own flag)")
     parser.add_argument("--data-dir", help="where mnist/ lives (default: NN_DATA_DIR, ...)")

@@ -222,6 +222,12 @@ def week19():
             "calibration"]
 
 
+def week20():
+    load = record("serve-load-gpu-nvcc-wait1.json")
+    return [f"dynamic batching answered {load['speedup']:.2f}x as many requests a second as "
+            "batch-1 serving"]
+
+
 def week23():
     mnist = record("train-vit-mnist-stage2.json")["test_accuracy"]
     mnist_c = record("train-vit-mnist-stage3.json")["test_accuracy"]
@@ -249,7 +255,7 @@ def week24():
 
 CLAIMS = {"week09.md": week09, "week10.md": week10, "week11.md": week11, "week14.md": week14,
           "week15.md": week15, "week17.md": week17, "week18.md": week18,
-          "week19.md": week19, "week23.md": week23, "week24.md": week24}  # fmt: skip
+          "week19.md": week19, "week20.md": week20, "week23.md": week23, "week24.md": week24}  # fmt: skip
 
 
 @pytest.mark.parametrize("page", sorted(CLAIMS))

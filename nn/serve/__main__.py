@@ -26,6 +26,7 @@ from nn.evaluate import add_tier_arguments
 from nn.exits import EPILOG, reporting
 from nn.serve.app import create_app
 from nn.serve.assembly import (
+    MAX_WAIT_MS,
     SWITCH_INTERVAL_S,
     load_failure_status,
     make_batcher,
@@ -56,8 +57,9 @@ def parse_args(argv=None):
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--max-batch", type=int, default=64,
                         help="most requests in one forward pass (1: no batching)")
-    parser.add_argument("--max-wait-ms", type=float, default=5.0,
-                        help="longest a forward pass waits for more requests after its first")
+    parser.add_argument("--max-wait-ms", type=float, default=MAX_WAIT_MS,
+                        help="longest a forward pass waits for more requests after its first "
+                        "(default: %(default)s)")
     parser.add_argument("--queue", type=int, default=256,
                         help="requests that may wait; beyond, 503 with Retry-After")
     parser.add_argument("--body-timeout-s", type=float, default=10.0,

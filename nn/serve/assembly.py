@@ -17,6 +17,11 @@ from nn.serve.batcher import Batcher
 # near its own time; both sides of bench.serve_load run with it.
 SWITCH_INTERVAL_S = 0.0005
 
+# How long a forward pass waits for more requests after its first, unless --max-wait-ms says:
+# under load a pass fills within a millisecond, and every millisecond more adds to each request's
+# time (bench.serve_load's records on the GPU, curriculum/results/serve-load-gpu-nvcc-*.md).
+MAX_WAIT_MS = 1.0
+
 
 def tier_loader(args):
     """What loads the tier of `args` (--stage, --impl, --variant, --threads): called on the
