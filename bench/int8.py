@@ -73,7 +73,7 @@ from nn.export import export_model, save_onnx
 from nn.inference import prepare_for_inference
 from nn.predict import load_model
 from nn.quantize import METHODS, calibration_images, predictions, quantize_checkpoint
-from nn.quantized import FUSED_OPS, fuse_int8, quantizable_layers, quantized_layers
+from nn.quantized import FUSED_OPS, quantizable_layers, quantized_layers
 from nn.recipes import Recipe
 from nn.report import machine
 
@@ -256,9 +256,7 @@ def gpu_speed_rows(name, checkpoint, int8_checkpoint, repeats, data_dir):
         test = test_split(meta, data_dir)
         images = tier.from_numpy(Normalizer.from_json(meta["normalizer"])(test.inputs[:BATCH]))
         for rung, fused in itertools.product(int8_rungs(tier), conv_paths(tier)):
-            int8_model, _ = load_model(int8_checkpoint, tier)
-            if fused:
-                fuse_int8(int8_model.net, tier)
+            int8_model, _ = load_model(int8_checkpoint, tier, fused=fused)
             if rung is not None:
                 for layer in quantized_layers(int8_model).values():
                     layer.tier = RungTier(tier, rung)

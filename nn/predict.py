@@ -75,9 +75,11 @@ def read_input(args, meta):
     return test.inputs[args.index:args.index + 1]
 
 
-def load_model(path, tier, chained=True):
+def load_model(path, tier, chained=True, fused=True):
     """(model in evaluation mode with the checkpoint's weights, the checkpoint's meta); an int8
-    checkpoint's layers pass int8 codes to each other where they can, unless not `chained`."""
+    checkpoint's layers pass int8 codes to each other where they can, unless not `chained`, and
+    its convolutions pool their codes themselves where the tier can, unless not `fused`
+    (nn/quantized.py)."""
     meta, arrays = read_checkpoint(path)
     check_record(path, meta)
     try:
@@ -88,7 +90,7 @@ def load_model(path, tier, chained=True):
     except ValueError as error:
         raise CheckpointError(f"checkpoint {path}: its model cannot be built: {error}") from None
     if "quantization" in meta:  # an int8 checkpoint of nn.quantize
-        restore_quantized(path, arrays, model, chained)
+        restore_quantized(path, arrays, model, chained, fused)
     else:
         restore(path, meta, arrays, model)
     model.eval()

@@ -21,13 +21,12 @@ the codes as they are. Float32 then appears only at the model's input and its lo
 
 Where the tier has the fused inference extras (FUSED_OPS: stage 4's nvcc variant), a quantized
 layer's weights are laid out for its GEMM once, when it is made (int8_pack_weights), not at every
-call. fuse_int8, asked for, goes further than chain_int8: a chained Conv2d and the one
-MaxPool2d(2) between it and the next quantized layer run as one kernel (int8_conv2d_pool_to_int8:
-the convolution, the requantization with its ReLU, the pooling of the codes), which for a first
-layer quantizes the float32 input as it reads it. The codes are the unfused path's, bit for bit
-(the kernel takes the max of the same codes maxpool2d_int8 pools). Fewer launches are not
-always less time: bench.int8 times the fused convolutions beside the unfused path, and a model
-runs unfused unless fuse_int8 is called.
+call. There fuse_int8 goes further than chain_int8: a chained Conv2d and the one MaxPool2d(2)
+between it and the next quantized layer run as one kernel (int8_conv2d_pool_to_int8: the
+convolution, the requantization with its ReLU, the pooling of the codes), which for a first layer
+quantizes the float32 input as it reads it. The codes are the unfused path's, bit for bit (the
+kernel takes the max of the same codes maxpool2d_int8 pools). A chained model is fused unless
+asked not to be (`fused=False`: bench.int8 times both paths side by side).
 
 A quantized checkpoint is an ordinary checkpoint (nn/checkpoint.py: one .npz written atomically,
 the same meta) with a "quantization" entry in its meta and, for each quantized layer at dotted
@@ -303,9 +302,10 @@ def replace_layer(root, path, new):
         setattr(parent, last, new)
 
 
-def quantize_model(model, input_ranges, chained=True):
+def quantize_model(model, input_ranges, chained=True, fused=True):
     """Swap every Linear and Conv2d of built `model` for its QuantizedLayer, in place; `chained`:
-    int8 codes flow between the layers where they can (chain_int8), else floats do.
+    int8 codes flow between the layers where they can (chain_int8), else floats do; `fused`: a
+    chained convolution pools its codes itself where the tier can (fuse_int8).
 
     `input_ranges` maps each layer's path (quantizable_layers) to its calibrated (low, high)."""
     for path, layer in quantizable_layers(model.net).items():
@@ -316,9 +316,16 @@ def quantize_model(model, input_ranges, chained=True):
         quantized = QuantizedLayer(layer, codes, weight_scale, scale, zero, bias)
         replace_layer(model.net, path, quantized)
     model.net.layers[0].needs_input_grad = False
-    if chained:
-        chain_int8(model.net, model.tier)
+    link_int8(model.net, model.tier, chained, fused)
     return model
+
+
+def link_int8(net, tier, chained, fused):
+    """chain_int8, then fuse_int8 where `fused`, on `net` (in place); nothing unless `chained`."""
+    if chained:
+        chain_int8(net, tier)
+        if fused:
+            fuse_int8(net, tier)
 
 
 def quantized_arrays(model):
@@ -352,10 +359,10 @@ def quantized_layers(model):
     return found
 
 
-def restore_quantized(path, arrays, model, chained=True):
+def restore_quantized(path, arrays, model, chained=True, fused=True):
     """Make built float `model` (built from the checkpoint's meta) the int8 model whose `arrays`
     the checkpoint at `path` holds: every name, shape and dtype checked, as
-    nn.checkpoint.restore checks a float one."""
+    nn.checkpoint.restore checks a float one; `chained` and `fused` as for quantize_model."""
     layers = quantizable_layers(model.net)
     stored = sorted({name[len(INT8_PREFIX):].rsplit(".", 1)[0] for name in arrays
                      if name.startswith(INT8_PREFIX)})  # fmt: skip
@@ -394,6 +401,5 @@ def restore_quantized(path, arrays, model, chained=True):
         else:
             stored = _checked(path, arrays, f"buffer/{name}", shape_of(value))
             model.load_buffer(name, tier.from_numpy(stored))
-    if chained:
-        chain_int8(model.net, tier)
+    link_int8(model.net, tier, chained, fused)
     return model

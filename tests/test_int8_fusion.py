@@ -15,7 +15,7 @@ from nn.layers.fusion import MaxPoolReLU
 from nn.layers.pooling import MaxPool2d
 from nn.models import build_model
 from nn.quantize import calibrate
-from nn.quantized import FUSED_OPS, QuantizedLayer, fuse_int8, quantize_model, quantized_layers
+from nn.quantized import FUSED_OPS, QuantizedLayer, quantize_model, quantized_layers
 from stage2_numpy._checks import NumpyArrays
 
 
@@ -63,10 +63,8 @@ def int8_model(name, tier, images):
     model.build(tier, seed=5)
     model.eval()
     ranges = calibrate(model, images, "minmax")
-    quantized = quantize_model(model, {path: (low - (high - low) / 3, high)
-                                       for path, (low, high) in ranges.items()})  # fmt: skip
-    fuse_int8(quantized.net, tier)
-    return quantized
+    return quantize_model(model, {path: (low - (high - low) / 3, high)
+                                  for path, (low, high) in ranges.items()})  # fmt: skip
 
 
 FUSED_KINDS = {
@@ -126,26 +124,25 @@ def test_a_pool_other_than_2_by_2_stays_a_pool_of_codes():
     model.eval()
     images = np.random.default_rng(2).standard_normal((4, 1, 28, 28)).astype(np.float32)
     quantized = quantize_model(model, calibrate(model, images, "minmax"))
-    fuse_int8(quantized.net, tier)
     kinds = [type(layer).__name__ for layer in quantized.net.layers]
     assert kinds == ["QuantizedLayer", "FusedReLU", "CodesMaxPool2d", "Flatten", "QuantizedLayer"]
     assert quantized.net.layers[0].pool == 1
 
 
-def test_a_quantized_model_runs_unfused_until_fuse_int8_is_called():
-    """quantize_model packs the weights once on a tier with the extras, but fusing the
-    convolutions with their pooling is a choice (bench.int8 times both)."""
+def test_a_quantized_model_is_fused_unless_asked_not_to_be():
+    """quantize_model packs the weights once on a tier with the extras and fuses each convolution
+    with its pooling; fused=False keeps the chain's kernels (bench.int8 times both)."""
     tier = WithFusedOps(load_tier(2))
-    model = build_model("lenet5", (1, 28, 28), 10)
-    model.build(tier, seed=5)
-    model.eval()
     images = np.random.default_rng(6).standard_normal((4, 1, 28, 28)).astype(np.float32)
-    quantized = quantize_model(model, calibrate(model, images, "minmax"))
-    assert "CodesMaxPool2d" in [type(layer).__name__ for layer in quantized.net.layers]
-    assert all(layer.packed is not None and layer.pool == 1
-               for layer in quantized_layers(quantized).values())  # fmt: skip
-    fuse_int8(quantized.net, tier)
-    assert [type(layer).__name__ for layer in quantized.net.layers] == FUSED_KINDS["lenet5"]
+    kinds = {}
+    for fused in (False, True):
+        model = build_model("lenet5", (1, 28, 28), 10)
+        model.build(tier, seed=5)
+        model.eval()
+        quantized = quantize_model(model, calibrate(model, images, "minmax"), fused=fused)
+        assert all(layer.packed is not None for layer in quantized_layers(quantized).values())
+        kinds[fused] = [type(layer).__name__ for layer in quantized.net.layers]
+    assert "CodesMaxPool2d" in kinds[False] and kinds[True] == FUSED_KINDS["lenet5"]
 
 
 def test_without_the_fused_ops_nothing_is_packed_or_fused():
