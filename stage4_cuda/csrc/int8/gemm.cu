@@ -9,9 +9,14 @@
  *     each thread of a 16 x 16 block computes 4 x 4 outputs of a 64 x 64 tile from shared memory.
  *   rung 2, mma: a warp's mma.sync.m16n8k32 multiplies a 16 x 32 tile of int8 rows by a 32 x 8
  *     tile of weights into int32 on the tensor cores (sm_80 and later); each warp computes 16
- *     rows x 32 channels, a block of 4 warps 64 x 32. Where the instruction is missing (an older
- *     GPU, the CPU emulation of the tests) the same fragments go through a software model of it,
- *     made of warp shuffles: the layout of the fragments is what the tests check.
+ *     rows x 32 channels from fragments it loads straight from device memory. A grid that fills
+ *     the GPU (a large product) has blocks of 4 warps side by side along the rows, 64 x 32, each
+ *     warp walking all of K; a small one (a dense layer at batch 256) has blocks of 16 x 32 whose
+ *     4 warps split K, each with 4 steps' loads in flight, their partial sums added in shared
+ *     memory: 4x the warps, each with a quarter of the steps and a quarter of the latencies to
+ *     wait out (gemm_mma draws the line). Where the instruction is missing (an older GPU, the CPU
+ *     emulation of the tests) the same fragments go through a software model of it, made of warp
+ *     shuffles: the layout of the fragments is what the tests check.
  * Output row i goes to y[(i / group) * m * group + i % group], channel j `group` further: group 1
  * is a [R, M] matrix, group OH*OW the [N, M, OH, OW] image of a convolution. The _to_int8 forms
  * write the int8 code of each y instead (codes.cuh; with a ReLU, none below the zero point): the
@@ -101,15 +106,15 @@ static int pack_weights(const int8_t *w, int8_t *packed, int32_t *weight_sums, i
     return S2C_CUDA_OK;
 }
 
-/* Rung 2 on rows row_bytes apart, their codes past row_codes read as zeros (gemm_mma_kernel).
- * Its two launches: a grid of 64-row blocks (4 warps side by side along the rows, each walking
- * all of K one step at a time, its loads' latency hidden by the other warps of a full GPU), or,
- * where that grid has fewer blocks than 2 a multiprocessor, 16-row blocks whose 4 warps split K
- * and keep 4 steps' loads in flight each: 4x the blocks, 4x fewer steps a warp, 4 latencies
- * overlapped. A dense layer at inference's batch 256 (the Fashion CNN's 3,200 -> 256: 32 blocks of
- * 64 rows, one warp a scheduler on 132 multiprocessors, 100 steps each a load's latency) is
- * latency-bound the first way; a 4096-row product (8,192 blocks) fills the GPU either way and
- * keeps the first, whose 4 warps share each weight fragment in L1. */
+/* Rung 2 on rows row_bytes apart, their codes past row_codes read as zeros (gemm_mma_kernel),
+ * launched one of two ways. Blocks of 64 rows, 4 warps side by side along the rows, each walking
+ * all of K one step at a time: on a full GPU the other warps hide each step's load latency, and a
+ * block's 4 warps share each weight fragment in L1. Where that grid has fewer blocks than 2 a
+ * multiprocessor (at most 2 warps a scheduler, each waiting out a load's latency every step),
+ * blocks of 16 rows whose 4 warps split K, each with 4 steps' loads in flight: 4x the blocks,
+ * and a quarter of the steps and a sixteenth of the waits a warp. A dense layer at inference's
+ * batch 256 (the Fashion CNN's 3,200 -> 256: 32 blocks of 64 rows on 132 multiprocessors, 100
+ * steps a warp) takes the second; a 4096-row product (8,192 blocks) the first. */
 static int gemm_mma(const int8_t *rows, int64_t row_bytes, int64_t row_codes,
                     const int8_t *packed, int64_t k32, int8_output out)
 {
@@ -464,7 +469,12 @@ static __device__ __forceinline__ void mma_s8_16x8x32(int d[4], const int a[4], 
  * p + 2 SPLIT_K ...; their partial tiles then meet in shared memory, where warp p adds up tiles
  * p, p + SPLIT_K ... of its group and writes them (integer sums: the same bits in any order).
  * A warp loads the fragments of STEPS_IN_FLIGHT of its steps before it multiplies them, so that
- * their loads wait out one latency together. */
+ * their loads wait out one latency together.
+ * Cost: 2 R M K32 int8 operations, (R / 16) (M / 8) (K32 / 32) MMAs, each warp step 12 four-byte
+ * loads (4 of rows, 8 of weights: L1 and L2 hits but for the first reader) for 4 MMAs; the rows
+ * read once per 32 channels, the weights once per block of rows (64 or 16); split, 8 KB of shared
+ * memory a block and one barrier. Time: K32 / (32 SPLIT_K STEPS_IN_FLIGHT) load latencies a warp
+ * where the GPU holds too few warps to hide them. */
 template <int SPLIT_K, int STEPS_IN_FLIGHT>
 __global__ void gemm_mma_kernel(const int8_t *rows, int64_t row_bytes, int64_t row_codes,
                                 const int8_t *packed, int64_t k32, int8_output out)
