@@ -27,9 +27,9 @@ V, I64, INT = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
 RUNGS = {"dp4a": 1, "mma": 2}
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    loaded = emulated_library(tmp_path_factory.mktemp("emulated-int8"), SOURCES)
+def load(folder):
+    """The int8 sources built for the emulation in `folder`, loaded, their argument types set."""
+    loaded = emulated_library(folder, SOURCES)
     loaded.s2c_cuda_quantize_int8.argtypes = [V, V, I64, ctypes.c_float, INT]
     loaded.s2c_cuda_int8_linear.argtypes = [V, INT, V, V, V, V, V, V, V, I64, I64, I64, INT]
     loaded.s2c_cuda_int8_conv2d.argtypes = [V, INT, V, V, V, V, V, V, V] + [I64] * 9 + [INT]
@@ -39,6 +39,27 @@ def lib(tmp_path_factory):
                                                     + [I64] * 9 + [INT])  # fmt: skip
     loaded.s2c_cuda_maxpool2d_int8.argtypes = [V, V] + [I64] * 5
     return loaded
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    """On the emulation's 132 multiprocessors: every MMA case here is a grid of a few blocks, which
+    the MMA rung runs with K split over each block's warps."""
+    return load(tmp_path_factory.mktemp("emulated-int8"))
+
+
+@pytest.fixture(scope="module")
+def another_lib(tmp_path_factory):
+    return load(tmp_path_factory.mktemp("emulated-int8-one-multiprocessor"))
+
+
+@pytest.fixture
+def one_multiprocessor(another_lib, monkeypatch):
+    """A second copy of the library on a GPU of one multiprocessor (read at its first GEMM, so in
+    the test): a grid of 2 blocks of 64 rows then fills it, and the MMA rung keeps its row-tiled
+    launch, which a full GPU takes for large products."""
+    monkeypatch.setenv("EMULATED_MULTIPROCESSORS", "1")
+    return another_lib
 
 
 def pointers(*arrays):
@@ -70,10 +91,21 @@ def test_quantize(lib, size):
 
 @pytest.mark.parametrize("rung", RUNGS)
 @pytest.mark.parametrize("size", [(1, 7, 3, 0), (17, 33, 10, 127), (70, 65, 37, -128),
-                                  (9, 64, 5, -3)])  # fmt: skip
+                                  (9, 64, 5, -3), (20, 548, 12, 1)])  # fmt: skip
 def test_int8_linear(lib, rung, size):
     """70 rows: past a 64-row tile; 37 channels: past 32; K = 65: three steps of 32; K = 64: x is
-    its own rows."""
+    its own rows. With K split over 4 warps: K = 7, one step (3 warps add nothing); 18 steps, 5,
+    5, 4 and 4 a warp, 4 in flight then 1 or none; 17 and 20 rows past a 16-row block."""
+    check_int8_linear(lib, rung, size)
+
+
+@pytest.mark.parametrize("size", [(70, 65, 37, -128), (70, 64, 37, 5)])
+def test_int8_linear_row_tiled(one_multiprocessor, size):
+    """The MMA rung's 64-row blocks: rows past one, K = 64 read from x itself."""
+    check_int8_linear(one_multiprocessor, "mma", size)
+
+
+def check_int8_linear(lib, rung, size):
     args = build_int8_linear(np.random.default_rng(4), size)
     (n, k), m = args["x"].shape, args["w"].shape[0]
     y = np.full((n, m), np.nan, np.float32)
@@ -91,6 +123,15 @@ def test_int8_linear(lib, rung, size):
                                   (1, 64, 13, 13, 128, 3, 3, 1, 0, -9)])  # fmt: skip
 def test_int8_conv2d(lib, rung, size):
     """The last: the Fashion CNN's conv2 on one image (121 rows, K = 576, 128 channels)."""
+    check_int8_conv2d(lib, rung, size)
+
+
+def test_int8_conv2d_row_tiled(one_multiprocessor):
+    """112 rows in 2 blocks of 64 (image 1 begins in the first); K = 108, 4 steps."""
+    check_int8_conv2d(one_multiprocessor, "mma", (2, 3, 7, 6, 4, 6, 6, 1, 3, -128))
+
+
+def check_int8_conv2d(lib, rung, size):
     args = build_int8_conv2d(np.random.default_rng(5), size)
     n, c, h, width = args["x"].shape
     m, _, r, s = args["w"].shape

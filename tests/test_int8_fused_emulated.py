@@ -175,10 +175,12 @@ def test_conv_pool_on_pixels(lib, case):
 
 @pytest.mark.parametrize("rung", RUNGS)
 @pytest.mark.parametrize("size", [(3, 7, 5, -128, 0, True), (70, 84, 37, 127, -3, False),
-                                  (9, 64, 10, 5, 100, True)])  # fmt: skip
+                                  (9, 64, 10, 5, 100, True),
+                                  (20, 548, 12, -9, 4, True)])  # fmt: skip
 def test_linear_packed(lib, rung, size):
-    """K = 7: rows laid out first; K = 84 and 64: x its own rows (on the MMA rung; K = 64 on
-    both). Floats and codes."""
+    """K = 7: rows laid out first; K = 84, 548 and 64: x its own rows (on the MMA rung; K = 64 on
+    both), K = 548 in 18 steps split over 4 warps, the last step's codes past K read as zeros.
+    Floats and codes."""
     n, k, m, x_zero, y_zero, relu = size
     rng = np.random.default_rng(n + k + m)
     x, w = codes(rng, (n, k)), codes(rng, (m, k))

@@ -9,9 +9,14 @@
  *     each thread of a 16 x 16 block computes 4 x 4 outputs of a 64 x 64 tile from shared memory.
  *   rung 2, mma: a warp's mma.sync.m16n8k32 multiplies a 16 x 32 tile of int8 rows by a 32 x 8
  *     tile of weights into int32 on the tensor cores (sm_80 and later); each warp computes 16
- *     rows x 32 channels, a block of 4 warps 64 x 32. Where the instruction is missing (an older
- *     GPU, the CPU emulation of the tests) the same fragments go through a software model of it,
- *     made of warp shuffles: the layout of the fragments is what the tests check.
+ *     rows x 32 channels from fragments it loads straight from device memory. A grid that fills
+ *     the GPU (a large product) has blocks of 4 warps side by side along the rows, 64 x 32, each
+ *     warp walking all of K; a small one (a dense layer at batch 256) has blocks of 16 x 32 whose
+ *     4 warps split K, each with 4 steps' loads in flight, their partial sums added in shared
+ *     memory: 4x the warps, each with a quarter of the steps and a quarter of the latencies to
+ *     wait out (gemm_mma draws the line). Where the instruction is missing (an older GPU, the CPU
+ *     emulation of the tests) the same fragments go through a software model of it, made of warp
+ *     shuffles: the layout of the fragments is what the tests check.
  * Output row i goes to y[(i / group) * m * group + i % group], channel j `group` further: group 1
  * is a [R, M] matrix, group OH*OW the [N, M, OH, OW] image of a convolution. The _to_int8 forms
  * write the int8 code of each y instead (codes.cuh; with a ReLU, none below the zero point): the
@@ -21,7 +26,8 @@
 
 #define K_STEP 32
 #define TILE 64
-#define MMA_COLUMNS 32
+#define MMA_COLUMNS 32 /* a warp's channels on rung 2: four 16 x 8 MMA tiles */
+#define MMA_WARPS 4    /* a block's warps on rung 2 */
 
 struct int8_output {
     float *y;      /* float32 results, or */
@@ -70,6 +76,7 @@ __global__ void conv_rows_kernel(const int8_t *x, int8_t *rows, int64_t n, int64
                                  int64_t padding, int64_t oh, int64_t ow, int x_zero, int64_t k32);
 __global__ void gemm_dp4a_kernel(const int8_t *rows, const int8_t *packed, int64_t k32,
                                  int8_output out);
+template <int SPLIT_K, int STEPS_IN_FLIGHT>
 __global__ void gemm_mma_kernel(const int8_t *rows, int64_t row_bytes, int64_t row_codes,
                                 const int8_t *packed, int64_t k32, int8_output out);
 
@@ -99,6 +106,30 @@ static int pack_weights(const int8_t *w, int8_t *packed, int32_t *weight_sums, i
     return S2C_CUDA_OK;
 }
 
+/* Rung 2 on rows row_bytes apart, their codes past row_codes read as zeros (gemm_mma_kernel),
+ * launched one of two ways. Blocks of 64 rows, 4 warps side by side along the rows, each walking
+ * all of K one step at a time: on a full GPU the other warps hide each step's load latency, and a
+ * block's 4 warps share each weight fragment in L1. Where that grid has fewer blocks than 2 a
+ * multiprocessor (at most 2 warps a scheduler, each waiting out a load's latency every step),
+ * blocks of 16 rows whose 4 warps split K, each with 4 steps' loads in flight: 4x the blocks,
+ * and a quarter of the steps and a sixteenth of the waits a warp. A dense layer at inference's
+ * batch 256 (the Fashion CNN's 3,200 -> 256: 32 blocks of 64 rows on 132 multiprocessors, 100
+ * steps a warp) takes the second; a 4096-row product (8,192 blocks) the first. */
+static int gemm_mma(const int8_t *rows, int64_t row_bytes, int64_t row_codes,
+                    const int8_t *packed, int64_t k32, int8_output out)
+{
+    const int64_t columns = ceil_div(out.m, MMA_COLUMNS), row_blocks = ceil_div(out.rows, TILE);
+    if (columns * row_blocks >= 2 * device_multiprocessors())
+        launch_overlapped(gemm_mma_kernel<1, 1>, dim3((unsigned)columns, (unsigned)row_blocks),
+                          dim3(32 * MMA_WARPS), 0, rows, row_bytes, row_codes, packed, k32, out);
+    else
+        launch_overlapped(gemm_mma_kernel<MMA_WARPS, 4>,
+                          dim3((unsigned)columns, (unsigned)ceil_div(out.rows, 16)),
+                          dim3(32 * MMA_WARPS), 0, rows, row_bytes, row_codes, packed, k32, out);
+    LAUNCH_CHECK("gemm_mma_kernel");
+    return S2C_CUDA_OK;
+}
+
 /* The GEMM on laid-out rows: packs the weights (unless w is NULL: `packed` and `weight_sums`
  * already hold them), then runs `rung` (0: the best this GPU has). */
 static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_t *weight_sums,
@@ -113,10 +144,7 @@ static int int8_gemm(const int8_t *rows, const int8_t *w, int8_t *packed, int32_
     if (rung == 0)
         rung = device_has_int8_mma() ? 2 : 1;
     if (rung == 2) {
-        dim3 grid((unsigned)ceil_div(out.m, MMA_COLUMNS), (unsigned)ceil_div(out.rows, TILE));
-        launch_overlapped(gemm_mma_kernel, grid, dim3(128), 0, rows, k32, k32,
-                          (const int8_t *)packed, k32, out);
-        LAUNCH_CHECK("gemm_mma_kernel");
+        return gemm_mma(rows, k32, k32, packed, k32, out);
     } else if (rung == 1) {
         // BEGIN SOLUTION week 19, task int8_gemm_dp4a
         dim3 grid((unsigned)ceil_div(out.m, TILE), (unsigned)ceil_div(out.rows, TILE));
@@ -257,11 +285,7 @@ extern "C" int s2c_cuda_int8_linear_packed(const int8_t *x, int x_zero, const in
     if (rung == 2 && k >= 1 && k % 4 == 0 && (uintptr_t)x % 4 == 0 && n >= 1 && m >= 1 &&
         x_zero >= -128 && x_zero <= 127) {
         out.weight_sums = weight_sums;
-        const int64_t k32 = ceil_div(k, K_STEP) * K_STEP;
-        dim3 grid((unsigned)ceil_div(m, MMA_COLUMNS), (unsigned)ceil_div(n, TILE));
-        launch_overlapped(gemm_mma_kernel, grid, dim3(128), 0, x, k, k, packed, k32, out);
-        LAUNCH_CHECK("gemm_mma_kernel");
-        return S2C_CUDA_OK;
+        return gemm_mma(x, k, k, packed, ceil_div(k, K_STEP) * K_STEP, out);
     }
     return linear(x, nullptr, rows, (int8_t *)packed, (int32_t *)weight_sums, k, rung, out);
 }
@@ -436,36 +460,84 @@ static __device__ __forceinline__ void mma_s8_16x8x32(int d[4], const int a[4], 
 #endif
 }
 
-/* Rung 2: warp w of the block computes rows first_row + 16w .. + 15 by MMA_COLUMNS channels,
- * four 16 x 8 MMA tiles side by side; fragments load straight from the rows and the packed
- * weights (4 aligned bytes a register), zero past the last row or channel. The rows lie
- * row_bytes apart, their codes past row_codes read as zeros: laid-out rows (both k32), or a
- * dense layer's x itself where its K is a multiple of 4 (row_bytes = row_codes = K). */
+/* Rung 2: a warp computes 16 rows by MMA_COLUMNS channels, four 16 x 8 MMA tiles side by side;
+ * fragments load straight from the rows and the packed weights (4 aligned bytes a register), zero
+ * past the last row or channel. The rows lie row_bytes apart, their codes past row_codes read as
+ * zeros: laid-out rows (both k32), or a dense layer's x itself where its K is a multiple of 4
+ * (row_bytes = row_codes = K). SPLIT_K warps share each 16 rows: the block's warps in groups of
+ * SPLIT_K, group after group along the rows, warp p of a group taking K steps p, p + SPLIT_K,
+ * p + 2 SPLIT_K ...; their partial tiles then meet in shared memory, where warp p adds up tiles
+ * p, p + SPLIT_K ... of its group and writes them (integer sums: the same bits in any order).
+ * A warp loads the fragments of STEPS_IN_FLIGHT of its steps before it multiplies them, so that
+ * their loads wait out one latency together.
+ * Cost: 2 R M K32 int8 operations, (R / 16) (M / 8) (K32 / 32) MMAs, each warp step 12 four-byte
+ * loads (4 of rows, 8 of weights: L1 and L2 hits but for the first reader) for 4 MMAs; the rows
+ * read once per 32 channels, the weights once per block of rows (64 or 16); split, 8 KB of shared
+ * memory a block and one barrier. Time: K32 / (32 SPLIT_K STEPS_IN_FLIGHT) load latencies a warp
+ * where the GPU holds too few warps to hide them. */
+template <int SPLIT_K, int STEPS_IN_FLIGHT>
 __global__ void gemm_mma_kernel(const int8_t *rows, int64_t row_bytes, int64_t row_codes,
                                 const int8_t *packed, int64_t k32, int8_output out)
 {
     wait_for_previous_kernel();
+    constexpr int TILES = MMA_COLUMNS / 8, GROUPS = MMA_WARPS / SPLIT_K;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
-    const int64_t first_row = (int64_t)blockIdx.y * TILE + 16 * warp;
-    const int64_t first_column = (int64_t)blockIdx.x * MMA_COLUMNS;
-    int sums[MMA_COLUMNS / 8][4] = {};
+    const int group = warp / SPLIT_K, part = warp % SPLIT_K;
+    const int64_t first_row = ((int64_t)blockIdx.y * GROUPS + group) * 16;
+    const int64_t first_column = (int64_t)blockIdx.x * MMA_COLUMNS, steps = k32 / K_STEP;
+    int sums[TILES][4] = {};
     const auto quad = [&](const int8_t *base, int64_t line, int64_t lines, int64_t at) {
         return line < lines ? *(const int *)(base + line * k32 + at) : 0;
     };
     const auto row_quad = [&](int64_t line, int64_t at) { /* zero past row_codes */
         return line < out.rows && at < row_codes ? *(const int *)(rows + line * row_bytes + at) : 0;
     };
-    for (int64_t k0 = 0; k0 < k32; k0 += K_STEP) {
-        const int64_t low = k0 + 4 * t, high = low + 16;
-        const int a[4] = {row_quad(first_row + g, low), row_quad(first_row + g + 8, low),
-                          row_quad(first_row + g, high), row_quad(first_row + g + 8, high)};
-        for (int tile = 0; tile < MMA_COLUMNS / 8; tile++) {
-            const int64_t column = first_column + 8 * tile + g;
-            const int b[2] = {quad(packed, column, out.m, low), quad(packed, column, out.m, high)};
-            mma_s8_16x8x32(sums[tile], a, b);
+    for (int64_t first_step = part; first_step < steps; first_step += SPLIT_K * STEPS_IN_FLIGHT) {
+        int a[STEPS_IN_FLIGHT][4], b[STEPS_IN_FLIGHT][TILES][2];
+#pragma unroll
+        for (int s = 0; s < STEPS_IN_FLIGHT; s++) {
+            const int64_t step = first_step + s * SPLIT_K;
+            if (step >= steps)
+                break;
+            const int64_t low = step * K_STEP + 4 * t, high = low + 16;
+            a[s][0] = row_quad(first_row + g, low), a[s][1] = row_quad(first_row + g + 8, low);
+            a[s][2] = row_quad(first_row + g, high), a[s][3] = row_quad(first_row + g + 8, high);
+#pragma unroll
+            for (int tile = 0; tile < TILES; tile++) {
+                const int64_t column = first_column + 8 * tile + g;
+                b[s][tile][0] = quad(packed, column, out.m, low);
+                b[s][tile][1] = quad(packed, column, out.m, high);
+            }
+        }
+#pragma unroll
+        for (int s = 0; s < STEPS_IN_FLIGHT; s++) {
+            if (first_step + s * SPLIT_K >= steps)
+                break;
+#pragma unroll
+            for (int tile = 0; tile < TILES; tile++)
+                mma_s8_16x8x32(sums[tile], a[s], b[s][tile]);
         }
     }
-    for (int tile = 0; tile < MMA_COLUMNS / 8; tile++) {
+    if constexpr (SPLIT_K > 1) {
+        /* [warp][value][lane]: a warp's 32 lanes store and load 32 neighbouring ints */
+        __shared__ int partial[MMA_WARPS][TILES * 4][32];
+        for (int tile = 0; tile < TILES; tile++)
+            for (int r = 0; r < 4; r++)
+                partial[warp][tile * 4 + r][lane] = sums[tile][r];
+        __syncthreads();
+#pragma unroll
+        for (int tile = 0; tile < TILES; tile++) /* a constant index: sums stays in registers */
+            if (tile % SPLIT_K == part)
+                for (int r = 0; r < 4; r++) {
+                    sums[tile][r] = 0;
+                    for (int other = 0; other < SPLIT_K; other++)
+                        sums[tile][r] += partial[group * SPLIT_K + other][tile * 4 + r][lane];
+                }
+    }
+#pragma unroll
+    for (int tile = 0; tile < TILES; tile++) {
+        if (tile % SPLIT_K != part) /* another warp of the group writes it */
+            continue;
         const int64_t column = first_column + 8 * tile + 2 * t;
         write_output(out, first_row + g, column, sums[tile][0]);
         write_output(out, first_row + g, column + 1, sums[tile][1]);
