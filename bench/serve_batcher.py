@@ -27,7 +27,7 @@ from multiprocessing import get_context
 import numpy as np
 
 from nn.evaluate import add_tier_arguments
-from nn.serve.assembly import SWITCH_INTERVAL_S, make_batcher
+from nn.serve.assembly import MAX_WAIT_MS, SWITCH_INTERVAL_S, make_batcher
 from nn.serve.channel import Relay
 from nn.serve.metrics import Metrics
 from nn.serve.models import read_served
@@ -44,7 +44,7 @@ def parse_args(argv=None):
     parser.add_argument("--in-flight", type=int, default=16, help="requests each front keeps "
                         "waiting (in all more than --max-batch: the queue is never empty)")
     parser.add_argument("--max-batch", type=int, default=16)
-    parser.add_argument("--max-wait-ms", type=float, default=1.0)
+    parser.add_argument("--max-wait-ms", type=float, default=MAX_WAIT_MS)
     parser.add_argument("--queue", type=int, default=256)
     parser.add_argument("--threads", type=int, default=1, help="the worker's native threads")
     parser.add_argument("--seconds", type=float, default=5.0, help="measured, after a warm-up")
@@ -130,16 +130,17 @@ def main(argv=None):
         stopping.set()
         relaying.join(10)
         batcher.stop()
-    report(args, start, end)
-    return 0
+    return 0 if report(args, start, end) else 1
 
 
 def report(args, start, end):
+    """Print what was measured between the snapshots `start` and `end`; False when nothing was
+    answered."""
     seconds, cpu = end[0] - start[0], end[1] - start[1]
     requests, passes = end[3] - start[3], end[4] - start[4]
     if not requests:
         print("error: no request was answered", file=sys.stderr)
-        return
+        return False
     print(f"{args.fronts} fronts x {args.in_flight} in flight, --max-batch {args.max_batch}, "
           f"--max-wait-ms {args.max_wait_ms:g}, stage {args.stage}"
           f"{f' ({args.variant})' if args.variant else ''}: {requests / seconds:,.0f} answers/s, "
@@ -150,6 +151,7 @@ def report(args, start, end):
                  for name in end[2] if name != "MainThread"}  # fmt: skip
     print("  by thread, us a request: " + ", ".join(f"{name} {us:.1f}"
                                                      for name, us in by_thread.items()))
+    return True
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ the service answers is tested on one process and on 2 fronts alike, in test_serv
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -248,3 +249,17 @@ def test_one_pass_answers_each_front_in_one_message_holding_its_own_answers(fail
                 assert answer.batch_size == 4
                 assert answer.probabilities.argmax() == digits[front, number]
     assert sizes == ([] if failing else [4])
+
+
+def test_the_batcher_alone_serves_stand_in_fronts_and_says_at_what_cost(checkpoint, capsys):
+    """bench.serve_batcher: the batcher's process of --http-workers fed over real pipes by
+    stand-in fronts, on stage 2: its figures printed, no pass past --max-batch."""
+    from bench import serve_batcher
+
+    status = serve_batcher.main(["--checkpoint", str(checkpoint), "--stage", "2", "--fronts", "2",
+                                 "--in-flight", "4", "--max-batch", "4", "--seconds", "0.5"])
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    found = re.search(r"answers/s, [\d,]+ passes/s .* mean batch ([\d.]+);", printed)
+    assert found and 1 <= float(found.group(1)) <= 4, printed
+    assert "s2c-batcher" in printed and "s2c-relay" in printed and "s2c-answers" in printed
