@@ -329,11 +329,11 @@ def check_speed(session, task):
         too_fast = too_fast or other_stream_problem(timing) or host_problem(timing, twin_host)
 
     expected, expected_bits, validated = None, None, "none"
+    fast = session.fast_reference(op)
     if reference is not None:
         expected = session.call(reference, op, contents, "reference")
         expected_bits, validated = reference.tier.bits, reference.label
-    elif session.fast_reference(op) is not None:
-        fast = session.fast_reference(op)
+    elif fast is not None:
         expected = session.call(fast, op, contents, "reference")
         expected_bits, validated = fast.tier.bits, fast.label
     elif numpy_evaluation(op.name, contents, np.float64) is not None:

@@ -224,28 +224,25 @@ def chain_int8(layer, tier):
     `tier` has the ops (CHAINED_OPS): int8 codes flow between them, never floats. In place."""
     if not all(hasattr(tier, op) for op in CHAINED_OPS):
         return
-    for child in layer.children().values():
-        chain_int8(child, tier)
-    if not isinstance(layer, Sequential):
-        return
-    layers = layer.layers
-    for first, producer in enumerate(layers):
-        if not isinstance(producer, QuantizedLayer):
-            continue
-        between = first + 1
-        while between < len(layers) and isinstance(layers[between], PASSED_CODES):
-            between += 1
-        if between == len(layers) or not isinstance(layers[between], QuantizedLayer):
-            continue
-        consumer = layers[between]
-        relu = any(isinstance(layers[i], (ReLU, MaxPoolReLU)) for i in range(first + 1, between))
-        producer.write_codes(consumer.input_scale, consumer.input_zero_point, relu)
-        consumer.takes_codes = True
-        for i in range(first + 1, between):
-            if isinstance(layers[i], ReLU):
-                layers[i] = FusedReLU(layers[i])
-            elif isinstance(layers[i], MaxPool2d):
-                layers[i] = CodesMaxPool2d(layers[i])
+    for layers in _sequences(layer):
+        for first, producer in enumerate(layers):
+            if not isinstance(producer, QuantizedLayer):
+                continue
+            between = first + 1
+            while between < len(layers) and isinstance(layers[between], PASSED_CODES):
+                between += 1
+            if between == len(layers) or not isinstance(layers[between], QuantizedLayer):
+                continue
+            consumer = layers[between]
+            relu = any(isinstance(layers[i], (ReLU, MaxPoolReLU))
+                       for i in range(first + 1, between))  # fmt: skip
+            producer.write_codes(consumer.input_scale, consumer.input_zero_point, relu)
+            consumer.takes_codes = True
+            for i in range(first + 1, between):
+                if isinstance(layers[i], ReLU):
+                    layers[i] = FusedReLU(layers[i])
+                elif isinstance(layers[i], MaxPool2d):
+                    layers[i] = CodesMaxPool2d(layers[i])
 
 
 def fuse_int8(layer, tier):
@@ -255,26 +252,31 @@ def fuse_int8(layer, tier):
     on. In place."""
     if not all(hasattr(tier, op) for op in FUSED_OPS):
         return
+    for layers in _sequences(layer):
+        for first, producer in enumerate(layers):
+            if not (isinstance(producer, QuantizedLayer) and isinstance(producer.original, Conv2d)
+                    and producer.output_code is not None):  # fmt: skip
+                continue
+            between = first + 1
+            while between < len(layers) and not isinstance(layers[between], QuantizedLayer):
+                between += 1
+            pools = [i for i in range(first + 1, between)
+                     if isinstance(layers[i], CodesMaxPool2d)]  # fmt: skip
+            if len(pools) != 1:
+                continue
+            pool = layers[pools[0]]
+            if pool.kernel_size == pool.stride == FUSED_POOL:
+                producer.pool = FUSED_POOL
+                producer.output_shape = pool.output_shape
+                layers[pools[0]] = FusedMaxPool2d(pool)
+
+
+def _sequences(layer):
+    """The layer lists of every Sequential inside `layer` (itself included), innermost first."""
     for child in layer.children().values():
-        fuse_int8(child, tier)
-    if not isinstance(layer, Sequential):
-        return
-    layers = layer.layers
-    for first, producer in enumerate(layers):
-        if not (isinstance(producer, QuantizedLayer) and isinstance(producer.original, Conv2d)
-                and producer.output_code is not None):  # fmt: skip
-            continue
-        between = first + 1
-        while between < len(layers) and not isinstance(layers[between], QuantizedLayer):
-            between += 1
-        pools = [i for i in range(first + 1, between) if isinstance(layers[i], CodesMaxPool2d)]
-        if len(pools) != 1:
-            continue
-        pool = layers[pools[0]]
-        if pool.kernel_size == pool.stride == FUSED_POOL:
-            producer.pool = FUSED_POOL
-            producer.output_shape = pool.output_shape
-            layers[pools[0]] = FusedMaxPool2d(pool)
+        yield from _sequences(child)
+    if isinstance(layer, Sequential):
+        yield layer.layers
 
 
 def quantizable_layers(layer, prefix=""):

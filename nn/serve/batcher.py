@@ -78,7 +78,6 @@ class Batcher:
         self.batch_sizes = batch_sizes
         self.ready, self.stopping = threading.Event(), threading.Event()
         self.tier, self.failure = None, None
-        self.after_pass = lambda: None
         self.thread = threading.Thread(target=self.work, name="s2c-batcher", daemon=True)
 
     def start(self, on_failure, after_pass=None):
@@ -87,8 +86,7 @@ class Batcher:
         batcher's process of nn/serve/fronts.py sends each front its answers of the batch in
         one message)."""
         self.on_failure = on_failure
-        if after_pass is not None:
-            self.after_pass = after_pass
+        self.after_pass = after_pass or (lambda: None)
         self.thread.start()
 
     def stop(self):

@@ -196,7 +196,7 @@ template <int CB>
 __host__ __device__ constexpr int padded_row() { return 64 * CB + PAD; }
 
 /* Whether rows of x [*, d] can be read and written a float4 at a time (16-byte aligned). */
-static __device__ __forceinline__ bool by_float4(const float *x, int d)
+static __device__ __forceinline__ bool by_float4(const float *x, int64_t d)
 {
     return d % 4 == 0 && (uintptr_t)x % 16 == 0;
 }

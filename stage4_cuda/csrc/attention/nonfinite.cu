@@ -28,7 +28,7 @@ int flash_rung_checks(const float *q, const float *k, const float *v, int64_t he
 static __device__ int any_nonfinite(const float *x, int64_t count)
 {
     int found = 0;
-    if (count % 4 == 0 && (uintptr_t)x % 16 == 0) {
+    if (by_float4(x, count)) {
         const float4 *quads = reinterpret_cast<const float4 *>(x);
 #pragma unroll 4
         for (int64_t e = threadIdx.x; e < count / 4; e += blockDim.x) {
