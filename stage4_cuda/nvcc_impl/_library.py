@@ -100,8 +100,9 @@ EXERCISES = {
     "s2c_cuda_conv2d_winograd_4x4": (16, "conv_winograd_4x4", "conv/06_winograd_4x4.cu"),
     "s2c_cuda_conv2d_shallow": (16, "conv_shallow", "conv/07_shallow.cu"),
     "s2c_cuda_conv2d_backward": (16, "conv2d_backward", "conv/backward.cu"),
-    "s2c_cuda_conv2d_bias_relu_pool": (16, "conv2d_bias_relu_pool",
-                                       "inference/conv_bias_relu_pool.cu"),
+    **dict.fromkeys(
+        ["s2c_cuda_conv2d_bias_relu_pool", "s2c_cuda_conv2d_bias_relu_pool_scratch"],
+        (16, "conv2d_bias_relu_pool", "inference/conv_bias_relu_pool.cu")),
     "s2c_cuda_batchnorm_forward": (16, "batchnorm_forward", "norm.cu"),
     "s2c_cuda_batchnorm_backward": (16, "batchnorm_backward", "norm.cu"),
     # The softmax ladder (csrc/softmax/): a task per rung; cross-entropy is rung 5.
