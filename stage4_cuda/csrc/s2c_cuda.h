@@ -84,6 +84,9 @@ int s2c_cuda_linear_forward(const float *x, const float *w, const float *b, floa
 int s2c_cuda_linear_backward(const float *x, const float *w, const float *dy, float *dx,
                              float *dw, float *db, float *scratch, int64_t n, int64_t in,
                              int64_t out);
+/* An extra, not an op of the contract: relu(x @ w.T + b), the ReLU in the product's last kernel */
+int s2c_cuda_linear_relu_forward(const float *x, const float *w, const float *b, float *y,
+                                 float *scratch, int64_t n, int64_t in, int64_t out);
 
 /* losses.cu: a forward writes the mean into loss[0] (one float on the device), using scratch:
  * cross-entropy `terms` (one float per row), the others `partials` (S2C_CUDA_MEAN_BLOCKS

@@ -60,6 +60,7 @@ EXERCISES = {
        for number, name in enumerate(SGEMM_RUNGS, 1)},
     "s2c_cuda_gemm": (15, "matmul", "matmul.cu"),
     "s2c_cuda_linear_forward": (15, "linear_forward", "dense.cu"),
+    "s2c_cuda_linear_relu_forward": (15, "linear_forward", "dense.cu"),
     "s2c_cuda_linear_backward": (15, "linear_backward", "dense.cu"),
     "s2c_cuda_mse_loss": (14, "mse_loss", "losses.cu"),
     "s2c_cuda_mse_loss_backward": (14, "mse_loss_backward", "losses.cu"),
@@ -135,7 +136,8 @@ CALLS = {
         ["s2c_cuda_sgd_step", "s2c_cuda_momentum_step", "s2c_cuda_momentum_step_list",
          "s2c_cuda_rmsprop_step", "s2c_cuda_adam_step"],
         "task step in optim.cu"),
-    "s2c_cuda_linear_forward": "task matmul in matmul.cu",
+    **dict.fromkeys(["s2c_cuda_linear_forward", "s2c_cuda_linear_relu_forward"],
+                    "task matmul in matmul.cu"),
     "s2c_cuda_int8_linear_packed": "tasks int8_linear and int8_gemm_dp4a in int8/gemm.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
     "s2c_cuda_conv2d_im2col": "tasks im2col in conv/im2col.cu and sgemm_cp_async in "
