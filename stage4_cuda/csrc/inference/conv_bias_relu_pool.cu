@@ -258,7 +258,7 @@ static int64_t fused_scratch(const conv_geometry &g, int pool)
 
 /* A split product's second kernel: y[n, k, p] = relu(max over the taps of window (n, p) of the
  * pieces' partial sums of (k, its column), added in a fixed order (sum_of_pieces) + b[k]). A
- * thread per element of y, in y's order; launched as pieces_threads and pieces_blocks say, every
+ * column of threads per element of y, in y's order (pieces_threads and pieces_blocks), every
  * thread of a block taking part in each tap's sum (a block's rows of threads share it). */
 __global__ void add_pooled_pieces_kernel(const float *partial, int64_t pieces, int columns,
                                          PooledOutput out)
@@ -330,9 +330,11 @@ static int launch_product(const float *x, const float *w, const float *b, float 
         launch_pooled_product(tile_rows, grid, filters, windows, pieces, (int)rows, (int)cols,
                               (int)depth, (int)split.piece);
         LAUNCH_CHECK("fused conv tiled_product_kernel (split)");
-        int64_t outputs = (int64_t)out.windows * out.filters;
-        launch_overlapped(add_pooled_pieces_kernel, pieces_blocks(outputs, split.pieces),
-                          pieces_threads(split.pieces), 0, scratch, split.pieces, (int)cols, out);
+        /* a thread's loads come one after another, its pieces' for each tap in turn: threads as
+         * deep as for taps x pieces (the Fashion CNN's conv2 at batch 1: 8 deep, 2 loads a tap) */
+        int64_t outputs = (int64_t)out.windows * out.filters, loads = split.pieces * pool * pool;
+        launch_overlapped(add_pooled_pieces_kernel, pieces_blocks(outputs, loads),
+                          pieces_threads(loads), 0, scratch, split.pieces, (int)cols, out);
         LAUNCH_CHECK("add_pooled_pieces_kernel");
         return S2C_CUDA_OK;
     });
