@@ -6,8 +6,10 @@ emulation of CUDA (tests/cuda_emulation/: a block's threads are fibers, __syncth
 against stage 2, its output pre-filled with NaN, through each of its kernels: shallow (a first
 layer's window in registers, a full and a partial group of filters, pooled up to 17x17), the
 pooling product (implicit GEMM tiles of 16, 32, 64 and 128 rows, windows past a tile's run of
-16, outputs no window covers, unpooled) and direct (deeper layers pooled 3x3), at the curriculum's
-layers and at odd shapes; a NaN pixel reaching only part of a pooling window must win its max.
+16, outputs no window covers, unpooled; on an H200's 132 multiprocessors, a batch of one or two
+with its depth split in pieces added by a second kernel, and a batch of 256 not split) and direct
+(deeper layers pooled 3x3), at the curriculum's layers and at odd shapes; a NaN pixel reaching
+only part of a pooling window must win its max.
 The GPU's own run is the grader's: `python -m grader --stage 4 --variant nvcc --ops
 conv2d_bias_relu_pool`.
 
