@@ -13,6 +13,9 @@ statistics) and runs one op per layer. A model that only predicts needs none of 
   (before or after it: ReLU and max-pooling commute) as one op, the contract's
   `conv2d_bias_relu_pool(x, w, b, stride, padding, pool=k)`, which keeps no argmax and writes only
   the pooled map; a Conv2d and a ReLU alone take it with pool=1;
+- run a Linear (its folded BatchNorm) and the ReLU after it as one call where the tier has the
+  extra `linear_relu_forward` (stage 4's nvcc variant: the ReLU in the product's last kernel, one
+  launch fewer a layer), else as linear_forward then relu;
 - keep nothing between calls: each step's forward returns its output and stores no input.
 
 The numbers are the evaluation-mode model's up to float rounding (the folded weights round once
@@ -41,6 +44,7 @@ from nn.layers.fusion import MaxPoolReLU
 from nn.tensor import reshape, shape_of
 
 FUSED_OP = "conv2d_bias_relu_pool"
+LINEAR_RELU_OP = "linear_relu_forward"  # a tier's extra, not an op of the contract
 
 
 def fold_batchnorm(weight, bias, gamma, beta, mean, var, eps):
@@ -105,17 +109,29 @@ class ConvStep(Step):
 
 
 class LinearStep(Step):
-    """y = x @ weight.T + bias (a BatchNorm after it folded in)."""
+    """y = x @ weight.T + bias (a BatchNorm after it folded in), then a ReLU when `relu` (taken
+    only where the tier has LINEAR_RELU_OP, which does both in one call)."""
 
-    def __init__(self, tier, weight, bias, folded):
+    def __init__(self, tier, weight, bias, folded, relu=False):
         super().__init__(tier)
-        self.weight, self.bias, self.folded = weight, bias, folded
+        self.weight, self.bias, self.folded, self.relu = weight, bias, folded, relu
+        self.fused = relu
 
     def forward(self, x):
-        return self.tier.linear_forward(x, self.weight, self.bias)
+        if self.fused:
+            try:
+                return getattr(self.tier, LINEAR_RELU_OP)(x, self.weight, self.bias)
+            except NotImplementedError:  # a learner's library that has not written it yet
+                self.fused = False
+        y = self.tier.linear_forward(x, self.weight, self.bias)
+        return self.tier.relu(y) if self.relu else y
 
     def describe(self):
-        return "linear_forward" + (" (BatchNorm folded in)" if self.folded else "")
+        if self.fused:
+            op = LINEAR_RELU_OP
+        else:
+            op = "linear_forward + relu" if self.relu else "linear_forward"
+        return op + (" (BatchNorm folded in)" if self.folded else "")
 
 
 class OpStep(Step):
@@ -227,7 +243,9 @@ def _steps(layers, tier):
             weight, bias = _weights(layer, norm, tier)
             index += 1 + (norm is not None)
             if type(layer) is Linear:
-                steps.append(LinearStep(tier, weight, bias, norm is not None))
+                relu = callable(getattr(tier, LINEAR_RELU_OP, None)) and _is_relu(layers, index)
+                steps.append(LinearStep(tier, weight, bias, norm is not None, relu))
+                index += relu
                 continue
             relu, pool, taken = _relu_and_pool(layers[index : index + 2])
             steps.append(ConvStep(tier, layer, weight, bias, relu, pool, norm is not None))
@@ -255,6 +273,11 @@ def _unfused(layer):
 
 def _children(layer):
     return layer.layers if type(layer) is Sequential else [layer]
+
+
+def _is_relu(layers, index):
+    """Whether layers[index] is a ReLU."""
+    return index < len(layers) and type(layers[index]) is ReLU
 
 
 def _next_of(layers, index, kind):

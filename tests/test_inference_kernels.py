@@ -6,8 +6,10 @@ emulation of CUDA (tests/cuda_emulation/: a block's threads are fibers, __syncth
 against stage 2, its output pre-filled with NaN, through each of its kernels: shallow (a first
 layer's window in registers, a full and a partial group of filters, pooled up to 17x17), the
 pooling product (implicit GEMM tiles of 16, 32, 64 and 128 rows, windows past a tile's run of
-16, outputs no window covers, unpooled) and direct (deeper layers pooled 3x3), at the curriculum's
-layers and at odd shapes; a NaN pixel reaching only part of a pooling window must win its max.
+16, outputs no window covers, unpooled; on an H200's 132 multiprocessors, a batch of one or two
+with its depth split in pieces added by a second kernel, and a batch of 256 not split) and direct
+(deeper layers pooled 3x3), at the curriculum's layers and at odd shapes; a NaN pixel reaching
+only part of a pooling window must win its max.
 The GPU's own run is the grader's: `python -m grader --stage 4 --variant nvcc --ops
 conv2d_bias_relu_pool`.
 
@@ -18,6 +20,7 @@ grader fails each with a message naming the wrong element.
 import ctypes
 import os
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -39,19 +42,53 @@ class Geometry(ctypes.Structure):
     ]
 
 
-@pytest.fixture(scope="module")
-def lib(tmp_path_factory):
-    loaded = emulated_library(tmp_path_factory.mktemp("emulated_inference"), SOURCES)
-    loaded.s2c_cuda_conv2d_bias_relu_pool.argtypes = [V] * 5 + [ctypes.c_int64]
-    # Two multiprocessors, read at the first launch: the product then takes 128-row tiles for the
-    # Fashion CNN's conv2 at batch 2, as a full GPU does at batch 256 (on 132, 64-row tiles).
+def with_multiprocessors(path, multiprocessors):
+    """The emulated library at `path`, loaded for a GPU of `multiprocessors` (read once, at its
+    first question, as on a GPU; a copy of the file loads as a library of its own)."""
+    loaded = ctypes.CDLL(str(path))
+    loaded.s2c_cuda_conv2d_bias_relu_pool.argtypes = [V] * 6 + [ctypes.c_int64]
+    loaded.s2c_cuda_conv2d_bias_relu_pool_scratch.argtypes = [V, ctypes.c_int64, V]
     before = os.environ.get("EMULATED_MULTIPROCESSORS")
-    os.environ["EMULATED_MULTIPROCESSORS"] = "2"
-    yield loaded
+    os.environ["EMULATED_MULTIPROCESSORS"] = multiprocessors
+    scratch_floats(loaded, (1, 8, 4, 4, 8, 3, 3, 1, 0, 1))  # a product: the count is read
     if before is None:
         del os.environ["EMULATED_MULTIPROCESSORS"]
     else:
         os.environ["EMULATED_MULTIPROCESSORS"] = before
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def lib(tmp_path_factory):
+    """On two multiprocessors: the product takes 128-row tiles for the Fashion CNN's conv2 at
+    batch 2, as a full GPU does at batch 256 (on 132, 64-row tiles)."""
+    built = emulated_library(tmp_path_factory.mktemp("emulated_inference"), SOURCES)
+    return with_multiprocessors(built._name, "2")
+
+
+@pytest.fixture(scope="module")
+def lib_h200(lib, tmp_path_factory):
+    """On an H200's 132 multiprocessors: the products of a batch of one or two are split along
+    their depth, as on the GPU."""
+    copy = tmp_path_factory.mktemp("emulated_inference_132") / "libemulated.so"
+    shutil.copy(lib._name, copy)
+    return with_multiprocessors(copy, "132")
+
+
+def geometry_of(shape):
+    n, c, h, w, k, r, s, stride, padding, _ = shape
+    oh, ow = (h + 2 * padding - r) // stride + 1, (w + 2 * padding - s) // stride + 1
+    return Geometry(n, c, h, w, k, r, s, stride, padding, oh, ow)
+
+
+def scratch_floats(lib, shape):
+    """s2c_cuda_conv2d_bias_relu_pool_scratch for the layer `shape` (SHAPES' form)."""
+    floats = ctypes.c_int64(-1)
+    status = lib.s2c_cuda_conv2d_bias_relu_pool_scratch(
+        ctypes.byref(geometry_of(shape)), shape[-1], ctypes.byref(floats)
+    )
+    assert status == 0
+    return floats.value
 
 
 # (n, c, h, w, k, r, s, stride, padding, pool), by the kernel that computes them
@@ -82,13 +119,17 @@ SHAPES = [
 
 
 def run(lib, x, weights, b, stride, padding, pool):
-    """The library's fused op, its output pre-filled with NaN."""
-    (n, c, h, w), (k, _, r, s) = x.shape, weights.shape
-    oh, ow = (h + 2 * padding - r) // stride + 1, (w + 2 * padding - s) // stride + 1
-    y = np.full((n, k, oh // pool, ow // pool), np.nan, np.float32)
-    geometry = Geometry(n, c, h, w, k, r, s, stride, padding, oh, ow)
+    """The library's fused op, its output and its scratch pre-filled with NaN."""
+    shape = (*x.shape, *weights.shape[0:1], *weights.shape[2:], stride, padding, pool)
+    geometry = geometry_of(shape)
+    y = np.full((*x.shape[:1], *weights.shape[:1], geometry.out_height // pool,
+                 geometry.out_width // pool), np.nan, np.float32)  # fmt: skip
+    scratch = np.full(scratch_floats(lib, shape), np.nan, np.float32)
     status = lib.s2c_cuda_conv2d_bias_relu_pool(
-        *(a.ctypes.data_as(V) for a in (x, weights, b, y)), ctypes.byref(geometry), pool
+        *(a.ctypes.data_as(V) for a in (x, weights, b, y)),
+        scratch.ctypes.data_as(V) if scratch.size else None,
+        ctypes.byref(geometry),
+        pool,
     )
     assert status == 0
     return y
@@ -113,6 +154,39 @@ def test_the_kernel_matches_stage_2_on_a_cpu_emulation(lib, shape):
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5 * np.sqrt(c * r * s))
 
 
+# On 132 multiprocessors, the product's depth split in pieces (scratch, then a kernel adding
+# them in a fixed order and pooling): LeNet-5's and the Fashion CNN's conv2 at batch 1 and 2, and
+# a layer unpooled (a tap a window)
+SPLIT_SHAPES = [(1, 6, 14, 14, 16, 5, 5, 1, 0, 2), (2, 6, 14, 14, 16, 5, 5, 1, 0, 2),
+                (1, 64, 13, 13, 128, 3, 3, 1, 0, 2), (2, 64, 13, 13, 128, 3, 3, 1, 0, 2),
+                (1, 16, 4, 3, 16, 3, 3, 1, 1, 1)]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", SPLIT_SHAPES, ids=[str(s) for s in SPLIT_SHAPES])
+def test_a_small_batchs_product_split_along_its_depth_matches_stage_2(lib_h200, shape):
+    """NaN pixels in the last channel (the last piece of the depth) at a window's first output
+    only, and a NaN weight in the first channel (the first piece): each wins its max; the rest
+    within the tolerance of sums of C*R*S terms, pieces added in another order."""
+    n, c, h, w, k, r, s, stride, padding, pool = shape
+    assert scratch_floats(lib_h200, shape) > 0, "not split"
+    x, weights, b = random_layer(shape)
+    x[-1, -1, 0, 0] = np.nan
+    weights[3, 0, 1, 1] = np.nan
+    y = run(lib_h200, x, weights, b, stride, padding, pool)
+    expected = reference.conv2d_bias_relu_pool(x, weights, b, stride, padding, pool)
+    assert np.array_equal(np.isnan(y), np.isnan(expected)), "NaN where stage 2 has none, or none"
+    assert np.isnan(y[-1, :, 0, 0]).all() and not np.isnan(y[-1, :, -1, -1]).all()
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-5 * np.sqrt(c * r * s))
+
+
+@pytest.mark.parametrize("shape", [(256, 6, 14, 14, 16, 5, 5, 1, 0, 2),
+                                   (256, 64, 13, 13, 128, 3, 3, 1, 0, 2)])  # fmt: skip
+def test_a_batch_that_fills_the_gpu_is_not_split(lib_h200, shape):
+    """LeNet-5's and the Fashion CNN's conv2 at batch 256 on 132 multiprocessors: one piece, one
+    launch (asked only for the scratch: no kernel runs)."""
+    assert scratch_floats(lib_h200, shape) == 0
+
+
 # one layer for each kernel: shallow, the product, direct
 NAN_SHAPES = [(2, 1, 9, 9, 5, 3, 3, 1, 0, 2), (2, 8, 9, 9, 5, 3, 3, 1, 0, 2),
               (1, 3, 10, 9, 4, 5, 5, 1, 0, 3)]  # fmt: skip
@@ -135,11 +209,15 @@ def test_a_nan_wins_its_windows_max_and_a_nan_weight_its_filter(lib, shape):
 
 def test_a_pool_larger_than_the_output_is_refused(lib):
     x, weights, b, y = (np.zeros(size, np.float32) for size in (16, 1, 1, 1))
-    geometry = Geometry(1, 1, 4, 4, 1, 1, 1, 1, 0, 4, 4)
+    geometry, floats = Geometry(1, 1, 4, 4, 1, 1, 1, 1, 0, 4, 4), ctypes.c_int64(-1)
     status = lib.s2c_cuda_conv2d_bias_relu_pool(
-        *(a.ctypes.data_as(V) for a in (x, weights, b, y)), ctypes.byref(geometry), 5
+        *(a.ctypes.data_as(V) for a in (x, weights, b, y)), None, ctypes.byref(geometry), 5
     )
     assert status == 2  # S2C_CUDA_BAD_ARGUMENT
+    status = lib.s2c_cuda_conv2d_bias_relu_pool_scratch(
+        ctypes.byref(geometry), 5, ctypes.byref(floats)
+    )
+    assert status == 2
 
 
 # (planted tier, the check that must fail, a pattern its message must match)

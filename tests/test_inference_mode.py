@@ -168,6 +168,38 @@ def test_the_curriculum_models_fuse_every_convolution_and_keep_nothing(name):
     assert [dict(vars(step)) for step in inference.steps] == before  # no input, argmax, cache
 
 
+class WithLinearRelu:
+    """A tier with the extra linear_relu_forward (as stage 4's nvcc variant has it): relu of
+    linear_forward, or NotImplementedError as a learner's stub; every other name is `tier`'s."""
+
+    def __init__(self, tier, implemented):
+        self.tier, self.implemented, self.calls = tier, implemented, 0
+
+    def __getattr__(self, name):
+        return getattr(self.tier, name)
+
+    def linear_relu_forward(self, x, w, b):
+        self.calls += 1
+        if not self.implemented:
+            raise NotImplementedError("week 15, task linear_forward: not implemented yet")
+        return self.tier.relu(self.tier.linear_forward(x, w, b))
+
+
+@pytest.mark.parametrize("implemented", [True, False], ids=["extra", "stub"])
+def test_a_tier_with_linear_relu_forward_takes_the_relu_after_a_linear_layer(implemented):
+    """The Linear, its BatchNorm and its ReLU as one step of the extra (its stub: linear_forward
+    then relu), the same logits; the last Linear, with no ReLU, stays linear_forward."""
+    from conftest import load_tier
+
+    tier = WithLinearRelu(load_tier("numpy"), implemented)
+    model, x = built_every_rule(tier)
+    difference, scale = largest_difference(model, x)
+    assert difference <= 1e-4 * max(scale, 1.0), (difference, scale)
+    lines = prepare_for_inference(model).describe().splitlines()
+    assert lines[7:] == ["7. linear_relu_forward (BatchNorm folded in)", "8. linear_forward"]
+    assert tier.calls == 1
+
+
 def test_a_model_not_built_is_refused():
     with pytest.raises(ValueError, match="must be built"):
         prepare_for_inference(every_rule())

@@ -47,6 +47,7 @@ SIGNATURES = {
     "take": [V, V, V, I64, I64], "take_int64": [V, V, V, I64, I64],
     "shift_images": [V] * 5 + [I64] * 5, "correct_count": [V, V, V, I64, I64],
     "linear_scratch": [I64, I64, I64, V], "linear_forward": [V] * 5 + [I64] * 3,
+    "linear_relu_forward": [V] * 5 + [I64] * 3,
     "linear_backward": [V] * 7 + [I64] * 3,
     "layernorm": [V] * 6 + [I64, I64, F32], "layernorm_backward": [V] * 9 + [I64, I64],
     "gelu": [V, V, I64, ctypes.c_int], "gelu_backward": [V, V, V, I64, ctypes.c_int],
@@ -348,3 +349,27 @@ def test_the_dense_products_split_along_k_or_not(lib, rng, sizes):
         (db, dy.sum(axis=0, dtype=np.float64), np.abs(dy).sum(axis=0)),
     ]:
         assert np.all(np.abs(got - exact) <= 1e-5 * size), np.max(np.abs(got - exact) / size)
+
+
+# (n, in, out): split along in (LeNet-5's fc1 at batch 1: 7 pieces; 16 pieces), not split
+@pytest.mark.parametrize("sizes", [(1, 400, 120), (8, 1000, 40), (70, 33, 45)])
+def test_the_dense_layer_with_its_relu_is_linear_forward_then_relu(lib, rng, sizes):
+    """linear_relu_forward (inference's extra: the ReLU in the product's last kernel) gives
+    linear_forward's numbers through a ReLU, zeros and positives; a NaN in x's row 0 (of a batch
+    of more than one) keeps that row NaN."""
+    n, inputs, outputs = sizes
+    x = rng.standard_normal((n, inputs)).astype(np.float32)
+    if n > 1:
+        x[0, inputs // 2] = np.nan
+    w = rng.standard_normal((outputs, inputs)).astype(np.float32)
+    b = rng.standard_normal(outputs).astype(np.float32)
+    floats = np.zeros(1, np.int64)
+    call(lib, "linear_scratch", n, inputs, outputs, floats)
+    scratch = empty(max(int(floats[0]), 1))
+    y, fused = empty((n, outputs)), empty((n, outputs))
+    call(lib, "linear_forward", x, w, b, y, scratch, n, inputs, outputs)
+    call(lib, "linear_relu_forward", x, w, b, fused, scratch, n, inputs, outputs)
+    np.testing.assert_array_equal(fused, np.where(y <= 0, 0, y))  # NaN equals NaN here
+    assert (fused == 0).any() and (fused > 0).any()
+    if n > 1:
+        assert np.isnan(fused[0]).all() and not np.isnan(fused[1:]).any()

@@ -20,6 +20,12 @@
  * partial tiles when split (pieces x n x m floats, written and read once). */
 #include "tiled_product.cuh"
 
+/* gemm, its last kernel (the product's store, or the one adding a split product's pieces) also
+ * applying the ReLU when `relu`: inference's dense layer followed by a ReLU (dense.cu's
+ * s2c_cuda_linear_relu_forward) in one launch fewer than linear_forward then relu. */
+int gemm_epilogue(const float *a, const float *b, const float *bias, float *c, float *scratch,
+                  int64_t n, int64_t k, int64_t m, int transpose_a, int transpose_b, bool relu);
+
 int64_t gemm_scratch(int64_t n, int64_t k, int64_t m)
 {
     depth_split split = split_depth(n, m, k);
@@ -27,7 +33,7 @@ int64_t gemm_scratch(int64_t n, int64_t k, int64_t m)
 }
 
 __global__ void add_pieces_kernel(const float *partial, const float *bias, float *c, int64_t pieces,
-                                  int64_t n, int64_t m);
+                                  int64_t n, int64_t m, bool relu);
 
 extern "C" int s2c_cuda_matmul(const float *a, const float *b, float *c, int64_t n, int64_t k,
                                int64_t m)
@@ -40,29 +46,38 @@ extern "C" int s2c_cuda_gemm(const float *a, const float *b, const float *bias, 
                              int transpose_b)
 {
     // BEGIN SOLUTION week 15, task matmul
+    return gemm_epilogue(a, b, bias, c, scratch, n, k, m, transpose_a, transpose_b, false);
+}
+
+int gemm_epilogue(const float *a, const float *b, const float *bias, float *c, float *scratch,
+                  int64_t n, int64_t k, int64_t m, int transpose_a, int transpose_b, bool relu)
+{
     depth_split split = scratch != NULL ? split_depth(n, m, k) : depth_split{1, k};
     /* op(a) [n, k]: a [n, k], or a [k, n] read transposed; op(b) [k, m]: b [k, m] or b [m, k] */
     StridedOperand rows = transpose_a ? StridedOperand{a, 0, 1, n} : StridedOperand{a, 0, k, 1};
     StridedOperand columns = transpose_b ? StridedOperand{b, 0, k, 1} : StridedOperand{b, 0, 1, m};
     bool split_up = split.pieces > 1; /* then piece z's partial tile goes to scratch[z] */
-    StridedResult tile = {split_up ? scratch : c, split_up ? NULL : bias, n * m, m};
+    StridedResult tile = {split_up ? scratch : c, split_up ? NULL : bias, n * m, m,
+                          relu && !split_up};
     int status = launch_tiled_product("gemm tiled_product_kernel", rows, columns, tile, n, m, k,
                                       split.pieces, split_up ? split.piece : 0);
     if (status != S2C_CUDA_OK || !split_up) return status;
     launch_overlapped(add_pieces_kernel, pieces_blocks(n * m, split.pieces),
-                      pieces_threads(split.pieces), 0, scratch, bias, c, split.pieces, n, m);
+                      pieces_threads(split.pieces), 0, scratch, bias, c, split.pieces, n, m, relu);
     LAUNCH_CHECK("add_pieces_kernel");
     return S2C_CUDA_OK;
 }
 
-/* c[i, j] = the pieces' partial sums added in a fixed order (+ bias[j]). */
+/* c[i, j] = the pieces' partial sums added in a fixed order (+ bias[j]), then its ReLU when
+ * relu (a NaN stays: NaN <= 0 is false). */
 __global__ void add_pieces_kernel(const float *partial, const float *bias, float *c, int64_t pieces,
-                                  int64_t n, int64_t m)
+                                  int64_t n, int64_t m, bool relu)
 {
     wait_for_previous_kernel();
     int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
     float total = sum_of_pieces(partial, pieces, n * m, i);
     if (threadIdx.y != 0 || i >= n * m) return;
-    c[i] = bias != NULL ? total + bias[i % m] : total;
+    float value = bias != NULL ? total + bias[i % m] : total;
+    c[i] = relu && value <= 0.0f ? 0.0f : value;
     // END SOLUTION
 }

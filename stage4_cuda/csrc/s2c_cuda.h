@@ -84,6 +84,9 @@ int s2c_cuda_linear_forward(const float *x, const float *w, const float *b, floa
 int s2c_cuda_linear_backward(const float *x, const float *w, const float *dy, float *dx,
                              float *dw, float *db, float *scratch, int64_t n, int64_t in,
                              int64_t out);
+/* An extra, not an op of the contract: relu(x @ w.T + b), the ReLU in the product's last kernel */
+int s2c_cuda_linear_relu_forward(const float *x, const float *w, const float *b, float *y,
+                                 float *scratch, int64_t n, int64_t in, int64_t out);
 
 /* losses.cu: a forward writes the mean into loss[0] (one float on the device), using scratch:
  * cross-entropy `terms` (one float per row), the others `partials` (S2C_CUDA_MEAN_BLOCKS
@@ -194,9 +197,14 @@ int s2c_cuda_conv2d_backward(const float *x, const float *w, const float *dy, fl
 
 /* inference/conv_bias_relu_pool.cu: relu(conv2d(x, w) + b) max-pooled over pool x pool windows
  * at stride pool, y [n, filters, out_height / pool, out_width / pool] (pool 1: no pooling), in one
- * kernel that keeps nothing for a backward; g as the conv ladder's. */
+ * kernel that keeps nothing for a backward (two when a small batch's product is split along its
+ * depth); g as the conv ladder's. `scratch` holds s2c_cuda_conv2d_bias_relu_pool_scratch(g, pool,
+ * &floats) floats (NULL when 0, or to split nothing). */
+int s2c_cuda_conv2d_bias_relu_pool_scratch(const struct s2c_conv_geometry *g, int64_t pool,
+                                           int64_t *floats);
 int s2c_cuda_conv2d_bias_relu_pool(const float *x, const float *w, const float *b, float *y,
-                                   const struct s2c_conv_geometry *g, int64_t pool);
+                                   float *scratch, const struct s2c_conv_geometry *g,
+                                   int64_t pool);
 
 /* norm.cu: x seen as [n, channels, length] (length = H*W, or 1 for [N, C]); per channel mean and
  * invstd (saved for the backward) and, in training, the running statistics updated in place.

@@ -227,16 +227,18 @@ struct StridedOperand {
     __device__ float operator()(Column at, int k) const { return __ldg(at + k * depth_stride); }
 };
 
-/* out[z][i, j] = sum (+ bias[j] when bias is not NULL) at data[z * slice + i * row_stride + j]:
- * a product's result, a batch of them (Winograd), or a split product's partial tiles, matrix z
- * the piece z (gemm, the conv weight gradient). */
+/* out[z][i, j] = sum (+ bias[j] when bias is not NULL, then its ReLU when relu) at
+ * data[z * slice + i * row_stride + j]: a product's result, a batch of them (Winograd), or a split
+ * product's partial tiles, matrix z the piece z (gemm, the conv weight gradient). */
 struct StridedResult {
     float *data;
     const float *bias;
     int64_t slice, row_stride;
+    bool relu; /* inference's dense layer followed by a ReLU (gemm_epilogue, matmul.cu) */
     __device__ void operator()(int z, int i, int j, float sum) const
     {
-        data[z * slice + i * row_stride + j] = bias != NULL ? sum + bias[j] : sum;
+        float value = bias != NULL ? sum + bias[j] : sum;
+        data[z * slice + i * row_stride + j] = relu && value <= 0.0f ? 0.0f : value;
     }
 };
 

@@ -30,6 +30,7 @@ from . import _library
 from .activations import SOFTMAX_KERNELS
 from .augment import augment_images
 from .conv import CONV_KERNELS
+from .dense import linear_relu_forward
 from .device_data import correct_count, shift_images, take
 from .epilogue import bias_relu
 from .inference import int8_conv2d_pool_to_int8
@@ -81,6 +82,7 @@ __all__ = [
     "int8_conv2d_pool_to_int8",
     "int8_linear_packed",
     "int8_pack_weights",
+    "linear_relu_forward",
     "maxpool2d_relu_backward",
     "maxpool2d_relu_forward",
     "pinned_empty",

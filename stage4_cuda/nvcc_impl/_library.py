@@ -60,6 +60,7 @@ EXERCISES = {
        for number, name in enumerate(SGEMM_RUNGS, 1)},
     "s2c_cuda_gemm": (15, "matmul", "matmul.cu"),
     "s2c_cuda_linear_forward": (15, "linear_forward", "dense.cu"),
+    "s2c_cuda_linear_relu_forward": (15, "linear_forward", "dense.cu"),
     "s2c_cuda_linear_backward": (15, "linear_backward", "dense.cu"),
     "s2c_cuda_mse_loss": (14, "mse_loss", "losses.cu"),
     "s2c_cuda_mse_loss_backward": (14, "mse_loss_backward", "losses.cu"),
@@ -100,8 +101,9 @@ EXERCISES = {
     "s2c_cuda_conv2d_winograd_4x4": (16, "conv_winograd_4x4", "conv/06_winograd_4x4.cu"),
     "s2c_cuda_conv2d_shallow": (16, "conv_shallow", "conv/07_shallow.cu"),
     "s2c_cuda_conv2d_backward": (16, "conv2d_backward", "conv/backward.cu"),
-    "s2c_cuda_conv2d_bias_relu_pool": (16, "conv2d_bias_relu_pool",
-                                       "inference/conv_bias_relu_pool.cu"),
+    **dict.fromkeys(
+        ["s2c_cuda_conv2d_bias_relu_pool", "s2c_cuda_conv2d_bias_relu_pool_scratch"],
+        (16, "conv2d_bias_relu_pool", "inference/conv_bias_relu_pool.cu")),
     "s2c_cuda_batchnorm_forward": (16, "batchnorm_forward", "norm.cu"),
     "s2c_cuda_batchnorm_backward": (16, "batchnorm_backward", "norm.cu"),
     # The softmax ladder (csrc/softmax/): a task per rung; cross-entropy is rung 5.
@@ -134,7 +136,8 @@ CALLS = {
         ["s2c_cuda_sgd_step", "s2c_cuda_momentum_step", "s2c_cuda_momentum_step_list",
          "s2c_cuda_rmsprop_step", "s2c_cuda_adam_step"],
         "task step in optim.cu"),
-    "s2c_cuda_linear_forward": "task matmul in matmul.cu",
+    **dict.fromkeys(["s2c_cuda_linear_forward", "s2c_cuda_linear_relu_forward"],
+                    "task matmul in matmul.cu"),
     "s2c_cuda_int8_linear_packed": "tasks int8_linear and int8_gemm_dp4a in int8/gemm.cu",
     "s2c_cuda_linear_backward": "tasks matmul in matmul.cu and sum_rows in linalg.cu",
     "s2c_cuda_conv2d_im2col": "tasks im2col in conv/im2col.cu and sgemm_cp_async in "

@@ -1,6 +1,7 @@
 """The dense layer (csrc/dense.cu, week 15): y = x @ w.T + b and its gradients, on the tiled
 product, which reads w and dy.T where they lie (no transposed copy) and adds b as it writes y.
-A product of few output tiles and a long depth is split along it, into the shared scratch."""
+A product of few output tiles and a long depth is split along it, into the shared scratch. An
+extra, linear_relu_forward, also applies the ReLU after the layer as it writes y (inference)."""
 
 from ..runtime import device
 from ._checks import checks
@@ -19,6 +20,18 @@ def linear_forward(x, w, b):
     (n, inputs), outputs = x.shape, w.shape[0]
     y = device.empty((n, outputs))
     call("s2c_cuda_linear_forward", x, w, b, y, _scratch(n, inputs, outputs), n, inputs, outputs)
+    return y
+
+
+def linear_relu_forward(x, w, b):
+    """relu(linear_forward(x, w, b)), the ReLU in the product's last kernel: an extra of this
+    variant, not an op of the contract (inference's dense layer followed by a ReLU,
+    nn/inference.py). The same numbers as linear_forward then relu, one launch fewer."""
+    x, w, b = checks.linear_forward(x, w, b)
+    (n, inputs), outputs = x.shape, w.shape[0]
+    y = device.empty((n, outputs))
+    call("s2c_cuda_linear_relu_forward", x, w, b, y, _scratch(n, inputs, outputs), n, inputs,
+         outputs)  # fmt: skip
     return y
 
 

@@ -1,7 +1,8 @@
 """Inference's fused convolutions, in one kernel that keeps nothing for a backward:
 - conv2d_bias_relu_pool (csrc/inference/conv_bias_relu_pool.cu, week 16): conv + bias + ReLU,
   then max-pooling over pool x pool windows at stride pool. x [N, C, H, W], w [K, C, R, S], b [K]
-  -> y [N, K, OH // pool, OW // pool];
+  -> y [N, K, OH // pool, OW // pool] (a small batch's product split along its depth into the
+  shared scratch, as the dense layer's);
 - int8_conv2d_pool_to_int8 (csrc/inference/int8_conv_pool.cu, week 19), its int8 twin, an extra
   of this variant: int8_conv2d_to_int8, then maxpool2d_int8 over 2x2 windows at stride 2 (or
   none), from int8 codes or from float32 x quantized on the way in (quantize_int8 by x_scale).
@@ -14,6 +15,7 @@ from argcheck import quantized as quantized_checks
 from ..runtime import device
 from ._checks import TIER, checks
 from ._library import call
+from ._scratch import scratch_for
 from .conv import _geometry
 from .quantized import packed_weights
 
@@ -25,8 +27,9 @@ def conv2d_bias_relu_pool(x, w, b, stride=1, padding=0, pool=1):
     )
     k, _, r, s = w.shape
     y = device.empty((x.shape[0], k, oh // pool, ow // pool))
-    call("s2c_cuda_conv2d_bias_relu_pool", x, w, b, y,
-         _geometry(x.shape, k, r, s, stride, padding, oh, ow), pool)  # fmt: skip
+    shape = _geometry(x.shape, k, r, s, stride, padding, oh, ow)
+    scratch = scratch_for("s2c_cuda_conv2d_bias_relu_pool_scratch", shape, pool)
+    call("s2c_cuda_conv2d_bias_relu_pool", x, w, b, y, scratch, shape, pool)
     return y
 
 

@@ -6,9 +6,11 @@
  * The bias and ReLU are applied after the max: rounding v + b is monotone in v, as ReLU is, so
  * both commute with the max (and a NaN wins the max, then stays NaN), which does them once per
  * window instead of once per output. Each convolution output is the training path's sum, its
- * taps in order from 0: the same numbers as rung 1, 3 and 7 of the conv2d ladder (csrc/conv/).
+ * taps in order from 0 (the same numbers as rung 1, 3 and 7 of the conv2d ladder, csrc/conv/),
+ * except where the product's depth is split (below): there, pieces of it added in a fixed order,
+ * the same numbers on every run, within the grader's tolerance for sums of C*R*S terms.
  *
- * Three kernels, one launch each; fused_kernel_for chooses by the layer's shape, in one place:
+ * Three kernels; fused_kernel_for chooses by the layer's shape, in one place:
  *
  * - shallow (C*R*S <= S2C_CUDA_SHALLOW_DEPTH: a first layer): a thread per pooled output, the
  *   conv2d ladder's rung 7 applied to each position of its window in turn: the position's
@@ -17,11 +19,15 @@
  * - product (pool 1 or 2, deeper layers): rung 3's implicit GEMM (tiled_product.cuh), filters
  *   as rows and convolution outputs as columns, the columns ordered so that the pool x pool
  *   outputs of a window land in ONE thread's registers (window_of): its epilogue (store_row)
- *   takes their max, + bias, ReLU, and writes only the pooled value.
+ *   takes their max, + bias, ReLU, and writes only the pooled value. A product whose tiles leave
+ *   most multiprocessors idle (a batch of one or two) has its depth split, as the dense layer's
+ *   gemm does (matmul.cu): the pieces' partial sums go to `scratch`, and a second kernel adds them
+ *   in a fixed order, then pools.
  * - direct (the rest: deep layers pooled 3x3 or more): a thread per output of y, summing its
  *   window's convolution outputs from global memory, the definition as it is written.
  *
  * Padding reads as zero and is still multiplied, so a NaN weight gives NaN there, as in PyTorch.
+ * `scratch` holds s2c_cuda_conv2d_bias_relu_pool_scratch floats (NULL: nothing is split).
  * Run it on a GPU: python -m grader --stage 4 --variant nvcc --ops conv2d_bias_relu_pool */
 #include "../conv/conv.cuh"
 #include "../tiled_product.cuh"
@@ -34,20 +40,32 @@
 #define WINDOW_RUN 16          /* windows side by side in a run of columns (the tile's tx) */
 #define DIRECT_THREADS 256
 
-static int fused_conv(const float *x, const float *w, const float *b, float *y,
+static int64_t fused_scratch(const conv_geometry &g, int pool);
+static int fused_conv(const float *x, const float *w, const float *b, float *y, float *scratch,
                       const conv_geometry &g, int pool);
 
-extern "C" int s2c_cuda_conv2d_bias_relu_pool(const float *x, const float *w, const float *b,
-                                              float *y, const struct s2c_conv_geometry *g,
-                                              int64_t pool)
+extern "C" int s2c_cuda_conv2d_bias_relu_pool_scratch(const struct s2c_conv_geometry *g,
+                                                      int64_t pool, int64_t *floats)
 {
     // BEGIN SOLUTION week 16, task conv2d_bias_relu_pool
     if (pool < 1 || g->out_height < pool || g->out_width < pool) return S2C_CUDA_BAD_ARGUMENT;
-    return fused_conv(x, w, b, y, *g, (int)pool);
+    *floats = fused_scratch(*g, (int)pool);
+    return S2C_CUDA_OK;
+    // END SOLUTION
+}
+
+extern "C" int s2c_cuda_conv2d_bias_relu_pool(const float *x, const float *w, const float *b,
+                                              float *y, float *scratch,
+                                              const struct s2c_conv_geometry *g, int64_t pool)
+{
+    // BEGIN SOLUTION week 16, task conv2d_bias_relu_pool
+    if (pool < 1 || g->out_height < pool || g->out_width < pool) return S2C_CUDA_BAD_ARGUMENT;
+    return fused_conv(x, w, b, y, scratch, *g, (int)pool);
 }
 
 /* The kernels, and the layers each computes best. */
 enum fused_kernel { FUSED_SHALLOW, FUSED_PRODUCT, FUSED_DIRECT };
+static fused_kernel fused_kernel_for(const conv_geometry &g, int pool);
 
 /* ---- shallow: a window in registers ----------------------------------------------------------
  * Cost: 2 N K (PH pool)(PW pool) C R S FLOPs; device memory 4 (N C H W + K C R S + N K PH PW)
@@ -141,6 +159,12 @@ static __host__ __device__ inline int window_of(int column, int taps)
     return column / (WINDOW_RUN * taps) * WINDOW_RUN + column % WINDOW_RUN;
 }
 
+/* The column of tap `tap` of window `window` (window_of's inverse). */
+static __host__ __device__ inline int column_of(int window, int tap, int taps)
+{
+    return window / WINDOW_RUN * WINDOW_RUN * taps + WINDOW_RUN * tap + window % WINDOW_RUN;
+}
+
 /* B(j, column) = x's pixel under weight j = (c, r, s) of the convolution output at `column`; the
  * kernel size KH x KW known at compile time, or read from kh, kw when 0 (with_kernel_size). A
  * column past the last window computes the last window again, never stored. */
@@ -214,37 +238,104 @@ static int64_t product_columns(const conv_geometry &g, int pool)
     return ceil_div(windows, WINDOW_RUN) * WINDOW_RUN * pool * pool;
 }
 
+/* The product's depth split: split_depth's rule (tiled_product.cuh), gemm's, in this one place.
+ * A layer whose tiles leave most multiprocessors idle, each walking the whole depth in turn
+ * (the Fashion CNN's conv2 at batch 1: 4 tiles of 64 x 64, 36 steps of depth each, for 132
+ * multiprocessors), is cut into pieces of 64 deep or more, one block per tile and piece; a
+ * batch whose tiles fill the GPU (256 images on these layers) keeps one piece: one launch. */
+static depth_split product_split(const conv_geometry &g, int pool)
+{
+    return split_depth(g.filters, product_columns(g, pool), conv_rows(g));
+}
+
+/* The pieces' partial sums, pieces x filters x product columns floats (0 when not split). */
+static int64_t fused_scratch(const conv_geometry &g, int pool)
+{
+    if (fused_kernel_for(g, pool) != FUSED_PRODUCT) return 0;
+    depth_split split = product_split(g, pool);
+    return split.pieces > 1 ? split.pieces * g.filters * product_columns(g, pool) : 0;
+}
+
+/* A split product's second kernel: y[n, k, p] = relu(max over the taps of window (n, p) of the
+ * pieces' partial sums of (k, its column), added in a fixed order (sum_of_pieces) + b[k]). A
+ * column of threads per element of y, in y's order (pieces_threads and pieces_blocks), every
+ * thread of a block taking part in each tap's sum (a block's rows of threads share it). */
+__global__ void add_pooled_pieces_kernel(const float *partial, int64_t pieces, int columns,
+                                         PooledOutput out)
+{
+    wait_for_previous_kernel();
+    const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    const int64_t outputs = (int64_t)out.filters * columns; /* a piece's partial sums */
+    const bool inside = i < (int64_t)out.windows * out.filters;
+    const int64_t n = inside ? index_div(i, (int64_t)out.filters * out.pooled) : 0;
+    const int k = inside ? (int)(i / out.pooled % out.filters) : 0;
+    const int window = (int)(n * out.pooled + i % out.pooled);
+    float best = 0.0f;
+    for (int tap = 0; tap < out.taps; tap++) {
+        int64_t at = inside ? (int64_t)k * columns + column_of(window, tap, out.taps) : outputs;
+        float sum = sum_of_pieces(partial, pieces, outputs, at);
+        best = tap == 0 ? sum : nan_max(best, sum);
+        __syncthreads(); /* the block's shared sums are written again for the next tap */
+    }
+    if (threadIdx.y != 0 || !inside) return;
+    float value = best + __ldg(out.b + k);
+    out.y[i] = value <= 0.0f ? 0.0f : value;
+}
+
+/* The product of tiles of `tile_rows` x PRODUCT_COLUMNS, its sums given to `store`. */
+template <class Columns, class Store>
+static void launch_pooled_product(int tile_rows, dim3 grid, StridedOperand filters,
+                                  Columns windows, Store store, int rows, int cols, int depth,
+                                  int split)
+{
+#define POOLED_PRODUCT(BM)                                                                       \
+    launch_overlapped(tiled_product_kernel<BM, PRODUCT_COLUMNS, StridedOperand, Columns, Store>, \
+                      grid, PRODUCT_THREADS, 0, filters, windows, store, rows, cols, depth, split)
+    if (tile_rows == 16)
+        POOLED_PRODUCT(16);
+    else if (tile_rows == 32)
+        POOLED_PRODUCT(32);
+    else if (tile_rows == 64)
+        POOLED_PRODUCT(64);
+    else
+        POOLED_PRODUCT(128);
+#undef POOLED_PRODUCT
+}
+
 static int launch_product(const float *x, const float *w, const float *b, float *y,
-                          const conv_geometry &g, int pool)
+                          float *scratch, const conv_geometry &g, int pool)
 {
     int pooled_width = (int)(g.out_width / pool);
     int pooled = (int)(g.out_height / pool) * pooled_width;
     int64_t rows = g.filters, cols = product_columns(g, pool), depth = conv_rows(g);
     StridedOperand filters = {w, 0, depth, 1}; /* A(k, j) = w[k, j]: w as [K, C*R*S] */
     PooledOutput out = {y, b, (int)g.filters, pool * pool, pooled, (int)g.n * pooled};
+    depth_split split = scratch != NULL ? product_split(g, pool) : depth_split{1, depth};
+    bool split_up = split.pieces > 1; /* then piece z's partial sums go to scratch[z] */
     int64_t column_tiles = ceil_div(cols, PRODUCT_COLUMNS);
     int tile_rows = product_tile_rows(rows, column_tiles);
-    dim3 grid((unsigned)column_tiles, (unsigned)ceil_div(rows, tile_rows), 1);
+    dim3 grid((unsigned)column_tiles, (unsigned)ceil_div(rows, tile_rows), (unsigned)split.pieces);
     return with_kernel_size(g, [&](auto kh, auto kw) {
         typedef PooledWindowColumns<kh.value, kw.value> Columns;
         Columns windows = {x, (int)g.channels, (int)g.height, (int)g.width, (int)g.kh, (int)g.kw,
                            (int)g.stride, (int)g.padding, pool, pooled_width, pooled,
                            (int)g.n * pooled};
-#define POOLED_PRODUCT(BM)                                                                       \
-    launch_overlapped(tiled_product_kernel<BM, PRODUCT_COLUMNS, StridedOperand, Columns,         \
-                                           PooledOutput>,                                        \
-                      grid, PRODUCT_THREADS, 0, filters, windows, out, (int)rows, (int)cols,     \
-                      (int)depth, 0)
-        if (tile_rows == 16)
-            POOLED_PRODUCT(16);
-        else if (tile_rows == 32)
-            POOLED_PRODUCT(32);
-        else if (tile_rows == 64)
-            POOLED_PRODUCT(64);
-        else
-            POOLED_PRODUCT(128);
-#undef POOLED_PRODUCT
-        LAUNCH_CHECK("fused conv tiled_product_kernel");
+        if (!split_up) {
+            launch_pooled_product(tile_rows, grid, filters, windows, out, (int)rows, (int)cols,
+                                  (int)depth, 0);
+            LAUNCH_CHECK("fused conv tiled_product_kernel");
+            return S2C_CUDA_OK;
+        }
+        StridedResult pieces = {scratch, NULL, rows * cols, cols};
+        launch_pooled_product(tile_rows, grid, filters, windows, pieces, (int)rows, (int)cols,
+                              (int)depth, (int)split.piece);
+        LAUNCH_CHECK("fused conv tiled_product_kernel (split)");
+        /* a thread's loads come one after another, its pieces' for each tap in turn: threads as
+         * deep as for taps x pieces (the Fashion CNN's conv2 at batch 1: 8 deep, 2 loads a tap) */
+        int64_t outputs = (int64_t)out.windows * out.filters, loads = split.pieces * pool * pool;
+        launch_overlapped(add_pooled_pieces_kernel, pieces_blocks(outputs, loads),
+                          pieces_threads(loads), 0, scratch, split.pieces, (int)cols, out);
+        LAUNCH_CHECK("add_pooled_pieces_kernel");
         return S2C_CUDA_OK;
     });
 }
@@ -297,12 +388,12 @@ static fused_kernel fused_kernel_for(const conv_geometry &g, int pool)
     return FUSED_DIRECT;
 }
 
-static int fused_conv(const float *x, const float *w, const float *b, float *y,
+static int fused_conv(const float *x, const float *w, const float *b, float *y, float *scratch,
                       const conv_geometry &g, int pool)
 {
     switch (fused_kernel_for(g, pool)) {
     case FUSED_SHALLOW: return launch_shallow(x, w, b, y, g, pool);
-    case FUSED_PRODUCT: return launch_product(x, w, b, y, g, pool);
+    case FUSED_PRODUCT: return launch_product(x, w, b, y, scratch, g, pool);
     case FUSED_DIRECT: break;
     }
     int64_t outputs = g.n * g.filters * (g.out_height / pool) * (g.out_width / pool);
