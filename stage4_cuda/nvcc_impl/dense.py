@@ -16,22 +16,22 @@ def _scratch(n, inputs, outputs):
 
 def linear_forward(x, w, b):
     """x [N, I], w [O, I], b [O] -> y [N, O] = x @ w.T + b."""
-    x, w, b = checks.linear_forward(x, w, b)
-    (n, inputs), outputs = x.shape, w.shape[0]
-    y = device.empty((n, outputs))
-    call("s2c_cuda_linear_forward", x, w, b, y, _scratch(n, inputs, outputs), n, inputs, outputs)
-    return y
+    return _dense("s2c_cuda_linear_forward", x, w, b)
 
 
 def linear_relu_forward(x, w, b):
     """relu(linear_forward(x, w, b)), the ReLU in the product's last kernel: an extra of this
     variant, not an op of the contract (inference's dense layer followed by a ReLU,
     nn/inference.py). The same numbers as linear_forward then relu, one launch fewer."""
+    return _dense("s2c_cuda_linear_relu_forward", x, w, b)
+
+
+def _dense(entry, x, w, b):
+    """y [N, O] from the library's `entry`, which takes the dense layer's arguments."""
     x, w, b = checks.linear_forward(x, w, b)
     (n, inputs), outputs = x.shape, w.shape[0]
     y = device.empty((n, outputs))
-    call("s2c_cuda_linear_relu_forward", x, w, b, y, _scratch(n, inputs, outputs), n, inputs,
-         outputs)  # fmt: skip
+    call(entry, x, w, b, y, _scratch(n, inputs, outputs), n, inputs, outputs)
     return y
 
 
