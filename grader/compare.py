@@ -37,10 +37,12 @@ def mismatch(op, name, received, expected, tol=None, how="", never_written=None)
         bad = received != expected
         rule = "(exact match required)"
     else:
-        r, e = received.astype(np.float64), expected.astype(np.float64)
+        e = expected.astype(np.float64)
         bound = tol.bound(name, e)
+        difference = received.astype(np.float64)  # in place from here: outputs can be 16 M long
         with np.errstate(invalid="ignore", over="ignore"):
-            bad = ~(np.abs(r - e) <= bound)
+            difference -= e
+            bad = ~(np.abs(difference, out=difference) <= bound)
     count = int(np.count_nonzero(bad))
     if count == 0:
         return None

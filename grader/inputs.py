@@ -5,12 +5,44 @@ tiers receive. Finite differences step by about 1e-6, so inputs of ops with kink
 in max pooling, the hinge at its margin) keep a much larger distance from them.
 """
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+
 import numpy as np
+
+# Arrays of at least PIECE elements are drawn a piece at a time, each piece by its own generator
+# spawned from the check's: the pieces fill in parallel threads (NumPy's generators and ufuncs let
+# go of the GIL), and the values depend on the seed alone, not on how many threads there are.
+PIECE = 1 << 20
+
+
+@cache
+def _threads():
+    return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="grader-inputs")
+
+
+def _drawn(rng, shape, fill):
+    """float32 array of `shape` whose flat pieces `fill(generator, piece)` writes in place."""
+    values = np.empty(shape, np.float32)
+    flat = values.reshape(-1)
+    if flat.size < PIECE:
+        fill(rng, flat)
+        return values
+    pieces = [flat[start : start + PIECE] for start in range(0, flat.size, PIECE)]
+    list(_threads().map(fill, rng.spawn(len(pieces)), pieces))  # list(): raise what a fill raised
+    return values
 
 
 def normal(rng, shape, scale=1.0, offset=0.0):
     """float32 array of `shape`: offset + scale * standard normal."""
-    return (offset + scale * rng.standard_normal(shape)).astype(np.float32)
+
+    def fill(generator, piece):
+        generator.standard_normal(dtype=np.float32, out=piece)
+        piece *= np.float32(scale)
+        piece += np.float32(offset)
+
+    return _drawn(rng, shape, fill)
 
 
 def extremes(rng, shape, magnitude):
@@ -29,14 +61,28 @@ def extremes(rng, shape, magnitude):
 
 
 def uniform(rng, shape, low, high):
-    """float32 array of `shape`, uniform in [low, high)."""
-    return rng.uniform(low, high, shape).astype(np.float32)
+    """float32 array of `shape`, uniform over [low, high) up to float32 rounding."""
+
+    def fill(generator, piece):
+        generator.random(dtype=np.float32, out=piece)
+        piece *= np.float32(high - low)
+        piece += np.float32(low)
+
+    return _drawn(rng, shape, fill)
 
 
 def away_from_zero(rng, shape, scale=1.0, gap=0.05):
     """float32 array of `shape` with |x| >= gap everywhere (no element near relu's kink at 0)."""
-    magnitude = gap + np.abs(rng.standard_normal(shape)) * scale
-    return (np.where(rng.random(shape) < 0.5, -1.0, 1.0) * magnitude).astype(np.float32)
+
+    def fill(generator, piece):
+        generator.standard_normal(dtype=np.float32, out=piece)
+        np.abs(piece, out=piece)
+        piece *= np.float32(scale)
+        piece += np.float32(gap)
+        signs = generator.random(piece.size, dtype=np.float32) - np.float32(0.5)
+        np.copysign(piece, signs, out=piece)
+
+    return _drawn(rng, shape, fill)
 
 
 def distinct(rng, shape, spacing=0.01):

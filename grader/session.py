@@ -200,7 +200,7 @@ class Session:
                 if not isinstance(original, np.ndarray):
                     break  # a scalar, or a shape such as x_shape
                 unchanged = np.asarray(self.graded.module.to_numpy(native))
-                if not np.array_equal(unchanged, original, equal_nan=True):  # NaN inputs: nan check
+                if not _same_values(unchanged, original):
                     problem = crossing.ContractError(
                         f"modified its input {name} (only optimizers and batchnorm's running "
                         "statistics may change their arguments)"
@@ -284,3 +284,14 @@ class Session:
             "own": f"your {self.own and self.own.label} ",
         }[error.role]
         return f"{error.op}: {who}raised {tiers.describe_exception(error.error)}"
+
+
+def _same_values(received, original):
+    """Whether `received` holds `original`'s values, NaN where it held NaN (the nan check's inputs).
+    The same bits answer at once, as they nearly always do; else NaN payloads, -0.0 against 0.0
+    or a float64 tier's copy are compared by value."""
+    if received.dtype == original.dtype and received.shape == original.shape:
+        as_bits = np.dtype(f"u{original.dtype.itemsize}") if original.dtype.kind == "f" else None
+        if as_bits is not None and np.array_equal(received.view(as_bits), original.view(as_bits)):
+            return True
+    return np.array_equal(received, original, equal_nan=True)

@@ -28,7 +28,9 @@ class Tolerance:
         size = np.abs(expected)
         if name in self.terms:
             size = np.maximum(size, self.terms[name])
-        return self.atol + self.rtol * size + self.slack.get(name, 0.0)
+        size *= self.rtol  # in place: a new array above
+        size += self.atol + self.slack.get(name, 0.0)
+        return size
 
     def describe(self, name, bound):
         """'(tolerance 2.0e-06 + 1.3e-04*|expected|)'; for terms, the rule and the failing
