@@ -22,6 +22,7 @@ from grader import Options, grade
 from grader.input_changes import roll_in_place
 from grader.policy import STAGE2_OVER_STAGE1
 from grader.roofline import Roofline, floor_problem, roofline
+from grader.speed import PROFILED, PROFILER_VARIABLE, under_profiler
 from grader.timing import Timing, measure, measure_in_turn
 from grader.unseen_work import host_problem, other_stream_problem
 
@@ -72,6 +73,35 @@ def test_a_speed_cheat_fails_with_a_clear_message(tmp_path, cheat, stage, op, wh
     assert failed and all(r.check == "speed" for r in failed), printed
     assert re.search(pattern, failed[0].message), failed[0].message
     assert "Traceback" not in printed
+
+
+def test_a_profiler_is_seen_by_its_injection_variable(monkeypatch):
+    monkeypatch.delenv(PROFILER_VARIABLE, raising=False)
+    assert not under_profiler()
+    monkeypatch.setenv(PROFILER_VARIABLE, "/opt/nvidia/nsight-compute/injection.so")
+    assert under_profiler()
+
+
+@pytest.mark.skipif(not ON_GPU, reason="speed verdicts are given only on a real GPU")
+def test_under_a_profiler_speed_has_no_verdict_but_a_wrong_answer_fails(tmp_path, monkeypatch):
+    """ncu replays each kernel: the host-time cheat's row is skipped, not failed (nor passed),
+    while the stale copy still fails on its answer."""
+    from numba import cuda
+
+    cuda.current_context()  # the driver starts before the variable is set, loading nothing
+    monkeypatch.setenv(PROFILER_VARIABLE, "/opt/nvidia/nsight-compute/injection.so")
+    rows = {}
+    for cheat, op in [("speed_host_round_trip", "relu"), ("speed_copy_by_pointer", "sigmoid")]:
+        options = Options(stage=4, variant="numba", impl=str(TESTS / "planted_gpu" / cheat),
+                          ops=(op,), checks=("speed",), quick=True,
+                          json=str(tmp_path / f"{cheat}.json"))  # fmt: skip
+        _, record = grade(options, out=io.StringIO())
+        rows[cheat] = record["runs"][0]["results"]
+    assert rows["speed_host_round_trip"] and all(
+        r.status == "skipped" and r.message == PROFILED for r in rows["speed_host_round_trip"]
+    )
+    assert any(r.status == "failed" and "after timing" in r.message
+               for r in rows["speed_copy_by_pointer"])  # fmt: skip
 
 
 class VirtualClock:
