@@ -582,7 +582,7 @@ static struct output codes(int8_t *q, int y_zero, int relu, int64_t m, int64_t g
 int s2c_int8_gemm_rung_status(int kernel)
 {
     S2C_REQUIRE(s2c_int8_kernel_supported(kernel));
-    const int8_t w[4] = {0};
+    static const int8_t w[4]; /* zeros, as static storage is */
     const float scale = 1.0f, b = 0.0f;
     float y = 0.0f;
     struct output out = floats(&y, 1, 1, &scale, &b);
