@@ -5,11 +5,11 @@
 Each tool runs the grader once (correctness, NaN, gradient and distribution checks, at their
 small sizes; no timing and no determinism check, whose sizes fill the device: the sanitizer slows
 every kernel a hundredfold or more, and it finds races itself) with every child process followed,
-since the grader runs GPU code in a worker process; the grader's own last line says how many
-checks ran. memcheck finds out-of-bounds and misaligned accesses, racecheck shared-memory hazards
-(a missing `syncthreads`), synccheck barriers that not every thread of a block reaches. The last
-line is the total count of reports, 0 when clean. With `--results` the same summary, with the
-device and the date, goes to curriculum/results/sanitize-stage4-<variant>.md.
+since the grader runs GPU code in a worker process; its rows print as they come, and its own last
+line says how many checks ran. memcheck finds out-of-bounds and misaligned accesses, racecheck
+shared-memory hazards (a missing `syncthreads`), synccheck barriers that not every thread of a
+block reaches. The last line is the total count of reports, 0 when clean. With `--results` the
+same summary, with the device and the date, goes to curriculum/results/sanitize-stage4-<variant>.md.
 """
 
 import argparse
@@ -43,6 +43,23 @@ def sanitizer_command(tool, grader_args):
         "grader",
         *grader_args,
     ]
+
+
+def run_shown(command):
+    """Run `command`, printing its output as it comes (the grader's rows show its progress: a
+    whole stage under a sanitizer takes minutes); returns (its output, its exit status)."""
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=os.environ | {"S2C_CACHING_ALLOCATOR": "0"},  # memcheck sees each array's end
+    )
+    lines = []
+    for line in process.stdout:
+        print(line, end="", flush=True)
+        lines.append(line)
+    return "".join(lines), process.wait()
 
 
 def reports_in(output):
@@ -83,19 +100,11 @@ def main(argv=None):
     lines = []
     for tool in args.tools.split(","):
         print(f"=== compute-sanitizer --tool={tool}", flush=True)
-        run = subprocess.run(
-            sanitizer_command(tool, grader_args),
-            capture_output=True,
-            text=True,
-            env=os.environ | {"S2C_CACHING_ALLOCATOR": "0"},  # memcheck sees each array's end
-        )
-        output = run.stdout + run.stderr
+        output, status = run_shown(sanitizer_command(tool, grader_args))
         count = reports_in(output)
-        if count or "ERROR SUMMARY" not in output:
-            print(output[-6000:])
         checks_line = re.findall(r"^\d+ passed, \d+ failed.*$", output, re.MULTILINE)
         ran = checks_line[-1] if checks_line else "no summary from the grader"
-        line = f"{tool}: {count} reports (grader: {ran}; exit status {run.returncode})"
+        line = f"{tool}: {count} reports (grader: {ran}; exit status {status})"
         print(line, flush=True)
         lines.append(line)
         total += count
