@@ -22,6 +22,9 @@ def _threads():
     return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="grader-inputs")
 
 
+os.register_at_fork(after_in_child=_threads.cache_clear)  # a forked child has none of the threads
+
+
 def _drawn(rng, shape, fill):
     """float32 array of `shape` whose flat pieces `fill(generator, piece)` writes in place."""
     values = np.empty(shape, np.float32)

@@ -61,3 +61,15 @@ def test_a_failing_fill_raises():
 
     with pytest.raises(RuntimeError, match="no generators"):
         inputs.normal(Broken(np.random.PCG64(0)), LARGE)
+
+
+def test_a_forked_child_draws_with_threads_of_its_own():
+    """A child forked after a large draw has none of the parent's threads: it makes its own."""
+    import multiprocessing
+
+    inputs.normal(np.random.default_rng(1), LARGE)  # the parent's threads exist
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        drawn = pool.apply_async(inputs.normal, (np.random.default_rng(1), LARGE))
+        child = drawn.get(timeout=60)
+    assert np.array_equal(child, inputs.normal(np.random.default_rng(1), LARGE))
