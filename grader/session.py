@@ -290,8 +290,8 @@ def _same_values(received, original):
     """Whether `received` holds `original`'s values, NaN where it held NaN (the nan check's inputs).
     The same bits answer at once, as they nearly always do; else NaN payloads, -0.0 against 0.0
     or a float64 tier's copy are compared by value."""
-    if received.dtype == original.dtype and received.shape == original.shape:
-        as_bits = np.dtype(f"u{original.dtype.itemsize}") if original.dtype.kind == "f" else None
-        if as_bits is not None and np.array_equal(received.view(as_bits), original.view(as_bits)):
+    if original.dtype.kind == "f" and received.dtype == original.dtype:
+        bits = np.dtype(f"u{original.dtype.itemsize}")
+        if np.array_equal(received.view(bits), original.view(bits)):
             return True
     return np.array_equal(received, original, equal_nan=True)
