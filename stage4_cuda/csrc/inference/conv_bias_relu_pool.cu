@@ -18,8 +18,8 @@
  *   read 4 at a time as one broadcast) applied to them, a running max per filter in registers.
  *   Where that grid leaves multiprocessors idle (a batch of one or two) and the window is 1, 4
  *   or 16 positions (pool 1, 2 or 4), its spread form: a thread per position, the pool x pool
- *   threads of a window side by side in a warp, their max taken by shuffles, and smaller blocks
- *   and groups of filters, so that more multiprocessors share the work.
+ *   threads of a window side by side in a warp, their max taken by shuffles in the walk's order
+ *   (the same bits), smaller blocks and groups of filters: more multiprocessors share the work.
  * - product (pool 1 or 2, deeper layers): rung 3's implicit GEMM (tiled_product.cuh), filters
  *   as rows and convolution outputs as columns, the columns ordered so that the pool x pool
  *   outputs of a window land in ONE thread's registers (window_of): its epilogue (store_row)
@@ -134,9 +134,9 @@ __global__ void __launch_bounds__(SHALLOW_THREADS)
 /* ---- shallow, spread: a window's positions side by side ----------------------------------------
  * A batch of one or two gives the kernel above a block or two on an empty GPU (LeNet-5's conv1 at
  * batch 1: 144 windows, one block on one multiprocessor of 132), and each of its threads a long
- * chain: pool^2 positions one after the other, each C*R*S loads then FILTERS x DEPTH FMAs and
- * DEPTH / 4 shared loads a filter (pool 2, 8 filters, DEPTH 32: about 2,800 instructions a
- * thread, two warps on each scheduler of one multiprocessor). Here a thread computes one
+ * chain: pool^2 positions one after the other, each C*R*S loads then DEPTH FMAs and DEPTH / 4
+ * shared loads a filter (pool 2, 8 filters, DEPTH 32: 1,400 loads and FMAs a thread, besides
+ * their indices, two warps on each scheduler of one multiprocessor). Here a thread computes one
  * position: lane `tap` of the pool x pool lanes of its window (taps = 1, 4 or 16, which divide a
  * warp's 32) takes position (tap / pool, tap % pool), and the lanes meet by shuffles, each time
  * with the lane of the earlier positions on nan_max's left: the max over the window's positions
@@ -144,8 +144,9 @@ __global__ void __launch_bounds__(SHALLOW_THREADS)
  * same bits. Lane 0 of each window adds the bias and writes. Blocks of SPREAD_THREADS positions
  * and SPREAD_FILTERS filters: each thread's chain is DEPTH loads, all in flight with the block's
  * filter loads before its barrier, then SPREAD_FILTERS x DEPTH FMAs and 2 log2(pool) shuffles a
- * filter (DEPTH 32: about 500 instructions, one warp a scheduler), over N PH pool PW pool / 64
- * x K / 4 blocks (LeNet-5's conv1 at batch 1: 18, the Fashion CNN's: 176).
+ * filter (DEPTH 32: 190 loads and FMAs and 8 shuffles, a warp a scheduler), over
+ * N PH pool PW pool / 64 x K / 4 blocks (LeNet-5's conv1 at batch 1: 18, the Fashion CNN's:
+ * 176, two a multiprocessor at most).
  * Cost: the same FLOPs and writes as above; x read K / SPREAD_FILTERS times, from L1 and L2. */
 template <int DEPTH, int KH, int KW>
 __global__ void __launch_bounds__(SPREAD_THREADS)
@@ -156,15 +157,14 @@ __global__ void __launch_bounds__(SPREAD_THREADS)
     __shared__ __align__(16) float filters[SPREAD_FILTERS][DEPTH];
     const int depth = (int)conv_rows(g), first = blockIdx.y * SPREAD_FILTERS;
     const int group = min(SPREAD_FILTERS, (int)g.filters - first);
+    /* int indices: a grid this small (fused_kernel_for) holds fewer than 2^31 positions */
     const int pooled_width = (int)g.out_width / pool, taps = pool * pool;
-    const int64_t pooled = (g.out_height / pool) * pooled_width;
-    const int64_t thread = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    const int64_t window = thread / taps;
-    const int tap = (int)(thread % taps);
+    const int pooled = (int)(g.out_height / pool) * pooled_width;
+    const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    const int window = thread / taps, tap = thread % taps;
     const bool inside = window < g.n * pooled; /* lanes past the last window still shuffle */
-    const int64_t i = inside ? window : 0;
-    const int64_t n = index_div(i, pooled);
-    const int p = (int)(i - n * pooled), py = p / pooled_width, px = p % pooled_width;
+    const int i = inside ? window : 0, n = i / pooled;
+    const int p = i - n * pooled, py = p / pooled_width, px = p % pooled_width;
     const int height = (int)g.height, width = (int)g.width;
     const int kh = KH ? KH : (int)g.kh, kw = KW ? KW : (int)g.kw;
     const float *image = x + n * g.channels * height * width;
