@@ -4,7 +4,8 @@ bugs in the op that the grader must catch.
 The nvcc variant's op (stage4_cuda/csrc/inference/conv_bias_relu_pool.cu) runs on the CPU
 emulation of CUDA (tests/cuda_emulation/: a block's threads are fibers, __syncthreads a barrier)
 against stage 2, its output pre-filled with NaN, through each of its kernels: shallow (a first
-layer's window in registers, a full and a partial group of filters, pooled up to 17x17), the
+layer's window in registers, a full and a partial group of filters, pooled up to 17x17; on an
+H200's 132 multiprocessors, a batch of one or two spread over lanes, bit for bit the same), the
 pooling product (implicit GEMM tiles of 16, 32, 64 and 128 rows, windows past a tile's run of
 16, outputs no window covers, unpooled; on an H200's 132 multiprocessors, a batch of one or two
 with its depth split in pieces added by a second kernel, and a batch of 256 not split) and direct
@@ -73,6 +74,15 @@ def lib_h200(lib, tmp_path_factory):
     copy = tmp_path_factory.mktemp("emulated_inference_132") / "libemulated.so"
     shutil.copy(lib._name, copy)
     return with_multiprocessors(copy, "132")
+
+
+@pytest.fixture(scope="module")
+def lib_one(lib, tmp_path_factory):
+    """On one multiprocessor: the shallow kernel's grid (a block at least) never leaves one idle,
+    so it walks each window's positions in one thread, as a batch of 256 does on an H200."""
+    copy = tmp_path_factory.mktemp("emulated_inference_1") / "libemulated.so"
+    shutil.copy(lib._name, copy)
+    return with_multiprocessors(copy, "1")
 
 
 def geometry_of(shape):
@@ -185,6 +195,39 @@ def test_a_batch_that_fills_the_gpu_is_not_split(lib_h200, shape):
     """LeNet-5's and the Fashion CNN's conv2 at batch 256 on 132 multiprocessors: one piece, one
     launch (asked only for the scratch: no kernel runs)."""
     assert scratch_floats(lib_h200, shape) == 0
+
+
+# On 132 multiprocessors, a first layer whose shallow grid leaves most of them idle: the spread
+# form, a window's positions on adjacent lanes and their max by shuffles. LeNet-5's and the
+# Fashion CNN's conv1 at batch 1 and 2, then odd shapes: unpooled and padded, 27 taps pooled 2x2
+# over a 13-wide image (windows ending inside a block), pooled 4x4 (16 lanes a window); and
+# pooled 3x3, whose 9 positions do not divide a warp: walked in one thread even there
+SPREAD_SHAPES = [(1, 1, 28, 28, 6, 5, 5, 1, 2, 2), (2, 1, 28, 28, 6, 5, 5, 1, 2, 2),
+                 (1, 1, 28, 28, 64, 3, 3, 1, 0, 2), (2, 1, 28, 28, 64, 3, 3, 1, 0, 2),
+                 (1, 2, 9, 13, 5, 3, 3, 1, 1, 1), (2, 3, 11, 13, 7, 3, 3, 1, 1, 2),
+                 (1, 1, 17, 19, 5, 3, 3, 1, 1, 4), (2, 1, 14, 13, 4, 3, 3, 1, 1, 3)]  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", SPREAD_SHAPES, ids=[str(s) for s in SPREAD_SHAPES])
+def test_a_small_batchs_shallow_layer_spread_over_lanes_gives_the_same_bits(
+    lib_h200, lib_one, shape
+):
+    """The spread form (132 multiprocessors) against the one-thread walk (one multiprocessor):
+    the same sums, the same max over each window, so the same bits; and stage 2's values. NaN
+    pixels reaching part of a window (the first image's corner: its first positions; the last
+    image's middle), and a NaN weight (its filter's maps)."""
+    n, c, h, w, k, r, s, stride, padding, pool = shape
+    x, weights, b = random_layer(shape)
+    x[0, 0, 0, 0] = x[-1, -1, h // 2, w // 2] = np.nan
+    weights[3, 0, 1, 1] = np.nan
+    spread = run(lib_h200, x, weights, b, stride, padding, pool)
+    walked = run(lib_one, x, weights, b, stride, padding, pool)
+    np.testing.assert_array_equal(spread.view(np.uint32), walked.view(np.uint32))
+    expected = reference.conv2d_bias_relu_pool(x, weights, b, stride, padding, pool)
+    assert np.array_equal(np.isnan(spread), np.isnan(expected)), "NaN where stage 2 has none"
+    others = np.isnan(np.delete(spread, 3, axis=1))
+    assert np.isnan(spread[:, 3]).all() and others.any() and not others.all()
+    np.testing.assert_allclose(spread, expected, rtol=1e-5, atol=1e-5 * np.sqrt(c * r * s))
 
 
 # one layer for each kernel: shallow, the product, direct

@@ -16,6 +16,10 @@
  *   conv2d ladder's rung 7 applied to each position of its window in turn: the position's
  *   C*R*S pixels in registers, every filter of the block's group (staged in shared memory,
  *   read 4 at a time as one broadcast) applied to them, a running max per filter in registers.
+ *   Where that grid leaves multiprocessors idle (a batch of one or two) and the window is 1, 4
+ *   or 16 positions (pool 1, 2 or 4), its spread form: a thread per position, the pool x pool
+ *   threads of a window side by side in a warp, their max taken by shuffles in the walk's order
+ *   (the same bits), smaller blocks and groups of filters: more multiprocessors share the work.
  * - product (pool 1 or 2, deeper layers): rung 3's implicit GEMM (tiled_product.cuh), filters
  *   as rows and convolution outputs as columns, the columns ordered so that the pool x pool
  *   outputs of a window land in ONE thread's registers (window_of): its epilogue (store_row)
@@ -30,12 +34,15 @@
  * `scratch` holds s2c_cuda_conv2d_bias_relu_pool_scratch floats (NULL: nothing is split).
  * Run it on a GPU: python -m grader --stage 4 --variant nvcc --ops conv2d_bias_relu_pool */
 #include "../conv/conv.cuh"
+#include "../reduce.cuh"
 #include "../tiled_product.cuh"
 
 #define SHALLOW_THREADS 256    /* pooled outputs a block of the shallow kernel */
 #define SHALLOW_NARROW 12      /* a 3x3 window of one channel (9 taps), rounded up to 4 */
 #define SHALLOW_FEW_FILTERS 8  /* the group of a layer of 8 filters or fewer (LeNet-5's 6) */
 #define SHALLOW_FILTERS 32     /* the group of a wider layer */
+#define SPREAD_THREADS 64      /* positions a block of the shallow kernel's spread form */
+#define SPREAD_FILTERS 4       /* its group of filters */
 #define PRODUCT_COLUMNS 64     /* the product's tile: 16 threads wide, 4 columns a thread */
 #define WINDOW_RUN 16          /* windows side by side in a run of columns (the tile's tx) */
 #define DIRECT_THREADS 256
@@ -64,7 +71,7 @@ extern "C" int s2c_cuda_conv2d_bias_relu_pool(const float *x, const float *w, co
 }
 
 /* The kernels, and the layers each computes best. */
-enum fused_kernel { FUSED_SHALLOW, FUSED_PRODUCT, FUSED_DIRECT };
+enum fused_kernel { FUSED_SHALLOW, FUSED_SHALLOW_SPREAD, FUSED_PRODUCT, FUSED_DIRECT };
 static fused_kernel fused_kernel_for(const conv_geometry &g, int pool);
 
 /* ---- shallow: a window in registers ----------------------------------------------------------
@@ -124,21 +131,107 @@ __global__ void __launch_bounds__(SHALLOW_THREADS)
         }
 }
 
+/* ---- shallow, spread: a window's positions side by side ----------------------------------------
+ * A batch of one or two gives the kernel above a block or two on an empty GPU (LeNet-5's conv1 at
+ * batch 1: 144 windows, one block on one multiprocessor of 132), and each of its threads a long
+ * chain: pool^2 positions one after the other, each C*R*S loads then DEPTH FMAs and DEPTH / 4
+ * shared loads a filter (pool 2, 8 filters, DEPTH 32: 1,400 loads and FMAs a thread, besides
+ * their indices, two warps on each scheduler of one multiprocessor). Here a thread computes one
+ * position: lane `tap` of the pool x pool lanes of its window (taps = 1, 4 or 16, which divide a
+ * warp's 32) takes position (tap / pool, tap % pool), and the lanes meet by shuffles, each time
+ * with the lane of the earlier positions on nan_max's left: the max over the window's positions
+ * in order, as the walk above takes it (the first NaN, else the last of equal maxima), so the
+ * same bits. Lane 0 of each window adds the bias and writes. Blocks of SPREAD_THREADS positions
+ * and SPREAD_FILTERS filters: each thread's chain is DEPTH loads, all in flight with the block's
+ * filter loads before its barrier, then SPREAD_FILTERS x DEPTH FMAs and 2 log2(pool) shuffles a
+ * filter (DEPTH 32: 190 loads and FMAs and 8 shuffles, a warp a scheduler), over
+ * N PH pool PW pool / 64 x K / 4 blocks (LeNet-5's conv1 at batch 1: 18, the Fashion CNN's:
+ * 176, two a multiprocessor at most).
+ * Cost: the same FLOPs and writes as above; x read K / SPREAD_FILTERS times, from L1 and L2. */
+template <int DEPTH, int KH, int KW>
+__global__ void __launch_bounds__(SPREAD_THREADS)
+    fused_shallow_spread_kernel(const float *x, const float *w, const float *b, float *y,
+                                conv_geometry g, int pool)
+{
+    wait_for_previous_kernel();
+    __shared__ __align__(16) float filters[SPREAD_FILTERS][DEPTH];
+    const int depth = (int)conv_rows(g), first = blockIdx.y * SPREAD_FILTERS;
+    const int group = min(SPREAD_FILTERS, (int)g.filters - first);
+    /* int indices: a grid this small (fused_kernel_for) holds fewer than 2^31 positions */
+    const int pooled_width = (int)g.out_width / pool, taps = pool * pool;
+    const int pooled = (int)(g.out_height / pool) * pooled_width;
+    const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    const int window = thread / taps, tap = thread % taps;
+    const bool inside = window < g.n * pooled; /* lanes past the last window still shuffle */
+    const int i = inside ? window : 0, n = i / pooled;
+    const int p = i - n * pooled, py = p / pooled_width, px = p % pooled_width;
+    const int height = (int)g.height, width = (int)g.width;
+    const int kh = KH ? KH : (int)g.kh, kw = KW ? KW : (int)g.kw;
+    const float *image = x + n * g.channels * height * width;
+    const int top = (py * pool + tap / pool) * (int)g.stride - (int)g.padding;
+    const int left = (px * pool + tap % pool) * (int)g.stride - (int)g.padding;
+    float pixels[DEPTH]; /* loaded before the barrier: in flight with the filters' loads */
+#pragma unroll
+    for (int j = 0; j < DEPTH; j++) { /* tap j = (c, r, s); padding reads as zero */
+        int c = j / (kh * kw), h = top + j / kw % kh, v = left + j % kw;
+        bool in = j < depth && 0 <= h && h < height && 0 <= v && v < width;
+        pixels[j] = in ? __ldg(image + ((int64_t)c * height + h) * width + v) : 0.0f;
+    }
+    float bias[SPREAD_FILTERS];
+#pragma unroll
+    for (int f = 0; f < SPREAD_FILTERS; f++) bias[f] = f < group ? __ldg(b + first + f) : 0.0f;
+    for (int e = threadIdx.x; e < SPREAD_FILTERS * DEPTH; e += blockDim.x) {
+        int f = e / DEPTH, j = e % DEPTH; /* zeros past the group and the depth add nothing */
+        filters[f][j] = f < group && j < depth ? w[(int64_t)(first + f) * depth + j] : 0.0f;
+    }
+    __syncthreads();
+
+    float *out = y + (n * g.filters + first) * pooled + p;
+#pragma unroll
+    for (int f = 0; f < SPREAD_FILTERS; f++) {
+        float best = window_dot(pixels, filters[f]);
+#pragma unroll
+        for (int lanes = 1; lanes < 32; lanes *= 2) /* lanes [0, lanes) meet [lanes, 2 lanes) */
+            if (lanes < taps) best = nan_max(best, __shfl_xor_sync(FULL_WARP, best, lanes));
+        if (inside && tap == 0 && f < group) {
+            float value = best + bias[f];
+            out[f * pooled] = value <= 0.0f ? 0.0f : value;
+        }
+    }
+}
+
+/* The blocks of the shallow kernel: windows of SHALLOW_THREADS by groups of filters. */
+static dim3 shallow_blocks(const conv_geometry &g, int pool)
+{
+    int64_t windows = g.n * (g.out_height / pool) * (g.out_width / pool);
+    bool few = g.filters <= SHALLOW_FEW_FILTERS;
+    return dim3((unsigned)blocks_for(windows, SHALLOW_THREADS),
+                (unsigned)blocks_for(g.filters, few ? SHALLOW_FEW_FILTERS : SHALLOW_FILTERS));
+}
+
 static int launch_shallow(const float *x, const float *w, const float *b, float *y,
-                          const conv_geometry &g, int pool)
+                          const conv_geometry &g, int pool, bool spread)
 {
     bool few = g.filters <= SHALLOW_FEW_FILTERS, narrow = conv_rows(g) <= SHALLOW_NARROW;
-    int64_t pooled = g.n * (g.out_height / pool) * (g.out_width / pool);
-    dim3 blocks((unsigned)blocks_for(pooled, SHALLOW_THREADS),
-                (unsigned)blocks_for(g.filters, few ? SHALLOW_FEW_FILTERS : SHALLOW_FILTERS));
+    int64_t positions = g.n * (g.out_height / pool) * (g.out_width / pool) * pool * pool;
+    dim3 spread_blocks((unsigned)blocks_for(positions, SPREAD_THREADS),
+                       (unsigned)blocks_for(g.filters, SPREAD_FILTERS));
     return with_kernel_size(g, [&](auto kh, auto kw) {
         constexpr int KH = kh.value, KW = kw.value, DEEP = S2C_CUDA_SHALLOW_DEPTH;
         constexpr int FEW = SHALLOW_FEW_FILTERS, MANY = SHALLOW_FILTERS;
+        if (spread) {
+            auto kernel = narrow ? fused_shallow_spread_kernel<SHALLOW_NARROW, KH, KW>
+                                 : fused_shallow_spread_kernel<DEEP, KH, KW>;
+            launch_overlapped(kernel, spread_blocks, SPREAD_THREADS, 0, x, w, b, y, g, pool);
+            LAUNCH_CHECK("fused_shallow_spread_kernel");
+            return S2C_CUDA_OK;
+        }
         auto kernel = few ? (narrow ? fused_shallow_kernel<SHALLOW_NARROW, FEW, KH, KW>
                                     : fused_shallow_kernel<DEEP, FEW, KH, KW>)
                           : (narrow ? fused_shallow_kernel<SHALLOW_NARROW, MANY, KH, KW>
                                     : fused_shallow_kernel<DEEP, MANY, KH, KW>);
-        launch_overlapped(kernel, blocks, SHALLOW_THREADS, 0, x, w, b, y, g, pool);
+        launch_overlapped(kernel, shallow_blocks(g, pool), SHALLOW_THREADS, 0, x, w, b, y, g,
+                          pool);
         LAUNCH_CHECK("fused_shallow_kernel");
         return S2C_CUDA_OK;
     });
@@ -374,14 +467,20 @@ __global__ void fused_direct_kernel(const float *x, const float *w, const float 
 }
 
 /* The kernel for a layer: shallow for first layers (their window fits in registers, where a
- * product's depth of 9 or 25 would be padded to one step of 16 and reuse little), the product
- * for deeper ones pooled 2x2 or not at all (a thread's 4 columns hold whole windows), direct for
- * the rest; each only where its grid and its int indices hold the layer. */
+ * product's depth of 9 or 25 would be padded to one step of 16 and reuse little), spread where
+ * its blocks are fewer than the multiprocessors and a window's positions divide a warp, the
+ * product for deeper ones pooled 2x2 or not at all (a thread's 4 columns hold whole windows),
+ * direct for the rest; each only where its grid and its int indices hold the layer. */
 static fused_kernel fused_kernel_for(const conv_geometry &g, int pool)
 {
     int64_t outputs = g.n * g.filters * g.out_height * g.out_width;
-    if (conv_rows(g) <= S2C_CUDA_SHALLOW_DEPTH && ceil_div(g.filters, SHALLOW_FEW_FILTERS) <= 65535)
-        return FUSED_SHALLOW;
+    bool shallow = conv_rows(g) <= S2C_CUDA_SHALLOW_DEPTH;
+    if (shallow && ceil_div(g.filters, SHALLOW_FEW_FILTERS) <= 65535) {
+        dim3 blocks = shallow_blocks(g, pool);
+        bool idle = (int64_t)blocks.x * blocks.y < device_multiprocessors();
+        return idle && (pool == 1 || pool == 2 || pool == 4) ? FUSED_SHALLOW_SPREAD
+                                                             : FUSED_SHALLOW;
+    }
     if ((pool == 1 || pool == 2) && product_columns(g, pool) <= INT_MAX && outputs <= INT_MAX &&
         conv_rows(g) <= INT_MAX && ceil_div(g.filters, 16) <= 65535)
         return FUSED_PRODUCT;
@@ -392,7 +491,8 @@ static int fused_conv(const float *x, const float *w, const float *b, float *y, 
                       const conv_geometry &g, int pool)
 {
     switch (fused_kernel_for(g, pool)) {
-    case FUSED_SHALLOW: return launch_shallow(x, w, b, y, g, pool);
+    case FUSED_SHALLOW: return launch_shallow(x, w, b, y, g, pool, false);
+    case FUSED_SHALLOW_SPREAD: return launch_shallow(x, w, b, y, g, pool, true);
     case FUSED_PRODUCT: return launch_product(x, w, b, y, scratch, g, pool);
     case FUSED_DIRECT: break;
     }
