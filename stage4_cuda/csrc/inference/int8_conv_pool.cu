@@ -5,15 +5,22 @@
  * The unfused path takes three or four launches and two passes over [n, m, oh, ow]: quantize_int8
  * (a first layer), conv_rows_kernel (the receptive fields as rows in device memory), the GEMM
  * writing every output's code, maxpool2d_int8. Here the receptive fields are gathered from x (its
- * codes, or float32 pixels quantized on the way in: a first layer) staged in shared memory,
- * nothing but q is written, and the weights come packed once, when the model is loaded
- * (s2c_cuda_int8_pack_weights: [m, k32], each channel's sum beside).
+ * codes, or float32 pixels quantized on the way in: a first layer) staged in shared memory or
+ * held in registers, nothing but q is written, and the weights come packed once, when the model
+ * is loaded (s2c_cuda_int8_pack_weights: [m, k32], each channel's sum beside).
  *
  * The same numbers, bit for bit: each output's int32 sum is exact whatever the order of its
  * terms, it is rescaled by the GEMM's own expression (rescaled_sum) and coded by the same
  * int8_code, and the pooling takes the max of those codes, as maxpool2d_int8 does. (The max of
  * the sums, coded once, would agree wherever the rescaling rises with the sum, i.e. scale > 0;
  * the max of the codes agrees for any scale, at one rescaling per output instead of per window.)
+ *
+ * Two kernels; the launcher chooses by the layer's shape, in one place:
+ * - shallow (C*R*S <= S2C_CUDA_SHALLOW_DEPTH, 16 filters or fewer, 3x3 or 5x5 at stride 1: a
+ *   first layer such as LeNet-5's conv1): a thread per pooling window, its input patch loaded
+ *   and quantized once in registers, every filter applied to it (int8_conv_shallow_kernel, its
+ *   section below says why a first layer wants it);
+ * - the implicit GEMM (the rest), described here.
  *
  * An implicit GEMM on int8_gemm's rung 1 (int8/gemm.cu, gemm_dp4a_kernel): a block of 256
  * threads computes 64 convolution outputs x 64 channels (256 x 16 for a layer of 16 channels or
@@ -367,25 +374,24 @@ __global__ void __launch_bounds__(CONV_THREADS, STAGED ? 4 : 2)
 /* ---- shallow: a window's patch in registers --------------------------------------------------
  * A first layer (C*R*S <= S2C_CUDA_SHALLOW_DEPTH: LeNet-5's conv1, 1 x 5 x 5 over 6 filters)
  * gives the implicit GEMM above little to work with: K is one step of 32 codes, a 16-channel tile
- * of which 6 are used, a tile staged behind barriers for that single step. Here, as the float
+ * of which 6 are used, and a tile staged behind barriers for that single step. Here, as the float
  * twin's fused_shallow_kernel does (conv_bias_relu_pool.cu), a thread computes one pooling window
- * for every filter and needs nothing from any other thread: its PATCH, the (R + POOL - 1) x
- * (S + POOL - 1) pixels of each channel that the window's POOL x POOL outputs read (stride 1),
- * is loaded once, every load issued before the first is used, and quantized once (pixel_code,
- * x_zero in the padding); each output's codes in w's (c, r, s) order are packed four to an int,
- * and each filter's quads, read from shared memory (one broadcast to all threads), meet them in
- * __dp4a: a quad of 4 products for one instruction and the packing, where plain int32
- * multiply-adds would take one instruction a product. The epilogue is the GEMM kernel's:
- * rescaled_sum, int8_code, the max of the window's codes.
+ * for every filter and needs nothing from any other thread. Its PATCH, the (R + POOL - 1) x
+ * (S + POOL - 1) pixels of each channel that the window's POOL x POOL outputs read (stride 1), is
+ * loaded into registers, every load written before the first quantization so that they are in
+ * flight together, then quantized once (pixel_code; x_zero in the padding). Each output's codes,
+ * in w's (c, r, s) order, are packed four to an int, once for all the filters; each filter's
+ * quads come from shared memory (one broadcast to all threads) and meet them in __dp4a: 7
+ * instructions for a 5 x 5 output and filter where int32 multiply-adds would take 25. The
+ * epilogue is the GEMM kernel's: rescaled_sum, int8_code, the max of the window's codes.
  * Cost: 2 n m (ph pool)(pw pool) C R S int8 operations, as n ph pw pool^2 m ceil(C R S / 4)
- * __dp4a (LeNet-5's conv1: 4 x 6 x 7 = 168 a thread, beside 4 x 7 quads packed); device memory
- * x read once (4 bytes a pixel, or 1 a code: the patches of neighbouring windows overlap, and
- * their pixels come again from L1), q written pooled, n m ph pw bytes, the packed weights 32 m
- * bytes a block. A pixel is quantized once for each patch that holds it ((R + 1)(S + 1) / 4 = 9
- * times at pool 2 for 5 x 5: one IEEE division each, against 25 for a thread that quantized its
- * outputs' taps one by one). No barrier after the weights are staged, and blocks of 128 threads
- * (392 blocks for LeNet-5's conv1 at batch 256: 3 on each of 132 multiprocessors, all of them
- * resident at once). */
+ * __dp4a (LeNet-5's conv1: 4 x 6 x 7 = 168 a thread, beside 4 x 7 quads packed); device memory:
+ * x read once (4 bytes a pixel, or 1 a code; neighbouring patches overlap and read their shared
+ * pixels again from L1), q written pooled, n m ph pw bytes, and 32 m bytes of packed weights a
+ * block. A pixel is quantized once for each patch that holds it, 9 times for 5 x 5 at pool 2
+ * ((R + 1)(S + 1) / 4), against the 25 outputs whose taps read it: one IEEE division each. No
+ * barrier after the weights, and blocks of 128 threads: LeNet-5's conv1 at batch 256 is 392 of
+ * them, 3 for each of 132 multiprocessors, all resident at once. */
 #define SHALLOW_THREADS 128
 #define SHALLOW_FILTERS CONV_NARROW /* the most filters a layer of the shallow kernel has */
 #define SHALLOW_QUADS (S2C_CUDA_SHALLOW_DEPTH / 4) /* a filter's quads, K32 = 32 codes */
@@ -397,7 +403,7 @@ __global__ void __launch_bounds__(SHALLOW_THREADS) int8_conv_shallow_kernel(cons
     constexpr int CHANNELS = S2C_CUDA_SHALLOW_DEPTH / (R * S); /* at most; a.c at run time */
     constexpr int TAPS = CHANNELS * R * S, QUADS = (TAPS + 3) / 4;
     constexpr int ROWS = R + POOL - 1, COLUMNS = S + POOL - 1, POSITIONS = POOL * POOL;
-    __shared__ int weights[SHALLOW_FILTERS][SHALLOW_QUADS];
+    __shared__ __align__(16) int weights[SHALLOW_FILTERS][SHALLOW_QUADS];
     for (int e = threadIdx.x; e < a.m * QUADS; e += SHALLOW_THREADS) {
         const int filter = e / QUADS, quad = e - filter * QUADS;
         weights[filter][quad] = __ldg((const int *)(a.packed + filter * a.k32) + quad);
@@ -575,8 +581,8 @@ extern "C" int s2c_cuda_int8_conv2d_pool_to_int8(
                               fast_divider(staged ? (int)staged_rows : 1),
                               fast_divider((int)(oh / pool)), fast_divider((int)(ow / pool))};
     if (shallow) {
-        launch_overlapped(shallow_kernel(r, pool), dim3((unsigned)ceil_div(windows, SHALLOW_THREADS)),
-                          dim3(SHALLOW_THREADS), 0, a);
+        const dim3 blocks((unsigned)ceil_div(windows, SHALLOW_THREADS));
+        launch_overlapped(shallow_kernel(r, pool), blocks, dim3(SHALLOW_THREADS), 0, a);
         LAUNCH_CHECK("int8_conv_shallow_kernel");
         return S2C_CUDA_OK;
     }
