@@ -391,7 +391,7 @@ __global__ void __launch_bounds__(CONV_THREADS, STAGED ? 4 : 2)
  * block. A pixel is quantized once for each patch that holds it, 9 times for 5 x 5 at pool 2
  * ((R + 1)(S + 1) / 4), against the 25 outputs whose taps read it: one IEEE division each. No
  * barrier after the weights, and blocks of 128 threads: LeNet-5's conv1 at batch 256 is 392 of
- * them, 3 for each of 132 multiprocessors, all resident at once. */
+ * them, at most 3 on each of 132 multiprocessors, all resident at once. */
 #define SHALLOW_THREADS 128
 #define SHALLOW_FILTERS CONV_NARROW /* the most filters a layer of the shallow kernel has */
 #define SHALLOW_QUADS (S2C_CUDA_SHALLOW_DEPTH / 4) /* a filter's quads, K32 = 32 codes */
