@@ -432,35 +432,31 @@ __global__ void __launch_bounds__(SHALLOW_THREADS) int8_conv_shallow_kernel(cons
     const auto at = [&](int channel, int i, int j) {
         return ((image * a.c + channel) * a.h + top + i) * a.width + left + j;
     };
+    const auto each_pixel = [&](auto visit) { /* visit(channel, i, j), unrolled */
+#pragma unroll
+        for (int channel = 0; channel < CHANNELS; channel++)
+#pragma unroll
+            for (int i = 0; i < ROWS; i++)
+#pragma unroll
+                for (int j = 0; j < COLUMNS; j++)
+                    visit(channel, i, j);
+    };
     int8_t patch[CHANNELS][ROWS][COLUMNS];
     if (a.pixels) {
         float values[CHANNELS][ROWS][COLUMNS];
-#pragma unroll
-        for (int channel = 0; channel < CHANNELS; channel++)
-#pragma unroll
-            for (int i = 0; i < ROWS; i++)
-#pragma unroll
-                for (int j = 0; j < COLUMNS; j++)
-                    values[channel][i][j] =
-                        inside(channel, i, j) ? __ldg(a.pixels + at(channel, i, j)) : 0.0f;
-#pragma unroll
-        for (int channel = 0; channel < CHANNELS; channel++)
-#pragma unroll
-            for (int i = 0; i < ROWS; i++)
-#pragma unroll
-                for (int j = 0; j < COLUMNS; j++)
-                    patch[channel][i][j] = inside(channel, i, j)
-                                               ? pixel_code(a, values[channel][i][j])
-                                               : (int8_t)a.x_zero;
+        each_pixel([&](int channel, int i, int j) {
+            values[channel][i][j] =
+                inside(channel, i, j) ? __ldg(a.pixels + at(channel, i, j)) : 0.0f;
+        });
+        each_pixel([&](int channel, int i, int j) {
+            patch[channel][i][j] = inside(channel, i, j) ? pixel_code(a, values[channel][i][j])
+                                                         : (int8_t)a.x_zero;
+        });
     } else {
-#pragma unroll
-        for (int channel = 0; channel < CHANNELS; channel++)
-#pragma unroll
-            for (int i = 0; i < ROWS; i++)
-#pragma unroll
-                for (int j = 0; j < COLUMNS; j++)
-                    patch[channel][i][j] =
-                        inside(channel, i, j) ? __ldg(a.x + at(channel, i, j)) : (int8_t)a.x_zero;
+        each_pixel([&](int channel, int i, int j) {
+            patch[channel][i][j] =
+                inside(channel, i, j) ? __ldg(a.x + at(channel, i, j)) : (int8_t)a.x_zero;
+        });
     }
     /* output (dy, dx) of the window: its codes in w's (c, r, s) order, 4 an int, byte b of quad
      * q tap 4 q + b (zeros past TAPS meet the packed weights' zeros) */
