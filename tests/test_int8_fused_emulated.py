@@ -5,9 +5,10 @@ against the unfused kernels they replace, bit for bit:
 - int8_linear_packed, on weights packed once (int8_pack_weights), against int8_linear and
   int8_linear_to_int8, which pack them at every call;
 at odd shapes (channels past a group of 16, K past 16 and 32, padding, strides, pools of 1 and 2,
-windows cut at the edge), with NaN, infinities and huge values among the pixels, and scales of
-either sign (a negative one would order the sums and their codes oppositely); and the refusals
-of bad arguments (a status, never a launch)."""
+windows cut at the edge; first layers for the shallow kernel, and layers just past its limits),
+with NaN, infinities and huge values among the pixels, and scales of either sign (a negative one
+would order the sums and their codes oppositely); and the refusals of bad arguments (a status,
+never a launch)."""
 
 import ctypes
 
@@ -131,9 +132,9 @@ CONVS = [
     (2, 2, 10, 9, 5, 3, 2, 2, 0, 1, 127, -5, False),  # stride 2, no pool, no ReLU
     (1, 5, 13, 13, 4, 3, 3, 1, 0, 2, -3, -20, True),  # pool 2 leaves the 11x11 map's edge
     (1, 4, 7, 7, 33, 3, 3, 1, 1, 2, 0, -128, False),  # K = 36: past 32; 33 channels
-    (3, 2, 12, 12, 7, 3, 3, 1, 1, 2, 5, -30, True),  # 432 rows: two blocks of 16 channels
-    (2, 3, 20, 18, 9, 3, 3, 1, 0, 1, -60, 10, True),  # 576 rows, no pool: three such blocks
-    (2, 2, 20, 20, 3, 3, 3, 1, 0, 2, 9, -40, True),  # 81 windows an image: blocks of 64 straddle 2
+    (3, 4, 12, 12, 7, 3, 3, 1, 1, 2, 5, -30, True),  # 432 rows: two blocks of 16 channels
+    (2, 4, 20, 18, 9, 3, 3, 1, 0, 1, -60, 10, True),  # 576 rows, no pool: three such blocks
+    (2, 4, 20, 20, 3, 3, 3, 1, 0, 2, 9, -40, True),  # 81 windows an image: blocks of 64 straddle 2
     (5, 2, 6, 6, 20, 3, 3, 1, 0, 2, -9, -50, True),  # 4 windows an image: 4 images a block, 5 of 8
     (2, 3, 9, 11, 20, 1, 2, 3, 1, 2, 40, -60, True),  # stride 3 past R = 1: rows no window reads
     (3, 6, 14, 14, 16, 5, 5, 1, 0, 2, -128, -100, True),  # LeNet-5's conv2: 25 windows an image
@@ -141,10 +142,22 @@ CONVS = [
     (1, 6, 8, 8, 18, 5, 5, 2, 2, 2, -1, -70, False),  # stride 2 and padding 2, K = 150
     (1, 40, 4, 400, 5, 3, 3, 1, 0, 2, 3, -90, True),  # a block's rows past 96 KB: x read in place
 ]
+# First layers the shallow kernel takes (C*R*S <= 32, 3x3 or 5x5 at stride 1, 16 filters or
+# fewer; CONVS[0] too), then layers just past each of its limits, which keep the implicit GEMM.
+SHALLOW = [
+    (1, 1, 28, 28, 6, 5, 5, 1, 2, 2, -128, -100, True),  # LeNet-5's conv1 at batch 1
+    (256, 1, 6, 6, 6, 5, 5, 1, 2, 2, 7, -90, True),  # at batch 256, shrunk: 9 windows an image
+    (2, 1, 9, 9, 6, 5, 5, 1, 1, 1, -20, -60, False),  # padding 1, no pool, no ReLU
+    (3, 3, 8, 7, 16, 3, 3, 1, 1, 2, 30, -70, True),  # K = 27 over 3 channels, 16 filters
+    (2, 1, 7, 9, 5, 3, 3, 1, 0, 1, -5, -30, True),  # K = 9: the quads past it skipped
+    (2, 1, 9, 9, 17, 5, 5, 1, 2, 2, -128, -100, True),  # 17 filters
+    (2, 4, 8, 8, 6, 3, 3, 1, 1, 2, 12, -80, True),  # K = 36
+    (2, 1, 11, 11, 6, 5, 5, 2, 2, 2, -128, -100, True),  # stride 2
+]
 
 
 @pytest.mark.parametrize("signs", [False, True], ids=["positive", "any sign, NaN bias"])
-@pytest.mark.parametrize("case", CONVS)
+@pytest.mark.parametrize("case", CONVS + SHALLOW)
 def test_conv_pool_on_codes(lib, case, signs):
     n, c, h, width, m, r, s, stride, padding, pool, x_zero, y_zero, relu = case
     rng = np.random.default_rng(sum(case[:10]) + signs)
@@ -157,7 +170,7 @@ def test_conv_pool_on_codes(lib, case, signs):
     assert len(np.unique(want)) > 8, "the case must give codes of many values"
 
 
-@pytest.mark.parametrize("case", CONVS[:2] + CONVS[3:4] + CONVS[-2:])
+@pytest.mark.parametrize("case", CONVS[:2] + CONVS[3:4] + CONVS[-2:] + SHALLOW)
 def test_conv_pool_on_pixels(lib, case):
     """A first layer: float32 pixels quantized on the way in, as quantize_int8 would."""
     n, c, h, width, m, r, s, stride, padding, pool, x_zero, y_zero, relu = case

@@ -221,21 +221,23 @@ class WithoutFusedOps:
         return getattr(self._tier, name)
 
 
+@pytest.mark.parametrize("batch", [1, 2, 37, 256])
 @pytest.mark.parametrize("name", FUSED_KINDS)
-def test_on_a_gpu_the_nvcc_fused_kernels_give_the_unfused_codes_and_logits(name):
+def test_on_a_gpu_the_nvcc_fused_kernels_give_the_unfused_codes_and_logits(name, batch):
     """The real kernels (not their emulation, nor compositions): the nvcc variant's fused int8
-    model against the same variant's unfused one, 37 images (no whole tile), NaN pixels."""
+    model against the same variant's unfused one, on batches of 1, 2, 37 (no whole tile) and 256
+    images, the first with NaN pixels."""
     import stage4_cuda.nvcc_impl as nvcc
 
     available, why = nvcc.available()
     if not available:
         pytest.skip(why)
     tier = load_tier(4, None, "nvcc")
-    images = np.random.default_rng(12).standard_normal((37, 1, 28, 28)).astype(np.float32)
-    images[3, 0, 10:14, 5:9] = np.nan
-    fused, unfused = (int8_model(name, on, images[4:]) for on in (tier, WithoutFusedOps(tier)))
+    images = np.random.default_rng(12).standard_normal((256, 1, 28, 28)).astype(np.float32)
+    images[0, 0, 10:14, 5:9] = np.nan
+    fused, unfused = (int8_model(name, on, images[1:34]) for on in (tier, WithoutFusedOps(tier)))
     assert [layer.pool for layer in quantized_layers(fused).values()][:2] == [2, 2]
-    x = tier.from_numpy(images)
+    x = tier.from_numpy(images[:batch])
     np.testing.assert_array_equal(tier.to_numpy(fused.forward(x)),
                                   tier.to_numpy(unfused.forward(x)))  # fmt: skip
     codes, y = fused.net.layers[0].forward(x), x

@@ -5,15 +5,22 @@
  * The unfused path takes three or four launches and two passes over [n, m, oh, ow]: quantize_int8
  * (a first layer), conv_rows_kernel (the receptive fields as rows in device memory), the GEMM
  * writing every output's code, maxpool2d_int8. Here the receptive fields are gathered from x (its
- * codes, or float32 pixels quantized on the way in: a first layer) staged in shared memory,
- * nothing but q is written, and the weights come packed once, when the model is loaded
- * (s2c_cuda_int8_pack_weights: [m, k32], each channel's sum beside).
+ * codes, or float32 pixels quantized on the way in: a first layer) staged in shared memory or
+ * held in registers, nothing but q is written, and the weights come packed once, when the model
+ * is loaded (s2c_cuda_int8_pack_weights: [m, k32], each channel's sum beside).
  *
  * The same numbers, bit for bit: each output's int32 sum is exact whatever the order of its
  * terms, it is rescaled by the GEMM's own expression (rescaled_sum) and coded by the same
  * int8_code, and the pooling takes the max of those codes, as maxpool2d_int8 does. (The max of
  * the sums, coded once, would agree wherever the rescaling rises with the sum, i.e. scale > 0;
  * the max of the codes agrees for any scale, at one rescaling per output instead of per window.)
+ *
+ * Two kernels; the launcher chooses by the layer's shape, in one place:
+ * - shallow (C*R*S <= S2C_CUDA_SHALLOW_DEPTH, 16 filters or fewer, 3x3 or 5x5 at stride 1: a
+ *   first layer such as LeNet-5's conv1): a thread per pooling window, its input patch loaded
+ *   and quantized once in registers, every filter applied to it (int8_conv_shallow_kernel, its
+ *   section below says why a first layer wants it);
+ * - the implicit GEMM (the rest), described here.
  *
  * An implicit GEMM on int8_gemm's rung 1 (int8/gemm.cu, gemm_dp4a_kernel): a block of 256
  * threads computes 64 convolution outputs x 64 channels (256 x 16 for a layer of 16 channels or
@@ -364,6 +371,145 @@ __global__ void __launch_bounds__(CONV_THREADS, STAGED ? 4 : 2)
     }
 }
 
+/* ---- shallow: a window's patch in registers --------------------------------------------------
+ * A first layer (C*R*S <= S2C_CUDA_SHALLOW_DEPTH: LeNet-5's conv1, 1 x 5 x 5 over 6 filters)
+ * gives the implicit GEMM above little to work with: K is one step of 32 codes, a 16-channel tile
+ * of which 6 are used, and a tile staged behind barriers for that single step. Here, as the float
+ * twin's fused_shallow_kernel does (conv_bias_relu_pool.cu), a thread computes one pooling window
+ * for every filter and needs nothing from any other thread. Its PATCH, the (R + POOL - 1) x
+ * (S + POOL - 1) pixels of each channel that the window's POOL x POOL outputs read (stride 1), is
+ * loaded into registers, every load written before the first quantization so that they are in
+ * flight together, then quantized once (pixel_code; x_zero in the padding). Each output's codes,
+ * in w's (c, r, s) order, are packed four to an int, once for all the filters; each filter's
+ * quads come from shared memory (one broadcast to all threads) and meet them in __dp4a: 7
+ * instructions for a 5 x 5 output and filter where int32 multiply-adds would take 25. The
+ * epilogue is the GEMM kernel's: rescaled_sum, int8_code, the max of the window's codes.
+ * Cost: 2 n m (ph pool)(pw pool) C R S int8 operations, as n ph pw pool^2 m ceil(C R S / 4)
+ * __dp4a (LeNet-5's conv1: 4 x 6 x 7 = 168 a thread, beside 4 x 7 quads packed); device memory:
+ * x read once (4 bytes a pixel, or 1 a code; neighbouring patches overlap and read their shared
+ * pixels again from L1), q written pooled, n m ph pw bytes, and 32 m bytes of packed weights a
+ * block. A pixel is quantized once for each patch that holds it, 9 times for 5 x 5 at pool 2
+ * ((R + 1)(S + 1) / 4), against the 25 outputs whose taps read it: one IEEE division each. No
+ * barrier after the weights, and blocks of 128 threads: LeNet-5's conv1 at batch 256 is 392 of
+ * them, at most 3 on each of 132 multiprocessors, all resident at once. */
+#define SHALLOW_THREADS 128
+#define SHALLOW_FILTERS CONV_NARROW /* the most filters a layer of the shallow kernel has */
+#define SHALLOW_QUADS (S2C_CUDA_SHALLOW_DEPTH / 4) /* a filter's quads, K32 = 32 codes */
+
+template <int R, int S, int POOL>
+__global__ void __launch_bounds__(SHALLOW_THREADS) int8_conv_shallow_kernel(const int8_conv_pool a)
+{
+    wait_for_previous_kernel();
+    constexpr int CHANNELS = S2C_CUDA_SHALLOW_DEPTH / (R * S); /* at most; a.c at run time */
+    constexpr int TAPS = CHANNELS * R * S, QUADS = (TAPS + 3) / 4;
+    constexpr int ROWS = R + POOL - 1, COLUMNS = S + POOL - 1, POSITIONS = POOL * POOL;
+    __shared__ __align__(16) int weights[SHALLOW_FILTERS][SHALLOW_QUADS];
+    for (int e = threadIdx.x; e < a.m * QUADS; e += SHALLOW_THREADS) {
+        const int filter = e / QUADS, quad = e - filter * QUADS;
+        weights[filter][quad] = __ldg((const int *)(a.packed + filter * a.k32) + quad);
+    }
+    __syncthreads();
+
+    const int64_t pooled = a.pooled_height * a.pooled_width;
+    const int64_t window = (int64_t)blockIdx.x * SHALLOW_THREADS + threadIdx.x;
+    if (window >= a.n * pooled)
+        return;
+    const int64_t image = index_div(window, pooled);
+    const int p = (int)(window - image * pooled), py = a.by_pooled_width.quotient(p);
+    const int top = py * POOL - (int)a.padding;
+    const int left = (p - py * (int)a.pooled_width) * POOL - (int)a.padding;
+    /* the patch: pixel (channel, top + i, left + j) of the image is patch[channel][i][j] */
+    bool row_inside[ROWS], column_inside[COLUMNS];
+#pragma unroll
+    for (int i = 0; i < ROWS; i++)
+        row_inside[i] = (unsigned)(top + i) < (unsigned)a.h;
+#pragma unroll
+    for (int j = 0; j < COLUMNS; j++)
+        column_inside[j] = (unsigned)(left + j) < (unsigned)a.width;
+    const auto inside = [&](int channel, int i, int j) {
+        return channel < a.c && row_inside[i] && column_inside[j];
+    };
+    const auto at = [&](int channel, int i, int j) {
+        return ((image * a.c + channel) * a.h + top + i) * a.width + left + j;
+    };
+    const auto each_pixel = [&](auto visit) { /* visit(channel, i, j), unrolled */
+#pragma unroll
+        for (int channel = 0; channel < CHANNELS; channel++)
+#pragma unroll
+            for (int i = 0; i < ROWS; i++)
+#pragma unroll
+                for (int j = 0; j < COLUMNS; j++)
+                    visit(channel, i, j);
+    };
+    int8_t patch[CHANNELS][ROWS][COLUMNS];
+    if (a.pixels) {
+        float values[CHANNELS][ROWS][COLUMNS];
+        each_pixel([&](int channel, int i, int j) {
+            values[channel][i][j] =
+                inside(channel, i, j) ? __ldg(a.pixels + at(channel, i, j)) : 0.0f;
+        });
+        each_pixel([&](int channel, int i, int j) {
+            patch[channel][i][j] = inside(channel, i, j) ? pixel_code(a, values[channel][i][j])
+                                                         : (int8_t)a.x_zero;
+        });
+    } else {
+        each_pixel([&](int channel, int i, int j) {
+            patch[channel][i][j] =
+                inside(channel, i, j) ? __ldg(a.x + at(channel, i, j)) : (int8_t)a.x_zero;
+        });
+    }
+    /* output (dy, dx) of the window: its codes in w's (c, r, s) order, 4 an int, byte b of quad
+     * q tap 4 q + b (zeros past TAPS meet the packed weights' zeros) */
+    int quads[POSITIONS][QUADS];
+#pragma unroll
+    for (int dy = 0; dy < POOL; dy++)
+#pragma unroll
+        for (int dx = 0; dx < POOL; dx++)
+#pragma unroll
+            for (int q = 0; q < QUADS; q++) {
+                uint32_t four = 0;
+#pragma unroll
+                for (int b = 0; b < 4; b++) {
+                    const int tap = 4 * q + b, channel = tap / (R * S);
+                    const int r = tap / S % R, s = tap % S;
+                    if (tap < TAPS)
+                        four |= (uint32_t)(uint8_t)patch[channel][dy + r][dx + s] << (8 * b);
+                }
+                quads[dy * POOL + dx][q] = (int)four;
+            }
+    int8_t *const out = a.q + image * a.m * pooled + p;
+    for (int filter = 0; filter < a.m; filter++) {
+        int sums[POSITIONS] = {};
+#pragma unroll
+        for (int q = 0; q < QUADS; q++) {
+            if (4 * q >= a.k) /* past a layer of fewer channels: zero weights */
+                break;
+            const int w = weights[filter][q];
+#pragma unroll
+            for (int position = 0; position < POSITIONS; position++)
+                sums[position] = __dp4a(quads[position][q], w, sums[position]);
+        }
+        const int32_t weight_sum = __ldg(a.weight_sums + filter);
+        const float scale = __ldg(a.scale + filter), b = __ldg(a.b + filter);
+        int8_t best = -128;
+#pragma unroll
+        for (int position = 0; position < POSITIONS; position++) {
+            const float y = rescaled_sum(sums[position], a.x_zero, weight_sum, scale, b);
+            const int8_t code = int8_code(y, a.y_zero, a.y_low);
+            best = position == 0 || code > best ? code : best;
+        }
+        out[filter * pooled] = best;
+    }
+}
+
+/* The shallow kernel for a layer of R x S = 3 x 3 or 5 x 5, pooled POOL x POOL = 1 or 2. */
+static void (*shallow_kernel(int64_t r, int64_t pool))(const int8_conv_pool)
+{
+    if (r == 5)
+        return pool == 2 ? int8_conv_shallow_kernel<5, 5, 2> : int8_conv_shallow_kernel<5, 5, 1>;
+    return pool == 2 ? int8_conv_shallow_kernel<3, 3, 2> : int8_conv_shallow_kernel<3, 3, 1>;
+}
+
 /* The rows of x a block of `windows` consecutive pooling windows reads, counting the padded rows
  * of the images one after the other, at most: from its first window's first row to its last
  * window's, plus that window's height. Consecutive windows are pool * stride rows apart along a
@@ -402,13 +548,21 @@ extern "C" int s2c_cuda_int8_conv2d_pool_to_int8(
         return S2C_CUDA_BAD_ARGUMENT;
     const int64_t k = c * r * s, k32 = ceil_div(k, CONV_K_STEP) * CONV_K_STEP;
     const int64_t padded_height = h + 2 * padding, padded_width = width + 2 * padding;
-    /* the staged path where the tile fits (each factor first, so that no product overflows;
-     * r <= staged_rows and s <= padded_width, so k <= tile_bytes) and its indices fit an int */
+    /* the shallow kernel for a first layer of few filters, 3 x 3 or 5 x 5 at stride 1 (its
+     * patch's size known when it is compiled), where its window's index within an image and
+     * its grid fit an int */
+    const int64_t windows = n * (oh / pool) * (ow / pool);
+    const bool shallow = k <= S2C_CUDA_SHALLOW_DEPTH && m <= SHALLOW_FILTERS && stride == 1 &&
+                         r == s && (r == 3 || r == 5) && (oh / pool) * (ow / pool) <= INT_MAX &&
+                         ceil_div(windows, SHALLOW_THREADS) <= INT_MAX;
+    /* else the staged path where the tile fits (each factor first, so that no product
+     * overflows; r <= staged_rows and s <= padded_width, so k <= tile_bytes) and its indices
+     * fit an int */
     const int64_t staged_rows =
         stride > padded_height ? INT_MAX
                                : staged_rows_for(block_rows / (pool * pool), oh / pool, ow / pool,
                                                  padded_height, r, stride, pool);
-    const bool staged = padded_height < (1 << 30) && c <= CONV_STAGED_BYTES &&
+    const bool staged = !shallow && padded_height < (1 << 30) && c <= CONV_STAGED_BYTES &&
                         staged_rows <= CONV_STAGED_BYTES && padded_width <= CONV_STAGED_BYTES &&
                         4 * k32 + c * staged_rows * padded_width <= CONV_STAGED_BYTES &&
                         c * width * h <= (1 << 29);
@@ -422,6 +576,12 @@ extern "C" int s2c_cuda_int8_conv2d_pool_to_int8(
                               fast_divider(staged ? (int)padded_width : 1),
                               fast_divider(staged ? (int)staged_rows : 1),
                               fast_divider((int)(oh / pool)), fast_divider((int)(ow / pool))};
+    if (shallow) {
+        const dim3 blocks((unsigned)ceil_div(windows, SHALLOW_THREADS));
+        launch_overlapped(shallow_kernel(r, pool), blocks, dim3(SHALLOW_THREADS), 0, a);
+        LAUNCH_CHECK("int8_conv_shallow_kernel");
+        return S2C_CUDA_OK;
+    }
     const dim3 grid((unsigned)ceil_div(rows, block_rows), (unsigned)ceil_div(m, columns));
     void (*kernel)(const int8_conv_pool) =
         narrow ? (staged ? int8_conv_pool_kernel<CONV_NARROW, true>
