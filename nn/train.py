@@ -6,6 +6,7 @@ one line on stderr and an exit status of its kind (nn/exits.py, listed by --help
 """
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -228,7 +229,8 @@ def train(args, tier):
         print(f"resumed from {checkpoint}: {trainer.progress.epoch} epochs and "
               f"{trainer.progress.batch} batches done")
     try:
-        return fit_and_report(args, tier, trainer, recipe, run_dir)
+        with communicator or contextlib.nullcontext():  # freed on every rank before exit
+            return fit_and_report(args, tier, trainer, recipe, run_dir)
     finally:
         if dashboard:
             dashboard.close()
@@ -255,6 +257,7 @@ def fit_and_report(args, tier, trainer, recipe, run_dir):
             raise TierError(f"data parallel: only {agreeing} of {communicator.size} ranks hold "
                             "rank 0's weights after training: the steps were not identical")
         print(f"data parallel: the weights are bit-identical on all {agreeing} ranks")
+        communicator.close()  # every rank at once: rank 0's evaluation below needs no other
         if not trainer.writes:
             return 0  # rank 0 evaluates, draws and writes the results
 

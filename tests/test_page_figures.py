@@ -254,8 +254,8 @@ def week24():
 
 
 CLAIMS = {"week09.md": week09, "week10.md": week10, "week11.md": week11, "week14.md": week14,
-          "week15.md": week15, "week17.md": week17, "week18.md": week18,
-          "week19.md": week19, "week20.md": week20, "week23.md": week23, "week24.md": week24}  # fmt: skip
+          "week15.md": week15, "week17.md": week17, "week18.md": week18, "week19.md": week19,
+          "week20.md": week20, "week23.md": week23, "week24.md": week24}  # fmt: skip
 
 
 @pytest.mark.parametrize("page", sorted(CLAIMS))

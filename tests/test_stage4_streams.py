@@ -105,7 +105,8 @@ def test_the_pipelined_trainer_follows_host_step_on_the_gpu(tmp_path):
                                    rtol=1e-5, atol=1e-6)  # fmt: skip
 
 
-def test_nccl_with_one_rank_sums_and_broadcasts_in_place():
+def one_rank():
+    """A communicator of one rank on the nvcc variant (the test skipped without NCCL)."""
     gpu = load_tier("nvcc")
     try:
         identity = nccl.unique_id()
@@ -113,7 +114,11 @@ def test_nccl_with_one_rank_sums_and_broadcasts_in_place():
         pytest.skip(str(error))
     from nn.distributed.communicator import NcclCommunicator
 
-    communicator = NcclCommunicator(gpu, 0, 1, identity)
+    return gpu, NcclCommunicator(gpu, 0, 1, identity)
+
+
+def test_nccl_with_one_rank_sums_and_broadcasts_in_place():
+    gpu, communicator = one_rank()
     values = np.random.default_rng(1).standard_normal(1000).astype(np.float32)
     arrays = [gpu.from_numpy(values), gpu.from_numpy(np.arange(5, dtype=np.int64))]
     communicator.all_reduce(arrays)
@@ -122,3 +127,15 @@ def test_nccl_with_one_rank_sums_and_broadcasts_in_place():
     assert np.array_equal(gpu.to_numpy(arrays[0]), values)
     assert np.array_equal(gpu.to_numpy(arrays[1]), np.arange(5))
     communicator.close()
+
+
+def test_a_communicator_is_closed_after_its_block_and_aborted_after_an_exception():
+    _, communicator = one_rank()
+    with communicator:
+        pass
+    assert communicator.comm is None
+    communicator.close()  # twice: nothing more to free
+    _, communicator = one_rank()
+    with pytest.raises(KeyError), communicator:
+        raise KeyError("a rank's step failed")
+    assert communicator.comm is None
