@@ -44,13 +44,15 @@ def history(run_dir):
 
 
 def weight_differences(one_dir, many_dir):
-    """{array name: (max |a - b|, max |a - b| / max |a|)} over the arrays of the two runs'
-    last.npz (weights, buffers and optimizer state)."""
+    """{parameter: (max |a - b|, max |a - b| / max |a|)} between the two runs' final weights (the
+    param/ arrays of their last.npz)."""
     _, one = read_checkpoint(Path(one_dir) / "last.npz")
     _, many = read_checkpoint(Path(many_dir) / "last.npz")
+    one, many = ({name: value for name, value in arrays.items() if name.startswith("param/")}
+                 for arrays in (one, many))  # fmt: skip
     if one.keys() != many.keys():
         differing = sorted(one.keys() ^ many.keys())
-        raise ValueError(f"the checkpoints hold different arrays: {differing}")
+        raise ValueError(f"the checkpoints hold different parameters: {differing}")
     differences = {}
     for name, value in one.items():
         gap = float(np.max(np.abs(value.astype(np.float64) - many[name]), initial=0.0))
@@ -84,6 +86,7 @@ def main(argv=None):
     parser.add_argument("--model", default="fashion_cnn")
     parser.add_argument("--data", default="fashion-mnist")
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, help="the global batch (default: the recipe's)")
     parser.add_argument("--output", type=Path, required=True,
                         help="write OUTPUT.json and OUTPUT.md; the runs go in OUTPUT-runs/")
     args = parser.parse_args(argv)
@@ -94,7 +97,9 @@ def main(argv=None):
     for gpus in (1, args.gpus):
         print(f"training {args.model} on {args.data}, {args.epochs} epochs, on {gpus} GPU(s)",
               flush=True)  # fmt: skip
-        finished[gpus] = train(gpus, args.model, args.data, args.epochs, runs / f"gpus{gpus}")
+        extra = ["--batch-size", str(args.batch_size)] if args.batch_size else []
+        finished[gpus] = train(gpus, args.model, args.data, args.epochs, runs / f"gpus{gpus}",
+                               extra)  # fmt: skip
         if finished[gpus].returncode != 0:
             print(finished[gpus].stderr, file=sys.stderr)
             print(f"error: the run on {gpus} GPU(s) failed (exit status "
@@ -104,6 +109,7 @@ def main(argv=None):
         "command": "python -m bench.data_parallel_follow " + " ".join(
             sys.argv[1:] if argv is None else argv),  # fmt: skip
         "model": args.model, "data": args.data, "epochs": args.epochs, "gpus": args.gpus,
+        "batch_size": args.batch_size,
         "machine": machine(),
         **compare(finished[1], finished[args.gpus], runs / "gpus1", runs / f"gpus{args.gpus}"),
     }  # fmt: skip
