@@ -4,15 +4,19 @@ side on the same model, global batch and GPUs.
 
     python -m bench.data_parallel --output curriculum/results/data-parallel-h200
 
-Two models: the Tiny-ImageNet CNN (4.39M parameters, global batch 256) and the Fashion CNN
-(896,522 parameters, a large global batch, 1024), each on synthetic data of its shapes (random
-pixels and labels: a step's time does not depend on them), held on the GPU, with SGD and momentum
-at a constant learning rate. Each configuration runs in fresh processes, one per GPU, started and
-watched by nn/distributed/launch.py: one pass over the data warms up, then the median of five
-timed passes is taken (host clock, each pass ending in a synchronization). The baseline is one
-GPU without any communicator (nn's DeviceStep, PyTorch without DDP); `nvcc x1` is the
-data-parallel step on one rank (NCCL with one rank: the cost of the machinery alone). Scaling
-efficiency = N-GPU images/s / (N x baseline images/s); targets: >= 85% on 2 GPUs, >= 70% on 4.
+Two models: the Tiny-ImageNet CNN (4.39M parameters, global batch 256) and the Fashion CNN (896,522
+parameters, a large global batch, 1024), each on synthetic data of its shapes (random pixels and
+labels: a step's time does not depend on them), held on the GPU, with SGD and momentum at a
+constant learning rate, the Tiny-ImageNet CNN without dropout (a recorded step cannot follow its
+seeds). The nvcc variant's steps are recorded (nn/steps/recorded.py, nn/distributed/recorded.py):
+launched again without the Python between the kernels, which would otherwise bound a step's time on
+each GPU however small its shard. Each configuration runs in fresh processes, one per GPU, started
+and watched by nn/distributed/launch.py: one pass over the data warms up, then the median of five
+timed passes is taken (host clock, each pass ending in a synchronization). The baseline is one GPU
+without any communicator (nn's DeviceStep, PyTorch without DDP), a recorded step for the nvcc
+variant; `nvcc x1` is the data-parallel step on one rank (NCCL with one rank: the cost of the
+machinery alone). Scaling efficiency = N-GPU images/s / (N x baseline images/s); targets: >= 85% on
+2 GPUs, >= 70% on 4.
 A configuration that needs more GPUs than the machine has is not run, and the record says so.
 """
 
@@ -39,6 +43,8 @@ from nn.recipes import Recipe
 from nn.report import machine
 
 MODELS = {"tiny_imagenet_cnn": ((3, 64, 64), 200, 256), "fashion_cnn": ((1, 28, 28), 10, 1024)}
+# Dropout off: its mask's seed changes at every step, which a recorded step cannot follow.
+OPTIONS = {"tiny_imagenet_cnn": {"dropout": 0.0}}
 SIDES = ("nvcc", "torch")
 TIMEOUT = 120.0  # seconds without a step before a run is stopped
 TIMED_PASSES = 5
@@ -53,6 +59,12 @@ def synthetic(model_name, batches):
     train = Split(images, labels)
     names = [str(label) for label in range(classes)]
     return DataSet("synthetic", train, None, train, names, Normalizer.fit(images))
+
+
+def bench_model(model_name, data):
+    """The model of `model_name` for `data`'s shapes, with OPTIONS (not built)."""
+    return build_model(model_name, data.input_shape, data.num_classes,
+                       **OPTIONS.get(model_name, {}))  # fmt: skip
 
 
 def recipe_for_bench(model_name):
@@ -80,7 +92,7 @@ def nvcc_worker(model_name, batches, data_parallel):
 
     tier = nvcc_tier("bench.data_parallel")
     data, recipe = synthetic(model_name, batches), recipe_for_bench(model_name)
-    model = build_model(model_name, data.input_shape, data.num_classes).build(tier, recipe.seed)
+    model = bench_model(model_name, data).build(tier, recipe.seed)
     optimizer = make_optimizer(recipe.optimizer, tier, model.parameters(), recipe.weight_decay,
                                **recipe.optimizer_options())  # fmt: skip
     communicator = None
@@ -90,7 +102,7 @@ def nvcc_worker(model_name, batches, data_parallel):
         communicator = NcclCommunicator(tier, *launch.this_rank())
     on_device = device_data(tier, data, model.loss, recipe)
     assert on_device is not None, "the synthetic set is meant to fit on the device"
-    step = make_step(model, optimizer, data, recipe, recorded=False, communicator=communicator)
+    step = make_step(model, optimizer, data, recipe, communicator=communicator)
     order = np.random.default_rng([recipe.seed, 0]).permutation(len(data.train))
 
     def one_pass():
@@ -116,7 +128,7 @@ def torch_worker(model_name, batches, data_parallel):
 
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     data, recipe = synthetic(model_name, batches), recipe_for_bench(model_name)
-    model = build_model(model_name, data.input_shape, data.num_classes)
+    model = bench_model(model_name, data)
     net = to_torch(model.build(load_tier(2), recipe.seed), torch).to("cuda")
     rank, size = 0, 1
     if data_parallel:

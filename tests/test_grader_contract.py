@@ -40,7 +40,8 @@ def test_the_table_holds_exactly_the_ops_of_contract_md():
     named = set(re.findall(r"`(\w+)\(", text))  # every `name(` written in CONTRACT.md
     interface = {"from_numpy", "to_numpy", "synchronize", "available", "empty", "set_num_threads",
                  "take", "shift_images", "correct_count", "float",
-                 "record_step", "step", "launch", "copy_into", "capture_graph"}  # recordings
+                 "record_step", "step", "launch", "copy_into", "capture_graph",
+                 "record_call"}  # recordings
     not_ops = interface | {"uniform", "normal", "max"}
     assert named - not_ops <= set(OPS)
     for name in OPS:  # losses' backwards are described once, as "each `*_backward`"

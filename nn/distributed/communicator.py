@@ -24,7 +24,7 @@ class NcclCommunicator:
     tier with the stream hooks (`Stream`, `Event`: the nvcc variant)."""
 
     def __init__(self, tier, rank, size, unique_id):
-        if not all(hasattr(tier, hook) for hook in ("Stream", "Event")):
+        if not all(hasattr(tier, hook) for hook in ("Stream", "Event", "record_call")):
             raise ValueError(f"--gpus: the {tier.NAME} tier has no streams to all-reduce on "
                              "(train on stage 4's nvcc variant)")  # fmt: skip
         self.tier, self.rank, self.size = tier, rank, size
@@ -42,17 +42,23 @@ class NcclCommunicator:
 
     def _queued(self, function, arrays, *extra):
         """Each of `arrays` through NCCL's `function` as one group, on the communicator's stream
-        after the default streams' work so far."""
+        after the default streams' work so far. In a step being recorded (nn/steps/recorded.py),
+        the group is recorded too, between the events' calls, which the library records."""
         self.ready.record()
         self.ready.wait(self.stream)
-        lib = self.lib
-        nccl.check("ncclGroupStart", lib.ncclGroupStart())
-        for array in arrays:
-            pointer = nccl.device_pointer(array)
-            nccl.check(function, getattr(lib, function)(
-                pointer, pointer, array.size, nccl.datatype(array), *extra, self.comm,
-                self.stream_handle))  # fmt: skip
-        nccl.check("ncclGroupEnd", lib.ncclGroupEnd())
+        calls = [(nccl.device_pointer(array), array.size, nccl.datatype(array))
+                 for array in arrays]  # fmt: skip
+
+        def group():
+            lib, comm, stream = self.lib, self.comm, self.stream_handle
+            nccl.check("ncclGroupStart", lib.ncclGroupStart())
+            for pointer, size, datatype in calls:
+                nccl.check(function, getattr(lib, function)(
+                    pointer, pointer, size, datatype, *extra, comm, stream))  # fmt: skip
+            nccl.check("ncclGroupEnd", lib.ncclGroupEnd())
+
+        group()
+        self.tier.record_call(f"nccl {function}", group, keep=arrays)
         self.done.record(self.stream)
 
     def all_reduce(self, arrays):

@@ -56,28 +56,39 @@ class DataParallelStep(Step):
     def run(self, indices, progress, lr):
         """(mean loss, correct count) of the whole global batch `indices`, summed over the ranks:
         values `float()` reads."""
-        tier, model, communicator = self.tier, self.model, self.communicator
         beat()  # the launcher's sign that this rank still steps
-        start, stop = shard(len(indices), communicator.rank, communicator.size)
+        start, stop = shard(len(indices), self.communicator.rank, self.communicator.size)
         if stop == start:
-            self.buckets.zeros(tier)
-            loss_sum, correct = (tier.from_numpy(np.zeros(1, np.float32)) for _ in range(2))
-        else:
-            inputs, targets, labels = self._shard(indices, progress, start, stop)
-            logits = model.forward(inputs)
-            loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
-            # The shard's part of the global batch's mean loss, and of its gradient.
-            share = (stop - start) / len(indices)
-            self.buckets.start()
-            model.backward(tier.scale(dlogits, share))
-            loss_sum = self._one_value(loss, stop - start)
-            correct = self._correct(logits, labels)
+            return self._without_examples(lr)
+        return self.on(*self._shard(indices, progress, start, stop), lr, len(indices))
+
+    def on(self, inputs, targets, labels, lr, batch):
+        """One step on this rank's shard (inputs, targets, labels on the tier) of a global batch of
+        `batch` examples: (mean loss, correct count) of the whole global batch, summed over the
+        ranks, left on the device. The same calls at every step of the same shapes, so that a
+        recording can make them again (nn/distributed/recorded.py)."""
+        tier, model = self.tier, self.model
+        logits = model.forward(inputs)
+        loss, dlogits = model.loss.value_and_grad(tier, logits, targets)
+        # The shard's part of the global batch's mean loss, and of its gradient.
+        share = labels.shape[0] / batch
+        self.buckets.start()
+        model.backward(tier.scale(dlogits, share))
+        return self._finish(lr, self._one_value(loss, share), self._correct(logits, labels))
+
+    def _without_examples(self, lr):
+        """A rank without examples in this batch: zeros, all-reduced as backward would."""
+        self.buckets.zeros(self.tier)
+        return self._finish(lr, *(self.tier.from_numpy(np.zeros(1, np.float32)) for _ in "lc"))
+
+    def _finish(self, lr, loss_part, correct):
+        """The summed gradients' step, and the sums of the ranks' losses and correct counts."""
         self.buckets.finish()
         self.optimizer.step(lr)
         self._broadcast_buffers()
-        communicator.all_reduce([loss_sum, correct])
-        communicator.wait()
-        return Total(tier, loss_sum, len(indices)), Total(tier, correct, 1)
+        self.communicator.all_reduce([loss_part, correct])
+        self.communicator.wait()
+        return Total(self.tier, loss_part), Total(self.tier, correct)
 
     def _shard(self, indices, progress, start, stop):
         """(inputs, targets, labels) of examples start..stop of the global batch, on the tier."""
@@ -95,12 +106,12 @@ class DataParallelStep(Step):
         targets = tier.from_numpy(self.model.loss.targets(labels))
         return inputs, targets, labels
 
-    def _one_value(self, loss, count):
-        """loss * count as a one-element array of the tier (a device loss stays on the device)."""
+    def _one_value(self, loss, scale):
+        """loss * scale as a one-element array of the tier (a device loss stays on the device)."""
         array = getattr(loss, "array", None)
         if array is None:
             array = self.tier.from_numpy(np.array([float(loss)], np.float32))
-        return self.tier.scale(array, float(count))
+        return self.tier.scale(array, float(scale))
 
     def _correct(self, logits, labels):
         """The shard's correct predictions as a one-element float32 array of the tier."""
@@ -116,13 +127,13 @@ class DataParallelStep(Step):
 
 
 class Total:
-    """A value summed over the ranks, divided by `divisor` when read by `float()`."""
+    """A value summed over the ranks: a one-element device `array`, read by `float()`."""
 
-    def __init__(self, tier, array, divisor):
-        self.tier, self.array, self.divisor = tier, array, divisor
+    def __init__(self, tier, array):
+        self.tier, self.array = tier, array
 
     def __float__(self):
-        return float(self.tier.to_numpy(self.array)[0]) / self.divisor
+        return float(self.tier.to_numpy(self.array)[0])
 
 
 def ranks_agreeing(model, communicator):

@@ -34,17 +34,24 @@ def make_step(model, optimizer, data, recipe, recorded=True, graph=False, echo=p
     records steps, a device step is recorded unless `recorded` is False, or the recipe is one a
     recording cannot follow (said through `echo`). `graph` (the nvcc variant) captures each
     recording as a CUDA graph: ValueError where steps cannot be recorded. With a `communicator`
-    (nn/distributed/), the step is this rank's part of a data-parallel step, op by op.
+    (nn/distributed/), the step is this rank's part of a data-parallel step, recorded as a
+    device step is (its NCCL calls in the recording), never captured as a graph.
     """
     tier = model.tier
     on_device = device_data(tier, data, model.loss, recipe)
     if communicator is not None:
         if graph:
-            raise ValueError("--graph: a data-parallel step all-reduces between layers, which a "
-                             "recorded step cannot")
-        from nn.distributed.step import DataParallelStep  # a Step itself: imported when asked
+            raise ValueError("--graph: a data-parallel step is recorded, not captured as a CUDA "
+                             "graph (NCCL's calls in it)")  # fmt: skip
+        # Steps themselves: imported when asked.
+        from nn.distributed.recorded import RecordedDataParallelStep
+        from nn.distributed.step import DataParallelStep
 
-        return DataParallelStep(model, optimizer, data, recipe, communicator, on_device)
+        step = DataParallelStep(model, optimizer, data, recipe, communicator, on_device)
+        why_not = why_not_recorded(tier, model, recipe, on_device)
+        if recorded and why_not:
+            echo(f"training op by op: {why_not}")
+        return RecordedDataParallelStep(step) if recorded and not why_not else step
     why_not = why_not_recorded(tier, model, recipe, on_device, graph)
     if graph and why_not:
         raise ValueError(f"--graph: steps cannot be recorded here: {why_not}")

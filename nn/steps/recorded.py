@@ -37,7 +37,7 @@ def why_not_recorded(tier, model, recipe, device_data, graph=False):
     if recipe.optimizer not in RECORDABLE_OPTIMIZERS:
         return (f"{recipe.optimizer} changes its scalars at every step (one of "
                 f"{', '.join(RECORDABLE_OPTIMIZERS)} can be recorded)")  # fmt: skip
-    if any(isinstance(layer, Dropout) for layer in _layers(model.net)):
+    if any(isinstance(layer, Dropout) and layer.p > 0 for layer in _layers(model.net)):
         return "dropout draws its mask from a new seed at every step"
     return ""
 
@@ -56,7 +56,7 @@ class RecordedStep(Step):
     def __init__(self, device_step, graph=False):
         self.device_step, self.graph = device_step, graph
         self.tier, self.data = device_step.tier, device_step.data
-        self.launchers = {}  # batch size -> (Recording or Graph, loss, correct count)
+        self.launchers = {}  # batch size (the key) -> (Recording or Graph, loss, correct count)
         self.buffers = {}  # batch size -> the arrays a recording reads its batch from
         self.history = self.on_host = None  # {"loss", "correct": [steps of the epoch]}
 
@@ -71,22 +71,29 @@ class RecordedStep(Step):
     def run(self, indices, progress, lr):
         """Batch `progress.batch` of this epoch at learning rate `lr`: (loss, correct count),
         read from the device when first asked for."""
-        tier, data, index = self.tier, self.data, progress.batch
-        start = index * data.recipe.batch_size
+        data = self.data
+        start = progress.batch * data.recipe.batch_size
         count = min(data.recipe.batch_size, data.size - start)
+        return self.launch(progress.batch, count, start, count, lr,
+                           lambda *batch: self.device_step.on(*batch, lr))  # fmt: skip
+
+    def launch(self, index, key, start, count, lr, step):
+        """Examples start..start + count of the epoch's order through the recording kept under
+        `key` at learning rate `lr`, made now by running `step(inputs, targets, labels)` on them
+        when there is none yet: (loss, correct count), kept at `index` of the epoch's history."""
+        tier, data = self.tier, self.data
         buffers = self._buffers(count)
         tier.copy_into(buffers[0], data.order, start=start, count=count)
         for buffer, offsets in zip(buffers[1:], data.offsets or (), strict=True):
             tier.copy_into(buffer, offsets, start=start, count=count)
-        if count in self.launchers:
-            launcher, loss, correct = self.launchers[count]
+        if key in self.launchers:
+            launcher, loss, correct = self.launchers[key]
             launcher.launch(lr=lr)
             self.device_step.optimizer.count_step()  # the launch replayed its step's update
-        else:  # the first step of this size: run it through the layers, recorded
-            (loss, correct), recording = tier.record_step(
-                lambda: self.device_step.on(*data.gather(*buffers), lr))
+        else:  # the first step of this kind: run it through the layers, recorded
+            (loss, correct), recording = tier.record_step(lambda: step(*data.gather(*buffers)))
             launcher = tier.capture_graph(recording) if self.graph else recording
-            self.launchers[count] = launcher, loss, correct
+            self.launchers[key] = launcher, loss, correct
         tier.copy_into(self.history["loss"], loss.array, at=index)
         tier.copy_into(self.history["correct"], correct.array, at=index)
         self.on_host = None

@@ -24,7 +24,7 @@ from contract import export_ops
 
 # (empty, from_numpy, synchronize and to_numpy are the interface, which export_ops exports)
 from ..runtime.device import SIMULATOR, DeviceScalar, empty, from_numpy, synchronize, to_numpy  # noqa: F401
-from ..runtime.recording import copy_into, record_step
+from ..runtime.recording import copy_into, record_call, record_step
 from .activations import SOFTMAX_KERNELS
 from .device_data import correct_count, shift_images, take
 from .linalg import MATMUL_KERNELS, SUM_ROWS_KERNELS
@@ -55,6 +55,7 @@ __all__ = [
     "DeviceScalar",
     "copy_into",
     "correct_count",
+    "record_call",
     "record_step",
     "shift_images",
     "take",

@@ -26,6 +26,7 @@ from contract import export_ops
 
 # (empty, from_numpy, synchronize and to_numpy are the interface, which export_ops exports)
 from ..runtime.device import SIMULATOR, DeviceScalar, empty, from_numpy, synchronize, to_numpy  # noqa: F401
+from ..runtime.recording import record_call
 from . import _library
 from .activations import SOFTMAX_KERNELS
 from .augment import augment_images
@@ -86,6 +87,7 @@ __all__ = [
     "maxpool2d_relu_backward",
     "maxpool2d_relu_forward",
     "pinned_empty",
+    "record_call",
     "record_step",
     "shift_images",
     "take",

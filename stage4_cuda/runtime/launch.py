@@ -6,6 +6,7 @@ tells a step's recording (recording.py) about each launch.
 """
 
 import math
+import threading
 import warnings
 
 from .device import SIMULATOR
@@ -39,9 +40,11 @@ def _stub_message(kernel):
     return _STUB_MESSAGES[kernel]
 
 
-# Called with (kernel, blocks, threads, args) after each launch, when set: a step's recording
-# (recording.py).
-recorder = None
+# .recorder, when set, is called with (kernel, blocks, threads, args) after each launch of its
+# thread: a step's recording (recording.py). Per thread, so that ranks run as threads (the data-
+# parallel tests) each record their own launches.
+recording_thread = threading.local()
+_SIMULATED_LAUNCH = threading.Lock()
 
 
 def launch(kernel, blocks, threads, *args):
@@ -49,22 +52,25 @@ def launch(kernel, blocks, threads, *args):
     message = _stub_message(kernel)
     if message is not None:
         raise NotImplementedError(message)
-    run(kernel[blocks, threads], *args)
+    run(kernel, blocks, threads, *args)
+    recorder = getattr(recording_thread, "recorder", None)
     if recorder is not None:
         recorder(kernel, blocks, threads, args)
 
 
-def run(configured, *args):
-    """A configured kernel (kernel[blocks, threads]) on `args`."""
+def run(kernel, blocks, threads, *args):
+    """kernel[blocks, threads](*args)."""
     if not SIMULATOR:
-        configured(*args)
+        kernel[blocks, threads](*args)
         return
     # The simulator computes with NumPy scalars, which warn where the GPU silently wraps (the
     # random stream's uint64 products) or overflows to inf (exp of a large float32): as on the GPU,
-    # those are not errors.
-    with warnings.catch_warnings():
+    # those are not errors. It runs one kernel at a time: kernel[...] configures the kernel object
+    # itself, and a launch swaps the kernel's module globals, both of which a launch from another
+    # thread would see.
+    with _SIMULATED_LAUNCH, warnings.catch_warnings():
         warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning)
-        configured(*args)
+        kernel[blocks, threads](*args)
 
 
 def launch_elementwise(kernel, n, *args):

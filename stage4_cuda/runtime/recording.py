@@ -53,7 +53,7 @@ def _kernel_recorder(recording):
             return
         names = list(inspect.signature(kernel.py_func).parameters)
         # configured at each launch: the simulator's kernel[...] reconfigures the kernel itself
-        recording.add("numba", lambda *args: launch.run(kernel[blocks, threads], *args),
+        recording.add("numba", lambda *args: launch.run(kernel, blocks, threads, *args),
                       arguments, names)  # fmt: skip
 
     return record
@@ -62,9 +62,10 @@ def _kernel_recorder(recording):
 def record_step(step, also=None):
     """(step(), the Recording of the launches it made): `step` runs once, for real. `also`, when
     given, is called with the recording and must return a context manager that records more
-    (the nvcc variant's library calls)."""
+    (the nvcc variant's library calls). What `step` launches from other threads is not recorded."""
     recording = Recording()
-    launch.recorder = _kernel_recorder(recording)
+    thread = launch.recording_thread
+    thread.recorder, thread.recording = _kernel_recorder(recording), recording
     try:
         if also is None:
             result = step()
@@ -72,8 +73,17 @@ def record_step(step, also=None):
             with also(recording):
                 result = step()
     finally:
-        launch.recorder = None
+        thread.recorder = thread.recording = None
     return result, recording
+
+
+def record_call(what, launcher, keep=()):
+    """While this thread records a step, add `launcher()` (work another library queues on the
+    device, e.g. NCCL's all-reduce; named `what`) to its recording, in order with its kernels;
+    otherwise nothing. `keep`: what the launcher's pointers point into, kept alive with it."""
+    recording = getattr(launch.recording_thread, "recording", None)
+    if recording is not None:
+        recording.add(what, launcher, [], [], keep=list(keep))
 
 
 def copy_into(destination, source, at=0, start=0, count=None):
