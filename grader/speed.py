@@ -23,6 +23,7 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -374,19 +375,29 @@ def check_speed(session, task):
     )
 
 
-# A profiler (Nsight Compute, Nsight Systems, compute-sanitizer) loads into the process through
-# CUDA's injection variable, and replays or instruments every kernel it watches: the op still runs
-# and is still checked, but its time is the profiler's, not the kernel's.
+# A profiler (Nsight Compute, Nsight Systems, compute-sanitizer) loads into the process, and
+# replays or instruments every kernel it watches: the op still runs and is still checked, but its
+# time is the profiler's, not the kernel's. It is seen by CUDA's injection variable, or by its
+# libraries mapped into the process (ncu's are there without the variable).
 PROFILER_VARIABLE = "CUDA_INJECTION64_PATH"
+PROFILER_FOLDERS = ("/nsight-compute", "/nsight-systems", "/compute-sanitizer")
 PROFILED = (
-    f"no speed verdict under a profiler ({PROFILER_VARIABLE} is set: it replays or instruments "
-    "each kernel, so the time is its own); the profiler's report has the kernel's figures"
+    "no speed verdict under a profiler (an NVIDIA profiler or sanitizer is loaded in this process: "
+    "it replays or instruments each kernel, so the time is its own); the profiler's report has "
+    "the kernel's figures"
 )
 
 
-def under_profiler():
-    """Whether an NVIDIA profiler or sanitizer runs this process."""
-    return bool(os.environ.get(PROFILER_VARIABLE))
+def under_profiler(maps=Path("/proc/self/maps")):
+    """Whether an NVIDIA profiler or sanitizer runs this process: its injection variable is set,
+    or a library from one of PROFILER_FOLDERS is among the process's mappings (`maps`, Linux's)."""
+    if os.environ.get(PROFILER_VARIABLE):
+        return True
+    try:
+        mapped = maps.read_text()
+    except OSError:  # no /proc: not Linux
+        return False
+    return any(folder in mapped for folder in PROFILER_FOLDERS)
 
 
 def repository_host_time(session, op, args):

@@ -75,11 +75,20 @@ def test_a_speed_cheat_fails_with_a_clear_message(tmp_path, cheat, stage, op, wh
     assert "Traceback" not in printed
 
 
-def test_a_profiler_is_seen_by_its_injection_variable(monkeypatch):
+def test_a_profiler_is_seen_by_its_injection_variable_or_its_libraries(monkeypatch, tmp_path):
     monkeypatch.delenv(PROFILER_VARIABLE, raising=False)
-    assert not under_profiler()
+    assert not under_profiler()  # this process: no profiler
+    maps = tmp_path / "maps"
+    library = "7f00-7f10 r-xp 00000000 00:2f 17 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n"
+    maps.write_text(library)
+    assert not under_profiler(maps)
+    for folder in ("/opt/nvidia/nsight-compute/2025.3.1/target/linux-desktop-glibc_2_11_3-x64",
+                   "/usr/local/cuda-13.0/compute-sanitizer"):  # fmt: skip
+        maps.write_text(library + f"7f20-7f30 r-xp 00000000 00:2f 18 {folder}/libinjection.so\n")
+        assert under_profiler(maps)
+    assert not under_profiler(tmp_path / "absent")  # no /proc (not Linux): no profiler seen
     monkeypatch.setenv(PROFILER_VARIABLE, "/opt/nvidia/nsight-compute/injection.so")
-    assert under_profiler()
+    assert under_profiler(tmp_path / "absent")
 
 
 @pytest.mark.skipif(not ON_GPU, reason="speed verdicts are given only on a real GPU")
