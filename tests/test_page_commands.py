@@ -42,7 +42,8 @@ GPU = (r"\bnvcc\b|\bnsys\b|\bncu\b|nvidia-smi|compute-sanitizer|^make sanitize\b
        r"|^make (race|speedrun)\b|-m bench\.(race|speedrun)\b|--graph\b"
        r"|^make (train|bench) STAGE=4\b"  # the simulator refuses these two
        r"|-m (nn\.train|bench\.epoch) --stage 4\b"
-       r"|\bbench\.(softmax_ladder|conv_ladder|memory_bound|host_pipeline|data_parallel)\b")
+       r"|\bbench\.(softmax_ladder|conv_ladder|memory_bound|host_pipeline|data_parallel"
+       r"|data_parallel_follow)\b")
 REFERENCE_TRAINING = (
     r"--stage 4\b.*--data|(^make train\b.*\bIMPL=(\s|$)|-m nn\.train\b(?!.*--impl))"
     r".*--data (fashion-)?mnist"

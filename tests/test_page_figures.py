@@ -248,9 +248,20 @@ def week23():
 
 def week24():
     epoch = record("host-pipeline-h200.json")["epoch"]
+    rows = record("data-parallel-h200.json")["results"]
+    scaling = {(row["model"], row["side"]): row["efficiency"] for row in rows if row["gpus"] == 2}
+    batch = {row["model"]: row["global_batch"] for row in rows}
+    follow = record("data-parallel-follow-h200.json")
     return [f"overlaps its copies with its steps at {epoch['overlap']:.2f}",
             f"HostStep spends {epoch['host_step_seconds']:.3f} s of host time on the epoch and the "
-            f"pipeline {epoch['pipelined_seconds']:.3f} s;"]
+            f"pipeline {epoch['pipelined_seconds']:.3f} s;",
+            f"Tiny-ImageNet CNN (global batch {batch['tiny_imagenet_cnn']}) at "
+            f"{percent(scaling['tiny_imagenet_cnn', 'nvcc'], 1)} and the Fashion CNN (global batch "
+            f"{batch['fashion_cnn']}) at {percent(scaling['fashion_cnn', 'nvcc'], 1)} of",
+            f"at {percent(scaling['tiny_imagenet_cnn', 'torch'], 1)} and "
+            f"{percent(scaling['fashion_cnn', 'torch'], 1)}.",
+            f"ends at {percent(follow['test_accuracy_n'], 2)} test accuracy against "
+            f"{percent(follow['test_accuracy_1'], 2)} on one"]
 
 
 CLAIMS = {"week09.md": week09, "week10.md": week10, "week11.md": week11, "week14.md": week14,
