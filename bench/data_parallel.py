@@ -16,8 +16,8 @@ timed passes is taken (host clock, each pass ending in a synchronization). The b
 without any communicator (nn's DeviceStep, PyTorch without DDP), a recorded step for the nvcc
 variant; `nvcc x1` is the data-parallel step on one rank (NCCL with one rank: the cost of the
 machinery alone). Scaling efficiency = N-GPU images/s / (N x baseline images/s); targets: >= 85% on
-2 GPUs, >= 70% on 4.
-A configuration that needs more GPUs than the machine has is not run, and the record says so.
+2 GPUs, >= 70% on 4. A configuration that needs more GPUs than the machine has is not run, and the
+record says so.
 """
 
 import argparse

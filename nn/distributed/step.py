@@ -79,7 +79,8 @@ class DataParallelStep(Step):
     def _without_examples(self, lr):
         """A rank without examples in this batch: zeros, all-reduced as backward would."""
         self.buckets.zeros(self.tier)
-        return self._finish(lr, *(self.tier.from_numpy(np.zeros(1, np.float32)) for _ in "lc"))
+        loss_part, correct = (self.tier.from_numpy(np.zeros(1, np.float32)) for _ in range(2))
+        return self._finish(lr, loss_part, correct)
 
     def _finish(self, lr, loss_part, correct):
         """The summed gradients' step, and the sums of the ranks' losses and correct counts."""
