@@ -20,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+from nn.backend import TierError, nvcc_tier
 from nn.checkpoint import read_checkpoint
+from nn.distributed import launch
 from nn.report import machine
 
 IDENTICAL = re.compile(r"data parallel: the weights are bit-identical on all (\d+) ranks")
@@ -92,6 +94,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.gpus < 2:
         parser.error(f"--gpus must be at least 2 (it is compared with one GPU), got {args.gpus}")
+    try:  # before minutes of training on one GPU
+        nvcc_tier("bench.data_parallel_follow")
+        launch.check_gpus(args.gpus, launch.gpu_count())
+    except TierError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     runs = args.output.parent / f"{args.output.name}-runs"
     finished = {}
     for gpus in (1, args.gpus):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from test_data_parallel import trainer
 
+from bench import data_parallel_follow
 from bench.data_parallel_follow import compare, markdown
 from nn.checkpoint import read_checkpoint, write_arrays
 
@@ -53,3 +54,13 @@ def test_ranks_that_did_not_agree_are_said_so(tmp_path):
     text = markdown({**record, "gpus": 2, "model": "mlp", "data": "spirals", "command": "c",
                      "machine": {}})  # fmt: skip
     assert "Ranks: NOT identical." in text
+
+
+def test_fewer_gpus_than_asked_for_is_refused_before_any_training(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(data_parallel_follow, "nvcc_tier", lambda purpose: None)
+    monkeypatch.setattr(data_parallel_follow.launch, "gpu_count", lambda: 1)
+    trained = []
+    monkeypatch.setattr(data_parallel_follow, "train", lambda *args: trained.append(args))
+    assert data_parallel_follow.main(["--gpus", "2", "--output", str(tmp_path / "f")]) == 2
+    assert capsys.readouterr().err == "error: --gpus 2: this machine has 1 GPU\n"
+    assert trained == [] and not list(tmp_path.iterdir())
