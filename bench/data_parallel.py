@@ -279,14 +279,15 @@ def main(argv=None):
 
 
 def draw_scaling(record, path):
-    """Images/s against GPUs, a line per model and side, beside perfect scaling (dotted)."""
+    """Images/s against GPUs, one panel per model (their rates differ tenfold), a line per side
+    beside its perfect scaling (dotted)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(7, 4))
-    for model_name in MODELS:
+    figure, panels = plt.subplots(1, len(MODELS), figsize=(10, 4))
+    for axes, model_name in zip(panels, MODELS, strict=True):
         for side, marker in zip(SIDES, ("o", "s"), strict=True):
             rows = [row for row in record["results"] if row["model"] == model_name
                     and row["side"] == side and row["images_per_second"]]  # fmt: skip
@@ -294,13 +295,16 @@ def draw_scaling(record, path):
                 continue
             gpus = [row["gpus"] for row in rows]
             line = axes.plot(gpus, [row["images_per_second"] for row in rows], marker=marker,
-                             label=f"{model_name}, {side}")[0]  # fmt: skip
+                             label=side)[0]  # fmt: skip
             base = rows[0]["baseline_images_per_second"]
             axes.plot(gpus, [count * base for count in gpus], ":", color=line.get_color())
-    axes.set_xlabel("GPUs")
-    axes.set_ylabel("images per second (dotted: N x one GPU)")
-    axes.set_title(f"Data-parallel scaling, {record['machine'].get('gpu') or 'GPUs'}")
-    axes.legend(fontsize=8)
+            axes.set_xticks(sorted(set(gpus)))
+        axes.set_ylim(bottom=0)
+        axes.set_xlabel("GPUs")
+        axes.set_title(f"{model_name} (global batch {MODELS[model_name][2]})")
+        axes.legend(fontsize=8)
+    panels[0].set_ylabel("images per second (dotted: N x one GPU)")
+    figure.suptitle(f"Data-parallel scaling, {record['machine'].get('gpu') or 'GPUs'}")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
