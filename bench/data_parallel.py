@@ -223,7 +223,8 @@ def main(argv=None):
     parser.add_argument("--gpus", type=int, nargs="+", default=[2, 4],
                         help="the GPU counts to scale to (the 1-GPU baseline always runs)")
     parser.add_argument("--batches", type=int, default=20, help="global batches per timed pass")
-    parser.add_argument("--output", type=Path, help="write OUTPUT.json, OUTPUT.md, OUTPUT.png")
+    parser.add_argument("--output", type=Path, help="write OUTPUT.json, OUTPUT.md and, when "
+                        "anything was measured, OUTPUT.png")
     parser.add_argument("--worker", choices=SIDES, help=argparse.SUPPRESS)
     parser.add_argument("--data-parallel", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
@@ -286,11 +287,15 @@ def draw_scaling(record, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, panels = plt.subplots(1, len(MODELS), figsize=(10, 4))
-    for axes, model_name in zip(panels, MODELS, strict=True):
+    rates = [row for row in record["results"] if row["images_per_second"]]
+    measured = [name for name in MODELS if any(row["model"] == name for row in rates)]
+    if not measured:
+        return  # every configuration failed: the record says so, and there is nothing to draw
+    figure, panels = plt.subplots(1, len(measured), figsize=(5 * len(measured), 4), squeeze=False)
+    panels = panels[0]
+    for axes, model_name in zip(panels, measured, strict=True):
         for side, marker in zip(SIDES, ("o", "s"), strict=True):
-            rows = [row for row in record["results"] if row["model"] == model_name
-                    and row["side"] == side and row["images_per_second"]]  # fmt: skip
+            rows = [row for row in rates if row["model"] == model_name and row["side"] == side]
             if not rows:
                 continue
             gpus = [row["gpus"] for row in rows]
