@@ -39,3 +39,13 @@ def test_a_one_gpu_machine_measures_the_baseline_and_says_what_it_did_not_run(on
     assert "| fashion_cnn | 1024 | nvcc | 1 | 900 | 1000 | 90.0% |" in markdown
     assert "- fashion_cnn, nvcc on 4 GPUs: this machine has 1 GPU" in markdown
     assert (tmp_path / "dp.png").stat().st_size > 0
+
+
+def test_configurations_that_all_failed_are_recorded_as_failed_without_a_plot(
+        one_gpu, monkeypatch, tmp_path):  # fmt: skip
+    monkeypatch.setattr(data_parallel, "measure", lambda *args: None)
+    assert data_parallel.main(["--models", "fashion_cnn", "--output", str(tmp_path / "dp")]) == 0
+    (row,) = json.loads((tmp_path / "dp.json").read_text())["results"]
+    assert (row["images_per_second"], row["efficiency"]) == (None, None)
+    assert "| fashion_cnn | 1024 | nvcc | 1 | failed |" in (tmp_path / "dp.md").read_text()
+    assert not (tmp_path / "dp.png").exists()
