@@ -71,6 +71,37 @@ static __device__ __forceinline__ float window_dot(const float (&window)[DEPTH],
     return sum;
 }
 
+/* The fused inference kernels' shared pieces (inference/conv_bias_relu_pool.cu). */
+
+/* filters[f][j] = filter first + f's tap j for the `group` filters from `first`, each `depth`
+ * taps deep, by the block's threads; zeros past the group and the depth add nothing. The caller
+ * synchronizes before reading. */
+template <int FILTERS, int DEPTH>
+static __device__ __forceinline__ void stage_filters(float (&filters)[FILTERS][DEPTH],
+                                                     const float *w, int first, int group,
+                                                     int depth)
+{
+    for (int e = threadIdx.x; e < FILTERS * DEPTH; e += blockDim.x) {
+        int f = e / DEPTH, j = e % DEPTH;
+        filters[f][j] = f < group && j < depth ? w[(int64_t)(first + f) * depth + j] : 0.0f;
+    }
+}
+
+/* window[j] = tap j = (c, r, s) of the kh x kw window at (top, left) of `image` (its channels
+ * height x width each): padding, and taps past `depth`, read as zero. */
+template <int DEPTH>
+static __device__ __forceinline__ void load_window(float (&window)[DEPTH], const float *image,
+                                                   int top, int left, int depth, int kh, int kw,
+                                                   int height, int width)
+{
+#pragma unroll
+    for (int j = 0; j < DEPTH; j++) {
+        int c = j / (kh * kw), h = top + j / kw % kh, v = left + j % kw;
+        bool inside = j < depth && 0 <= h && h < height && 0 <= v && v < width;
+        window[j] = inside ? __ldg(image + ((int64_t)c * height + h) * width + v) : 0.0f;
+    }
+}
+
 static inline __host__ __device__ int64_t conv_rows(const conv_geometry &g)
 {
     return g.channels * g.kh * g.kw; /* C*R*S: the depth of the forward's product */

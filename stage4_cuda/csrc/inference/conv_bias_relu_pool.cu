@@ -88,10 +88,7 @@ __global__ void __launch_bounds__(SHALLOW_THREADS)
     __shared__ __align__(16) float filters[FILTERS][DEPTH];
     const int depth = (int)conv_rows(g), first = blockIdx.y * FILTERS;
     const int group = min(FILTERS, (int)g.filters - first);
-    for (int e = threadIdx.x; e < FILTERS * DEPTH; e += blockDim.x) {
-        int f = e / DEPTH, j = e % DEPTH; /* zeros past the group and the depth add nothing */
-        filters[f][j] = f < group && j < depth ? w[(int64_t)(first + f) * depth + j] : 0.0f;
-    }
+    stage_filters(filters, w, first, group, depth);
     __syncthreads();
 
     const int pooled_width = (int)g.out_width / pool;
@@ -110,12 +107,7 @@ __global__ void __launch_bounds__(SHALLOW_THREADS)
             int top = (py * pool + di) * (int)g.stride - (int)g.padding;
             int left = (px * pool + dj) * (int)g.stride - (int)g.padding;
             float window[DEPTH];
-#pragma unroll
-            for (int j = 0; j < DEPTH; j++) { /* tap j = (c, r, s); padding reads as zero */
-                int c = j / (kh * kw), h = top + j / kw % kh, v = left + j % kw;
-                bool inside = j < depth && 0 <= h && h < height && 0 <= v && v < width;
-                window[j] = inside ? __ldg(image + ((int64_t)c * height + h) * width + v) : 0.0f;
-            }
+            load_window(window, image, top, left, depth, kh, kw, height, width);
 #pragma unroll
             for (int f = 0; f < FILTERS; f++) {
                 float sum = window_dot(window, filters[f]);
@@ -171,19 +163,11 @@ __global__ void __launch_bounds__(SPREAD_THREADS)
     const int top = (py * pool + tap / pool) * (int)g.stride - (int)g.padding;
     const int left = (px * pool + tap % pool) * (int)g.stride - (int)g.padding;
     float pixels[DEPTH]; /* loaded before the barrier: in flight with the filters' loads */
-#pragma unroll
-    for (int j = 0; j < DEPTH; j++) { /* tap j = (c, r, s); padding reads as zero */
-        int c = j / (kh * kw), h = top + j / kw % kh, v = left + j % kw;
-        bool in = j < depth && 0 <= h && h < height && 0 <= v && v < width;
-        pixels[j] = in ? __ldg(image + ((int64_t)c * height + h) * width + v) : 0.0f;
-    }
+    load_window(pixels, image, top, left, depth, kh, kw, height, width);
     float bias[SPREAD_FILTERS];
 #pragma unroll
     for (int f = 0; f < SPREAD_FILTERS; f++) bias[f] = f < group ? __ldg(b + first + f) : 0.0f;
-    for (int e = threadIdx.x; e < SPREAD_FILTERS * DEPTH; e += blockDim.x) {
-        int f = e / DEPTH, j = e % DEPTH; /* zeros past the group and the depth add nothing */
-        filters[f][j] = f < group && j < depth ? w[(int64_t)(first + f) * depth + j] : 0.0f;
-    }
+    stage_filters(filters, w, first, group, depth);
     __syncthreads();
 
     float *out = y + (n * g.filters + first) * pooled + p;
