@@ -2,10 +2,11 @@
 
 For each op with a ladder: the bench sizes (conv2d at the LeNet-5 and Fashion-CNN layer shapes),
 timed against the earlier tier where that tier's own ladder reaches, and against the best library.
-When the tier has MATMUL_KERNELS (stage 3): every kernel on one 1024^3 matmul with 1 thread, next
-to OpenBLAS limited to 1 thread (threadpoolctl); then the fastest kernel and OpenBLAS with 2
-threads, and the kernel's scaling. Writes curriculum/results/bench-stageN.json and a Markdown
-table, bench-stageN.md, generated here (never typed) and naming the machine.
+When the tier has MATMUL_KERNELS: every kernel on one 1024^3 matmul next to the library; on a CPU
+(stage 3) with 1 thread, next to OpenBLAS limited to 1 thread (threadpoolctl), then the fastest
+kernel and OpenBLAS with 2 threads, and the kernel's scaling; on a GPU (stage 4) next to cuBLAS.
+Writes curriculum/results/bench-stageN.json and a Markdown table, bench-stageN.md, generated here
+(never typed) and naming the machine.
 """
 
 import sys
@@ -30,8 +31,10 @@ SIMULATED_INSTEAD = (
 
 
 def plan_bench(options, info, results):
-    """The bench's tasks; the 2-thread rung waits for the 1-thread results to pick the best."""
-    timed_on = timed_class(tiers.find(options.stage, options.variant))
+    """The bench's tasks; on a CPU the 2-thread rung waits for the 1-thread results to pick the
+    best (a GPU tier sets no thread count: its kernels run once, threads None)."""
+    tier = tiers.find(options.stage, options.variant)
+    timed_on = timed_class(tier)
     for name, op in OPS.items():
         sizes = ladder(op, timed_on, bench=True)
         for named in sizes[: 1 if options.quick else None]:
@@ -42,9 +45,12 @@ def plan_bench(options, info, results):
     n = MATMUL_SIZE[options.quick]
     cube = Named(None, (n, n, n))
     first = len(results)
+    threads = None if tier.gpu else THREADS[0]
     for kernel in kernels:
-        yield Task("kernel", "matmul", cube, kernel=kernel, threads=THREADS[0])
-    yield Task("blas", "matmul", cube, threads=THREADS[0])
+        yield Task("kernel", "matmul", cube, kernel=kernel, threads=threads)
+    yield Task("blas", "matmul", cube, threads=threads)
+    if tier.gpu:
+        return
     timed = [r for r in results[first:] if r.check == "kernel" and r.status == PASSED]
     if timed:
         best = max(timed, key=lambda r: r.timing["gflops"]).timing["kernel"]
@@ -72,7 +78,8 @@ def bench(options, out=sys.stdout):
 
 
 def _kernel_rows(results):
-    """Rows of the kernel table, with each kernel's fraction of OpenBLAS at the same threads."""
+    """Rows of the kernel table, with each kernel's fraction of the library at the same threads
+    (OpenBLAS on a CPU, cuBLAS on a GPU)."""
     blas = {r.timing["threads"]: r.timing["gflops"] for r in results if r.check == "library"}
     one_thread = {
         r.timing["kernel"]: r.timing["median"]
@@ -84,13 +91,13 @@ def _kernel_rows(results):
         t = r.timing
         if not t or r.op != "matmul" or r.check == "speed":
             continue
-        kernel = t.get("kernel", "OpenBLAS (NumPy)")
+        kernel = t.get("kernel") or t.get("library", "OpenBLAS (NumPy)")
         fraction = f"{t['gflops'] / blas[t['threads']]:.0%}" if t["threads"] in blas else ""
         scaling = ""
-        if t.get("kernel") and t["threads"] > 1 and kernel in one_thread:
+        if t.get("kernel") and (t["threads"] or 1) > 1 and kernel in one_thread:
             scaling = f"{one_thread[kernel] / t['median']:.2f}x"
         rows.append(
-            f"| {kernel} | {t['threads']} | {report.format_seconds(t['median'])} | "
+            f"| {kernel} | {t['threads'] or 'GPU'} | {report.format_seconds(t['median'])} | "
             f"{t['gflops']:.3g} | {fraction} | {scaling} |"
         )
     return rows
@@ -141,7 +148,7 @@ def markdown_report(record):
                 "",
                 "### Matmul kernels",
                 "",
-                "| kernel | threads | median | GFLOP/s | fraction of OpenBLAS (same threads) "
+                "| kernel | threads | median | GFLOP/s | fraction of the library (same threads) "
                 "| scaling over 1 thread |",
                 "| --- | --- | --- | --- | --- | --- |",
                 *kernel_rows,

@@ -18,6 +18,7 @@ import numpy as np
 
 import tiers
 from contract import output_names, week_of
+from tiers.machine import LOW_OCCUPANCY_NOTE
 
 from . import agreement, correctness, crossing, determinism, gradients, inputs, propagation, speed
 from .builders import keep_defaulted
@@ -25,9 +26,6 @@ from .ops import OPS, SOURCES
 from .ownership import Ownership, native_leaves
 from .poison import holds_marker, poisoned_allocations
 from .records import FAILED, Result, TierError
-
-# numba's warning, which it prints in bold (a terminal's escape code first)
-LOW_OCCUPANCY_NOTE = r"(\x1b\[1m)?Grid size \d+ will likely result in GPU under-utilization"
 
 
 def not_implemented_message(stage, op_name, error):
@@ -257,8 +255,7 @@ class Session:
         self.ownership = Ownership()
         try:
             with warnings.catch_warnings():
-                # the correctness cases are small on purpose: numba's note that a grid of a few
-                # blocks leaves the GPU idle would sit among the report's lines like a fault
+                # numba's note would sit among the report's lines like a fault
                 warnings.filterwarnings("ignore", LOW_OCCUPANCY_NOTE)
                 return checks[task.kind](self, task)
         except TierError as error:

@@ -479,7 +479,7 @@ def check_blas(session, task):
             return Result("matmul", "library", SKIPPED, "no GPU library (PyTorch with CUDA)")
         timing, _ = measure_gpu(baseline.call, session.setup.quick, l2_flush())
         gflops = 2 * n * k * m / timing.median / 1e9
-        record = timing.as_dict() | {"threads": None, "gflops": gflops}
+        record = timing.as_dict() | {"threads": None, "gflops": gflops, "library": baseline.name}
         size = f"{baseline.name}, {n}x{k}x{m}"
         return Result("matmul", "library", PASSED, size=size, timing=record)
     return _check_cpu_blas(session, task, a, b)

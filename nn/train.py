@@ -11,6 +11,7 @@ import json
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from threadpoolctl import threadpool_info, threadpool_limits
@@ -28,6 +29,7 @@ from nn.recipes import Recipe, recipe_for
 from nn.report import command_line, machine, save_pictures, write_results
 from nn.schedules import Schedule
 from nn.trainer import Trainer, TrainingDiverged
+from tiers.machine import LOW_OCCUPANCY_NOTE
 
 
 def parse_args(argv=None):
@@ -119,6 +121,7 @@ RECIPE_FLAGS = (
 
 def main(argv=None):
     args = parse_args(argv)
+    warnings.filterwarnings("ignore", LOW_OCCUPANCY_NOTE)  # numba's, at every small batch's grid
     try:
         refuse_simulated(args.stage, args.variant, "training", SIMULATED_INSTEAD)
         tier = load_tier(args.stage, args.impl, args.variant)

@@ -39,7 +39,11 @@ HEADERS = ("matmul.h", "s2c.h")  # matmul.h first: s2c.h includes it
 
 ARCH_VARIABLE = "S2C_ARCH_FLAGS"
 DEFAULT_ARCH = "-march=native"
+# a function declared to return a status that returns none hands its caller garbage, which may
+# read as success: an error, not a warning
+ERRORS = ["-Werror=return-type"]
 ASAN_FLAGS = [
+    *ERRORS,
     "-O1",
     "-g",
     "-fsanitize=address",
@@ -75,7 +79,7 @@ def compile_flags(asan=False, arch=None):
         arch = os.environ.get(ARCH_VARIABLE) or DEFAULT_ARCH
     if asan:
         return [*ASAN_FLAGS, *shlex.split(arch)]
-    return ["-O3", *shlex.split(arch), "-ffp-contract=fast", "-fopenmp", "-std=c99"]
+    return [*ERRORS, "-O3", *shlex.split(arch), "-ffp-contract=fast", "-fopenmp", "-std=c99"]
 
 
 def module_source(flags):

@@ -49,8 +49,10 @@ ARCH = re.compile(r"^(?:sm_|compute_)?(\d+)\.?(\d)$")  # 75, 7.5, sm_75, compute
 # --threads 0: the targets compiled in parallel, one per core
 # --diag-suppress 177 (a function declared but never referenced): in a workspace, the helpers of
 # a kernel still to write are unused until it is; dozens of such warnings would hide nvcc's errors
+# --diag-error 117,940 (a function returning a status returns none): its caller would read garbage,
+# perhaps as success
 FLAGS = ["-O3", "-shared", "-Xcompiler=-fPIC", "-std=c++17", "--default-stream", "per-thread",
-         "--threads", "0", "--diag-suppress", "177"]  # fmt: skip
+         "--threads", "0", "--diag-suppress", "177", "--diag-error", "117,940"]  # fmt: skip
 LIBRARIES = ["-ldl"]  # dlopen: cuFFT is loaded at run time (csrc/conv/cufft_runtime.h says why)
 DEFINES_MAIN = re.compile(r"^\s*int\s+main\s*\(", re.MULTILINE)
 

@@ -240,6 +240,56 @@ def test_a_c_region_becomes_a_not_implemented_status_at_its_indentation():
     assert "2 * x[i]" not in text and text.splitlines()[0] == C_SOURCE.splitlines()[0]
 
 
+# A launcher after a kernel, its head on two lines (the shape of linalg.cu's swap_middle_axes,
+# whose stub once came out `return;`); a kernel whose template and head take three.
+CUDA_SOURCE = textwrap.dedent(
+    """\
+    __global__ void twice_kernel(const float *x, float *y, long n) {
+        long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+        if (i < n) y[i] = 2 * x[i];
+    }
+
+    extern "C" int s2c_cuda_twice(const float *x, float *y, long a,
+                                  long b) {
+        long n = a * b;
+        if (n == 0) return S2C_CUDA_OK;
+        // BEGIN SOLUTION week 14, task twice
+        twice_kernel<<<1, 1>>>(x, y, n);
+        return S2C_CUDA_OK;
+        // END SOLUTION
+    }
+
+    template <int N>
+    __global__ void __launch_bounds__(256)
+    thrice_kernel(const float *x,
+                  float *y) {
+        // BEGIN SOLUTION week 14, task thrice
+        y[threadIdx.x] = 3 * x[threadIdx.x];
+        // END SOLUTION
+    }
+
+    __attribute__((always_inline)) static inline int
+    rows_of(const float *x,
+            long n) {
+        // BEGIN SOLUTION week 14, task rows
+        return (int)n;
+        // END SOLUTION
+    }
+    """
+)
+
+
+def test_a_cuda_region_returns_a_status_in_a_status_function_and_nothing_in_a_kernel():
+    text, regions = stub_regions(CUDA_SOURCE, "c", "stage4_cuda/csrc/twice.cu")
+    assert [r.task for r in regions] == ["twice", "thrice", "rows"]
+    stubs = [line.strip() for line in text.splitlines() if "task" in line]
+    assert stubs == [
+        "return S2C_CUDA_NOT_IMPLEMENTED; /* week 14, task twice */",
+        "return; /* week 14, task thrice: not implemented yet */",
+        "return S2C_CUDA_NOT_IMPLEMENTED; /* week 14, task rows */",
+    ]
+
+
 @pytest.mark.parametrize(
     ("source", "complaint"),
     [

@@ -33,6 +33,25 @@ def last_accuracy(lines):
     return float(match.group(1))
 
 
+def test_numbas_note_on_a_small_grid_is_not_shown_while_training(capsys, monkeypatch):
+    """A training batch launches grids of a few blocks; numba's warning that such a grid leaves
+    the GPU idle, once per grid size, would bury the epoch lines. Other warnings still show."""
+    import warnings
+
+    def warn_and_stop(args, tier):
+        warnings.warn("\x1b[1mGrid size 3 will likely result in GPU under-utilization due to "
+                      "low occupancy.\x1b[0m", RuntimeWarning, stacklevel=1)  # fmt: skip
+        warnings.warn("a warning of the tier's own", RuntimeWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(train, "train", warn_and_stop)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        status, _, _ = run_train(capsys, "--model", "xor", "--data", "xor")
+    assert status == 0
+    assert [str(w.message) for w in shown] == ["a warning of the tier's own"]
+
+
 def test_perceptron_separates_the_blobs(capsys, tmp_path):
     status, lines, _ = run_train(capsys, "--model", "perceptron", "--data", "blobs",
                                  "--run-dir", str(tmp_path))

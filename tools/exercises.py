@@ -46,6 +46,8 @@ DEFAULT_OUT = Path("workspace")  # where `make grade` looks for the learner's ti
 # Build outputs stay behind (the workspace builds its own); the names follow .gitignore.
 SKIPPED_NAMES = ("__pycache__", "_build", "*.so", "*.o", "*.pyc", "_s2c_native*")
 LANGUAGE_OF_SUFFIX = {".py": "python", ".c": "c", ".h": "c", ".cu": "c", ".cuh": "c"}
+# __attribute__((...)), __launch_bounds__(...): parentheses in a function's head before its name
+ATTRIBUTES = re.compile(r"__attribute__\s*\(\(.*?\)\)|__launch_bounds__\s*\([^)]*\)")
 CUDA_SUFFIXES = (".cu", ".cuh")  # C whose stubs return common.h's S2C_CUDA_NOT_IMPLEMENTED
 # 21 and 22: attention on the CPU, then in C and CUDA; 23: a transformer; 24: streams and NCCL
 WEEKS = range(1, 25)
@@ -102,23 +104,21 @@ def stub_line(language, indent, week, task, path, newline, returns_void=False):
 
 def in_void_function(lines_before):
     """Whether the C or CUDA function whose body `lines_before` (a file's lines up to a marker)
-    ends inside returns void. Its head starts at column 0 and its body opens with a `{` at column
-    0 or at the end of a column-0 line; `void *` is a pointer, not void."""
+    ends inside returns void. Its head is the block of column-0 lines above the body (a template,
+    the return type, the name; the parameters may go on on indented lines), and the body's lines
+    are indented; `void *` is a pointer, not void."""
     head = []
     for line in reversed(lines_before):
         bare = line.rstrip()
-        if not head:  # still in the body: look for the line that opens it
-            if bare == "{" or (bare.endswith("{") and line[:1] not in " \t"):
-                head.append(bare)
-            continue
-        if (
-            not bare
-            or bare.lstrip().startswith(("}", "#", "/*", "*", "//"))
-            or bare.endswith((";", "*/"))
+        at_column_0 = bare[:1] not in ("", " ", "\t")
+        if not head and not (at_column_0 and not bare.startswith(("{", "#", "/*", "*", "//"))):
+            continue  # the body, a parameter line, or the `{` alone on its line
+        if not at_column_0 or bare.startswith(("}", "#", "/*", "*", "//")) or bare.endswith(
+            (";", "*/", "}")
         ):
             break
         head.append(bare)
-    declaration = " ".join(reversed(head)).split("(")[0]  # what comes before the parameters
+    declaration = ATTRIBUTES.sub("", " ".join(reversed(head))).split("(")[0]
     return re.search(r"\bvoid\b(?!\s*\*)", declaration) is not None
 
 
