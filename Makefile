@@ -188,9 +188,9 @@ asan: $(STAMP) ## build the C tier with AddressSanitizer, run its tests and grad
 	else echo "make asan: FAILED (see the reports above)"; fi; \
 	exit $$status
 
-sanitize: setup ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4 [VARIANT=nvcc]
+sanitize: setup ## stage 4 under compute-sanitizer (memcheck, racecheck, synccheck), GPU machine only: make sanitize STAGE=4 [VARIANT=nvcc] [WEEK=16 | THROUGH=18]
 	@$(BUILD_STAGE)
-	$(PY) -m grader.sanitize --stage $(STAGE) $(VARIANT_ARG) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
+	$(PY) -m grader.sanitize --stage $(STAGE) $(VARIANT_ARG) $(if $(WEEK),--week $(WEEK)) $(if $(THROUGH),--through $(THROUGH)) $(if $(IMPL),--impl $(IMPL)) $(ARGS)
 
 lint: $(STAMP) ## ruff over the project
 	$(PY) -m ruff check .

@@ -1,6 +1,7 @@
 """`make sanitize STAGE=4`: the stage-4 grader's correctness checks under compute-sanitizer.
 
     python -m grader.sanitize --stage 4 [--variant numba] [--tools memcheck,racecheck,synccheck]
+                              [--week K | --through K] [--ops NAMES]
 
 Each tool runs the grader once (correctness, NaN, gradient and distribution checks, at their
 small sizes; no timing and no determinism check, whose sizes fill the device: the sanitizer slows
@@ -8,7 +9,9 @@ every kernel a hundredfold or more, and it finds races itself) with every child 
 since the grader runs GPU code in a worker process; its rows print as they come, and its own last
 line says how many checks ran. memcheck finds out-of-bounds and misaligned accesses, racecheck
 shared-memory hazards (a missing `syncthreads`), synccheck barriers that not every thread of a
-block reaches. The last line is the total count of reports, 0 when clean. With `--results` the
+block reaches. With `--through K` (or `--week K`) the stubs of later weeks are skipped, as in
+`make grade`: a workspace partway through the course is checked as far as it goes. The last line
+is the total count of reports, 0 when clean. With `--results` the
 same summary, with the device and the date, goes to curriculum/results/sanitize-stage4-<variant>.md.
 """
 
@@ -19,6 +22,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 
 import tiers
@@ -75,6 +79,9 @@ def main(argv=None):
     parser.add_argument("--impl", metavar="DIR")
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--ops", metavar="NAMES", help="only these ops, comma-separated")
+    weeks = parser.add_mutually_exclusive_group()
+    weeks.add_argument("--week", type=int, metavar="K", help="only the ops week K teaches")
+    weeks.add_argument("--through", type=int, metavar="K", help="the ops of weeks 1 to K")
     parser.add_argument(
         "--results",
         action="store_true",
@@ -83,8 +90,10 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.command = shlex.join(["python", "-m", "grader.sanitize", *argv])
-    if args.results and (args.impl or args.ops):
-        parser.error("--results records the repository's tier in full: no --impl, --ops")
+    if args.results and (args.impl or args.ops or args.week or args.through):
+        parser.error(
+            "--results records the repository's tier in full: no --impl, --ops, --week, --through"
+        )
     if not shutil.which("compute-sanitizer"):
         print("compute-sanitizer not found: it comes with the CUDA toolkit, on a GPU machine")
         return 2
@@ -96,15 +105,20 @@ def main(argv=None):
         grader_args += ["--impl", args.impl]
     if args.ops:
         grader_args += ["--ops", args.ops]
+    for option in ("week", "through"):
+        if getattr(args, option) is not None:
+            grader_args += [f"--{option}", str(getattr(args, option))]
     total = 0
     lines = []
     for tool in args.tools.split(","):
         print(f"=== compute-sanitizer --tool={tool}", flush=True)
+        started = time.monotonic()
         output, status = run_shown(sanitizer_command(tool, grader_args))
+        seconds = time.monotonic() - started
         count = reports_in(output)
         checks_line = re.findall(r"^\d+ passed, \d+ failed.*$", output, re.MULTILINE)
         ran = checks_line[-1] if checks_line else "no summary from the grader"
-        line = f"{tool}: {count} reports (grader: {ran}; exit status {status})"
+        line = f"{tool}: {count} reports (grader: {ran}; exit status {status}; {seconds:.0f} s)"
         print(line, flush=True)
         lines.append(line)
         total += count

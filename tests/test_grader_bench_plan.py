@@ -10,7 +10,6 @@ import pytest
 
 from grader.bench import THREADS, markdown_report, plan_bench
 from grader.records import PASSED, Result
-
 from tiers.machine import machine_info
 
 GFLOPS = {"naive": 10.0, "tiled": 40.0}  # tiled the fastest
