@@ -10,9 +10,10 @@ since the grader runs GPU code in a worker process; its rows print as they come,
 line says how many checks ran. memcheck finds out-of-bounds and misaligned accesses, racecheck
 shared-memory hazards (a missing `syncthreads`), synccheck barriers that not every thread of a
 block reaches. With `--through K` (or `--week K`) the stubs of later weeks are skipped, as in
-`make grade`: a workspace partway through the course is checked as far as it goes. The last line
-is the total count of reports, 0 when clean. With `--results` the
-same summary, with the device and the date, goes to curriculum/results/sanitize-stage4-<variant>.md.
+`make grade`: a workspace partway through the course is checked as far as it goes. Each tool's
+line gives its count of reports and its seconds; the last line is the total count, 0 when clean.
+With `--results` the same summary, with the device and the date, goes to
+curriculum/results/sanitize-stage4-<variant>.md.
 """
 
 import argparse

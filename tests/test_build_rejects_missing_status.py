@@ -1,9 +1,8 @@
 """A C or CUDA function declared to return a status that returns none fails the build.
 
-Its caller would read whatever the register held, perhaps S2C_OK: an exercise stub in the wrong
-shape (`return;` in a launcher) once let a week-22 op "run" in a microsecond in a week-15
-workspace, and only the speed check's speed of light caught it. The C tier builds with
-`-Werror=return-type`, the nvcc library with `--diag-error 117,940`.
+Its caller would read whatever the register held, perhaps S2C_OK: an exercise stub of the wrong
+shape (`return;` in a launcher) would let an op not written yet "run" in a microsecond. The C tier
+builds with `-Werror=return-type`, the nvcc library with `--diag-error 117,940`.
 """
 
 import shutil

@@ -240,8 +240,9 @@ def test_a_c_region_becomes_a_not_implemented_status_at_its_indentation():
     assert "2 * x[i]" not in text and text.splitlines()[0] == C_SOURCE.splitlines()[0]
 
 
-# A launcher after a kernel, its head on two lines (the shape of linalg.cu's swap_middle_axes,
-# whose stub once came out `return;`); a kernel whose template and head take three.
+# A launcher after a kernel, its head on two lines (the shape of linalg.cu's swap_middle_axes); a
+# kernel whose template and head take three; a static helper returning int, its type on a line
+# of its own.
 CUDA_SOURCE = textwrap.dedent(
     """\
     __global__ void twice_kernel(const float *x, float *y, long n) {
