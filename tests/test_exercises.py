@@ -291,6 +291,26 @@ def test_a_cuda_region_returns_a_status_in_a_status_function_and_nothing_in_a_ke
     ]
 
 
+def test_a_launcher_after_a_declaration_of_a_void_kernel_returns_a_status():
+    # the head ends where the lines above it stop being its own: here a declaration whose last
+    # line is indented and whose first is a void kernel's
+    source = textwrap.dedent(
+        """\
+        __global__ void scale_kernel(const float *x, float *y,
+                                     long n);
+
+        /* y = 2 x */
+        extern "C" int s2c_cuda_scale(const float *x, float *y, long n) {
+            // BEGIN SOLUTION week 14, task scale
+            return S2C_CUDA_OK;
+            // END SOLUTION
+        }
+        """
+    )
+    text, _ = stub_regions(source, "c", "stage4_cuda/csrc/scale.cu")
+    assert "    return S2C_CUDA_NOT_IMPLEMENTED; /* week 14, task scale */\n" in text
+
+
 @pytest.mark.parametrize(
     ("source", "complaint"),
     [

@@ -110,13 +110,12 @@ def in_void_function(lines_before):
     head = []
     for line in reversed(lines_before):
         bare = line.rstrip()
-        at_column_0 = bare[:1] not in ("", " ", "\t")
-        if not head and not (at_column_0 and not bare.startswith(("{", "#", "/*", "*", "//"))):
-            continue  # the body, a parameter line, or the `{` alone on its line
-        if not at_column_0 or bare.startswith(("}", "#", "/*", "*", "//")) or bare.endswith(
-            (";", "*/", "}")
-        ):
-            break
+        if bare[:1] in ("", " ", "\t") or bare.startswith(("{", "#", "/*", "*", "//")):
+            if head:
+                break  # above the head
+            continue  # the body, a parameter line, the `{` alone on its line
+        if bare.startswith("}") or bare.endswith((";", "*/", "}")):
+            break  # the end of what comes before the function
         head.append(bare)
     declaration = ATTRIBUTES.sub("", " ".join(reversed(head))).split("(")[0]
     return re.search(r"\bvoid\b(?!\s*\*)", declaration) is not None
